@@ -1,0 +1,3 @@
+from three_ledger.cli import main
+
+raise SystemExit(main())
