@@ -1,0 +1,135 @@
+"""Command line: parse arguments, dispatch to one command, map errors to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from three_ledger import __version__
+from three_ledger.errors import GateError, UsageError
+from three_ledger.exit_codes import ExitCode
+
+PROG = "three-ledger"
+
+_LABELS = {
+    ExitCode.REFUSED: "refused",
+    ExitCode.FLAKE_REFUSED: "flake write refused",
+    ExitCode.INFRA_FAILURE: "infrastructure failure",
+    ExitCode.USAGE: "usage error",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors exit 64 (never 2, which means "score refused")."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix(PROG).strip()
+        raise UsageError(f"{command}: {message}" if command else message)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+def _command_words(text: str) -> list[str]:
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"cannot split {text!r}: {exc}") from None
+    if not words:
+        raise argparse.ArgumentTypeError("the command is empty")
+    return words
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="A merge gate that keeps fixture, property and flake evidence in "
+        "three separate ledgers.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    digest = commands.add_parser("digest", help="write the fixture ledger for a fixture pin")
+    digest.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
+    digest.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    digest.add_argument("--out", type=Path, required=True, help="fixture ledger to write")
+    digest.add_argument(
+        "--base", metavar="REV", help="on a digest mismatch, name files moved since REV"
+    )
+
+    dual = commands.add_parser("dual-pin", help="compare property ledgers from two fixture pins")
+    dual.add_argument("--left", type=Path, help="property ledger scored on the first pin")
+    dual.add_argument("--right", type=Path, help="property ledger scored on the second pin")
+    dual.add_argument("--not-run", action="store_true", help="record that only one pin was run")
+    dual.add_argument("--out", type=Path, required=True, help="dual-pin ledger to write")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return _dispatch(parser, args)
+    except SystemExit as exc:  # --help and --version
+        return int(exc.code or 0) if not isinstance(exc.code, str) else ExitCode.USAGE
+    except GateError as exc:
+        _report(exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - a bug must never look like a verdict
+        return _report_crash(exc)
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    # Command modules are imported on use: `--version` and `--help` stay fast.
+    if args.command == "digest":
+        from three_ledger.commands.digest import digest
+
+        return digest(pin_path=args.pin, root=args.root, out=args.out, base=args.base)
+    if args.command == "dual-pin":
+        from three_ledger.commands import dual_pin
+
+        if args.not_run:
+            if args.left or args.right:
+                raise UsageError("dual-pin: --not-run takes no --left or --right")
+            return dual_pin.dual_pin_not_run(out=args.out)
+        if not (args.left and args.right):
+            raise UsageError("dual-pin: give --left and --right, or --not-run")
+        return dual_pin.dual_pin(left_path=args.left, right_path=args.right, out=args.out)
+    parser.print_usage(sys.stderr)
+    raise UsageError("choose a command")
+
+
+def _report(error: GateError) -> None:
+    label = _LABELS.get(error.exit_code, "error")
+    lines = [f"{PROG}: {label}: {error.message}"]
+    lines += [f"  {detail}" for detail in error.details]
+    lines += [f"{PROG}: {note}" for note in error.notes]
+    print("\n".join(lines), file=sys.stderr)
+
+
+def _report_crash(exc: Exception) -> int:
+    print(
+        f"{PROG}: internal error (a bug in {PROG}, please report it): {type(exc).__name__}: {exc}",
+        file=sys.stderr,
+    )
+    if os.environ.get("THREE_LEDGER_DEBUG"):
+        traceback.print_exc()
+    else:
+        print(f"{PROG}: set THREE_LEDGER_DEBUG=1 to see the traceback", file=sys.stderr)
+    return ExitCode.INTERNAL_ERROR

@@ -1,0 +1,37 @@
+"""`three-ledger digest`: write the fixture ledger for one fixture pin (SPEC 4.1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from three_ledger.digest import live_digest, refuse_unreviewed
+from three_ledger.exit_codes import ExitCode
+from three_ledger.ledgers import (
+    FixtureLedger,
+    fresh_recorded_at,
+    new_ledger_id,
+    nothing_left_on_failure,
+    tool_version,
+    write_ledger,
+)
+from three_ledger.pins import load_fixture_pin, refuse_out_near_pins
+
+
+def digest(*, pin_path: Path, root: Path, out: Path, base: str | None) -> int:
+    refuse_out_near_pins(out, [pin_path])
+    with nothing_left_on_failure(out):
+        pin = load_fixture_pin(pin_path)
+        live = live_digest(root, pin)
+        refuse_unreviewed(root, pin, live, base)
+        ledger = FixtureLedger(
+            ledger_id=new_ledger_id(),
+            pin_id=pin.pin_id,
+            digest=live.digest,
+            fixtures_dir=pin.fixtures_dir,
+            files=live.files,
+            tool_version=tool_version(),
+            recorded_at=fresh_recorded_at(),
+        )
+        write_ledger(out, ledger)
+    print(live.digest)
+    return ExitCode.OK

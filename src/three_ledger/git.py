@@ -1,0 +1,257 @@
+"""Every git question the gate asks (work tree, base revision, what moved), through one wrapper.
+
+All paths given to and returned from this module are POSIX paths relative to ROOT, which may
+be a subfolder of the work tree; git itself always runs in ROOT.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from three_ledger.errors import Refused
+
+CANNOT_TELL = "cannot tell whether oracles moved"
+
+# These would point git at another repository than the one containing ROOT (they are set,
+# for example, when the gate runs inside a git hook), or would clash with literal pathspecs.
+_IGNORED_GIT_VARIABLES = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
+    "GIT_LITERAL_PATHSPECS",
+)
+
+# Bytecode and test caches appear whenever tests run; they are never an oracle edit.
+_CACHE_FOLDERS = frozenset({"__pycache__", ".pytest_cache"})
+
+
+def _git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _IGNORED_GIT_VARIABLES}
+    env["LC_ALL"] = "C"
+    # A read-only question must not take the index lock a concurrent `git` may need.
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    return env
+
+
+def _run_git(
+    cwd: Path, args: Sequence[str], stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run git in CWD; only a git that cannot start at all is refused here."""
+    if not cwd.is_dir():
+        raise Refused(f"cannot run git in {cwd}: no such folder")
+    # Literal pathspecs: oracle and fixture paths are file names, never glob patterns.
+    command = ["git", "-c", "core.quotepath=off", "--literal-pathspecs", *args]
+    try:
+        return subprocess.run(
+            command, cwd=cwd, env=_git_env(), input=stdin, capture_output=True, check=False
+        )
+    except FileNotFoundError:
+        raise Refused("git is not installed or not on PATH: the gate needs it") from None
+    except OSError as err:
+        raise Refused(f"cannot run git in {cwd}: {err.strerror}") from None
+
+
+def _failure(cwd: Path, args: Sequence[str], done: subprocess.CompletedProcess[bytes]) -> Refused:
+    stderr = done.stderr.decode("utf-8", "replace").strip()
+    first_line = stderr.splitlines()[0] if stderr else "(no message)"
+    return Refused(f"git {args[0]} failed in {cwd} (exit {done.returncode}): {first_line}")
+
+
+def _git_bytes(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    done = _run_git(cwd, args, stdin)
+    if done.returncode != 0:
+        raise _failure(cwd, args, done)
+    return done.stdout
+
+
+def _decode(raw: bytes) -> str:
+    # surrogateescape keeps a non-UTF-8 name usable as a file name, as os.fsdecode does.
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
+    return _decode(_git_bytes(cwd, *args, stdin=stdin))
+
+
+def _nul_split(output: str) -> list[str]:
+    return [item for item in output.split("\0") if item]
+
+
+def work_tree_top(root: Path) -> Path:
+    """The top folder of the git work tree that contains ROOT."""
+    done = _run_git(root, ["rev-parse", "--show-toplevel"])
+    top = _decode(done.stdout).rstrip("\n")
+    if done.returncode != 0 or not top:
+        reason = done.stderr.decode("utf-8", "replace").strip()
+        raise Refused(
+            f"ROOT {root} is not inside a git work tree: {CANNOT_TELL}",
+            reason.splitlines()[:1],
+        )
+    return Path(top)
+
+
+def _unset_if_blank(value: str | None) -> str | None:
+    return value.strip() if value and value.strip() else None
+
+
+def _base_choice(explicit: str | None, env: Mapping[str, str]) -> tuple[str, str | None]:
+    """The base revision and, when it came from GitHub, the branch name to fetch."""
+    for given in (explicit, env.get("THREE_LEDGER_BASE")):
+        rev = _unset_if_blank(given)
+        if rev:
+            return rev, None
+    github_ref = _unset_if_blank(env.get("GITHUB_BASE_REF"))
+    if github_ref:
+        return f"origin/{github_ref}", github_ref
+    gitlab_sha = _unset_if_blank(env.get("CI_MERGE_REQUEST_DIFF_BASE_SHA"))
+    if gitlab_sha:
+        return gitlab_sha, None
+    raise Refused(f"no base revision: give --base REV or set THREE_LEDGER_BASE; {CANNOT_TELL}")
+
+
+def base_revision_spec(explicit: str | None, env: Mapping[str, str]) -> str:
+    """`--base`, else $THREE_LEDGER_BASE, else GitHub's `origin/$GITHUB_BASE_REF`, else GitLab's."""
+    return _base_choice(explicit, env)[0]
+
+
+def _commit_id(root: Path, rev: str) -> str | None:
+    """The full commit id REV names, or None when it names no commit."""
+    # A revision that looks like an option would be read as one by git.
+    if not rev or rev.startswith("-"):
+        return None
+    args = ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"]
+    done = _run_git(root, args)
+    if done.returncode == 1:
+        return None
+    if done.returncode != 0:
+        raise _failure(root, args, done)
+    return _decode(done.stdout).strip()
+
+
+def _fetch_advice(github_ref: str) -> str:
+    refspec = f"+refs/heads/{github_ref}:refs/remotes/origin/{github_ref}"
+    return f"fetch it first: git fetch origin {refspec} (or check out with fetch-depth: 0)"
+
+
+def resolve_commit(root: Path, rev: str, *, github_base_ref: str | None = None) -> str:
+    """The full commit id of REV; pass GITHUB_BASE_REF's value when REV was built from it."""
+    commit = _commit_id(root, rev)
+    if commit is not None:
+        return commit
+    message = f"revision {rev!r} does not resolve to a commit in {root}"
+    if github_base_ref is not None:
+        message += f" (it comes from GITHUB_BASE_REF); {_fetch_advice(github_base_ref)}"
+    raise Refused(message)
+
+
+def resolve_base(root: Path, explicit: str | None, env: Mapping[str, str]) -> str:
+    """The full commit id of the base revision the oracles are compared with (SPEC 4.2 step 3)."""
+    rev, github_ref = _base_choice(explicit, env)
+    work_tree_top(root)
+    try:
+        return resolve_commit(root, rev, github_base_ref=github_ref)
+    except Refused as err:
+        raise Refused(f"base {err.message}: {CANNOT_TELL}", err.details) from None
+
+
+def head_revision(root: Path) -> str:
+    """The full commit id of HEAD."""
+    return resolve_commit(root, "HEAD")
+
+
+def _refuse_option_like(rev: str) -> None:
+    if rev.startswith("-"):
+        raise Refused(f"revision {rev!r} does not resolve to a commit in this repository")
+
+
+def _is_cache(path: str) -> bool:
+    return path.endswith(".pyc") or not _CACHE_FOLDERS.isdisjoint(path.split("/"))
+
+
+def changed_paths(root: Path, base: str, pathspecs: Sequence[str]) -> list[str]:
+    """Paths under PATHSPECS that differ from BASE in the work tree, or are new and not ignored."""
+    if not pathspecs:
+        return []
+    _refuse_option_like(base)
+    # Diffing BASE against the work tree covers committed, staged, unstaged and deleted files.
+    diff = ["diff", "--name-only", "-z", "--no-renames", "--relative", "--no-color"]
+    tracked = _git(root, *diff, "--no-ext-diff", base, "--", *pathspecs)
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *pathspecs)
+    paths = set(_nul_split(tracked)) | set(_nul_split(untracked))
+    return sorted(path for path in paths if not _is_cache(path))
+
+
+def is_ancestor_or_same(root: Path, ancestor: str, descendant: str) -> bool:
+    """Whether ANCESTOR is DESCENDANT or one of its ancestors; False when ANCESTOR is unknown."""
+    ancestor_id = _commit_id(root, ancestor)
+    if ancestor_id is None:
+        return False
+    args = ["merge-base", "--is-ancestor", ancestor_id, resolve_commit(root, descendant)]
+    done = _run_git(root, args)
+    if done.returncode not in (0, 1):
+        raise _failure(root, args, done)
+    return done.returncode == 0
+
+
+def _blob_ids_at(root: Path, rev: str, paths: Sequence[str]) -> dict[str, str]:
+    """Blob id at REV of each of PATHS that is a file there, in one `ls-tree` call."""
+    _refuse_option_like(rev)
+    wanted = set(paths)
+    # Listing the top folders keeps the command line short whatever the number of paths.
+    tops = sorted({path.split("/", 1)[0] for path in wanted})
+    listing = _git(root, "ls-tree", "-r", "-z", rev, "--", *tops)
+    blob_ids: dict[str, str] = {}
+    for record in _nul_split(listing):
+        meta, _, path = record.partition("\t")
+        _mode, kind, object_id = meta.split(" ")
+        if kind == "blob" and path in wanted:
+            blob_ids[path] = object_id
+    return blob_ids
+
+
+def _working_blob_ids(root: Path, paths: Sequence[str]) -> dict[str, str]:
+    """Blob id of the raw bytes of each of PATHS that is a regular file under ROOT."""
+    present = [p for p in paths if (root / p).is_file() and not (root / p).is_symlink()]
+    # --stdin-paths reads one name per line; absolute names read the same in every git version.
+    by_line = [p for p in present if "\n" not in p]
+    blob_ids: dict[str, str] = {}
+    if by_line:
+        names = b"".join(os.fsencode((root / p).absolute()) + b"\n" for p in by_line)
+        ids = _git(root, "hash-object", "--no-filters", "--stdin-paths", stdin=names).split()
+        blob_ids.update(zip(by_line, ids, strict=True))
+    for path in (p for p in present if "\n" in p):
+        blob_ids[path] = _git(root, "hash-object", "--no-filters", "--", path).strip()
+    return blob_ids
+
+
+def paths_differing_from(root: Path, rev: str, paths: Sequence[str]) -> list[str]:
+    """Those of PATHS whose working bytes differ from REV's (absent on one side only counts)."""
+    wanted = sorted(set(paths))
+    if not wanted:
+        return []
+    at_rev = _blob_ids_at(root, rev, wanted)
+    in_work_tree = _working_blob_ids(root, wanted)
+    return [path for path in wanted if at_rev.get(path) != in_work_tree.get(path)]
+
+
+def blob_differs(root: Path, rev: str, path: str) -> bool:
+    """Whether the working file ROOT/PATH has other bytes than at REV (absent at REV only: True)."""
+    return bool(paths_differing_from(root, rev, [path]))
+
+
+def file_at(root: Path, rev: str, path: str) -> bytes | None:
+    """The bytes of PATH at REV, or None when REV has no file there."""
+    blob_id = _blob_ids_at(root, rev, [path]).get(path)
+    return None if blob_id is None else _git_bytes(root, "cat-file", "blob", blob_id)

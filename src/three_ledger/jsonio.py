@@ -1,0 +1,172 @@
+"""Strict JSON reading, JSON Schema validation and atomic writing for pins and ledgers."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from three_ledger.errors import Refused
+
+# Pins and ledgers are small; anything larger is refused before it is parsed.
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+_MAX_MESSAGE_CHARS = 300
+
+
+def read_bytes_capped(path: Path, what: str) -> bytes:
+    """The bytes of a small document, refused when unreadable or oversized."""
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        raise Refused(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise Refused(f"{path}: {what} is larger than {MAX_DOCUMENT_BYTES} bytes")
+    return data
+
+
+def parse_json(data: bytes, source: Path, what: str) -> Any:
+    """Parse JSON strictly: UTF-8 only, no duplicate keys, no NaN or Infinity."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Refused(f"{source}: {what} is not valid UTF-8 (byte {exc.start})") from exc
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise Refused(
+            f"{source}: {what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from exc
+    except _StrictJSONError as exc:
+        raise Refused(f"{source}: {what} is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise Refused(f"{source}: {what} is nested too deeply") from exc
+
+
+class _StrictJSONError(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in document:
+            raise _StrictJSONError(f"duplicate key {key!r}")
+        document[key] = value
+    return document
+
+
+def _no_constant(name: str) -> Any:
+    raise _StrictJSONError(f"{name} is not a JSON number")
+
+
+def validate(document: Any, schema_name: str, source: Path, what: str) -> None:
+    """Refuse `document` unless it satisfies the packaged schema `schema_name`."""
+    validator = _validator(schema_name)
+    try:
+        errors = list(validator.iter_errors(document))
+    except RecursionError as exc:
+        raise Refused(f"{source}: {what} is nested too deeply") from exc
+    if errors:
+        from jsonschema.exceptions import best_match
+
+        error = best_match(errors)
+        raise Refused(f"{source}: {json_path(error.absolute_path)}: {_short(error.message)}")
+
+
+def json_path(parts: Iterator[str | int] | Any) -> str:
+    """Render a jsonschema path deque as `$.files[2]`."""
+    rendered = "$"
+    for part in parts:
+        if isinstance(part, int):
+            rendered += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
+            rendered += f".{part}"
+        else:
+            rendered += f"[{json.dumps(part)}]"
+    return rendered
+
+
+def _short(message: str) -> str:
+    message = message.replace("\n", " ")
+    if len(message) > _MAX_MESSAGE_CHARS:
+        return message[: _MAX_MESSAGE_CHARS - 3] + "..."
+    return message
+
+
+def load_schema(schema_name: str) -> dict[str, Any]:
+    """The JSON Schema shipped in the package as `schemas/<schema_name>.schema.json`."""
+    text = resources.files("three_ledger").joinpath(f"schemas/{schema_name}.schema.json")
+    schema: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
+    return schema
+
+
+@functools.cache
+def _validator(schema_name: str) -> Any:
+    # Imported here: only commands that read pins or ledgers pay for jsonschema.
+    from jsonschema import Draft202012Validator, ValidationError, validators
+
+    def ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+        # ECMA-262 `$` (what editors use) never matches before a trailing newline;
+        # Python's does. Match the way the published schema reads.
+        if not isinstance(instance, str):
+            return
+        if not re.search(pattern, instance) or (pattern.endswith("$") and instance.endswith("\n")):
+            yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+    strict = validators.extend(Draft202012Validator, {"pattern": ecma_pattern})
+    schema = load_schema(schema_name)
+    Draft202012Validator.check_schema(schema)
+    return strict(schema)
+
+
+def dumps(document: Mapping[str, Any]) -> str:
+    """The on-disk form of every file the gate writes: 2-space indent, trailing newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` so that `path` holds either its old content or all of the new one."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise Refused(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fchmod(stream.fileno(), 0o666 & ~_umask())
+            os.fsync(stream.fileno())
+        os.replace(temp_name, path)
+    except BaseException as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        if isinstance(exc, OSError):
+            raise Refused(f"{path}: cannot write: {exc.strerror or exc}") from exc
+        raise
+    _fsync_directory(path.parent)
+
+
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def _fsync_directory(folder: Path) -> None:
+    # Makes the rename itself durable; some filesystems refuse to open a directory.
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,45 @@
+"""The rules every path written in a pin must follow (SPEC 3.1)."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+
+
+def path_problem(path: str) -> str | None:
+    """Say what is wrong with a pinned path, or return None when it is acceptable."""
+    if not path:
+        return "is empty"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode"
+    if path.startswith("/"):
+        return "is absolute; pinned paths are relative to ROOT"
+    if "\\" in path:
+        return "contains a backslash; pinned paths use '/'"
+    if any(ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F for char in path):
+        return "contains a control character"
+    if any(segment in ("", ".", "..") for segment in path.split("/")):
+        return "has an empty, '.' or '..' segment"
+    if unicodedata.normalize("NFC", path) != path:
+        return "is not in Unicode NFC"
+    return None
+
+
+def casefold_twins(paths: Iterable[str]) -> list[tuple[str, str]]:
+    """Pairs of paths that would be one file on a case-insensitive filesystem."""
+    first_seen: dict[str, str] = {}
+    twins: list[tuple[str, str]] = []
+    for path in paths:
+        key = unicodedata.normalize("NFC", path).casefold()
+        if key in first_seen:
+            twins.append((first_seen[key], path))
+        else:
+            first_seen[key] = path
+    return twins
+
+
+def is_under(path: str, folder: str) -> bool:
+    """Whether relative POSIX `path` lies strictly inside relative POSIX `folder`."""
+    return path.startswith(folder.rstrip("/") + "/")

@@ -1,0 +1,232 @@
+"""Loading and validating the three human-reviewed pin kinds (SPEC 3). Never writes them."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from three_ledger import jsonio
+from three_ledger.errors import Refused
+from three_ledger.paths import casefold_twins, is_under, path_problem
+
+DEFAULT_FIXTURES_DIR = "fixtures"
+DEFAULT_ORACLE_PATHS = ("properties", "tests")
+
+
+@dataclass(frozen=True)
+class FixturePin:
+    source: Path
+    pin_id: str
+    fixtures_dir: str
+    digest: str | None
+    description: str | None
+    files: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any], source: Path) -> FixturePin:
+        pin = cls(
+            source=source,
+            pin_id=document["pin_id"],
+            fixtures_dir=document.get("fixtures_dir", DEFAULT_FIXTURES_DIR),
+            digest=document.get("digest"),
+            description=document.get("description"),
+            files=tuple(document["files"]),
+        )
+        pin._check_paths()
+        return pin
+
+    def _check_paths(self) -> None:
+        _refuse_bad_path(self.source, "$.fixtures_dir", self.fixtures_dir)
+        for index, path in enumerate(self.files):
+            where = f"$.files[{index}]"
+            _refuse_bad_path(self.source, where, path)
+            if not is_under(path, self.fixtures_dir):
+                raise Refused(
+                    f"{self.source}: {where}: {path!r} is not under fixtures_dir "
+                    f"{self.fixtures_dir!r}"
+                )
+        for first, second in casefold_twins(self.files):
+            raise Refused(
+                f"{self.source}: $.files: {first!r} and {second!r} differ only in case "
+                "(one file on a case-insensitive filesystem)"
+            )
+
+
+@dataclass(frozen=True)
+class Property:
+    id: str
+    claim: str
+    domain: tuple[str, ...]
+    test: str | None
+
+
+@dataclass(frozen=True)
+class PropertiesPin:
+    source: Path
+    sha256: str
+    pin_id: str
+    fixture_pins: tuple[str, ...]
+    network: str
+    oracle_paths: tuple[str, ...]
+    properties: tuple[Property, ...]
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any], source: Path, sha256: str) -> PropertiesPin:
+        properties = tuple(
+            Property(
+                id=entry["id"],
+                claim=entry["claim"],
+                domain=tuple(entry["domain"]),
+                test=entry.get("test"),
+            )
+            for entry in document["properties"]
+        )
+        pin = cls(
+            source=source,
+            sha256=sha256,
+            pin_id=document["pin_id"],
+            fixture_pins=tuple(document["fixture_pins"]),
+            network=document.get("network", "banned"),
+            oracle_paths=tuple(document.get("oracle_paths", DEFAULT_ORACLE_PATHS)),
+            properties=properties,
+        )
+        pin._check()
+        return pin
+
+    def _check(self) -> None:
+        seen: set[str] = set()
+        for index, prop in enumerate(self.properties):
+            if prop.id in seen:
+                raise Refused(f"{self.source}: $.properties[{index}].id: {prop.id!r} is repeated")
+            seen.add(prop.id)
+            for position, entry in enumerate(prop.domain):
+                where = f"$.properties[{index}].domain[{position}]"
+                _refuse_bad_path(self.source, where, entry.removesuffix("/"))
+        for index, path in enumerate(self.oracle_paths):
+            _refuse_bad_path(self.source, f"$.oracle_paths[{index}]", path.removesuffix("/"))
+
+    def check_against(self, fixture_pin: FixturePin) -> None:
+        """Refuse unless this pin may be scored against `fixture_pin` (SPEC 3.2, 4.2 step 1)."""
+        if fixture_pin.pin_id not in self.fixture_pins:
+            raise Refused(
+                f"{self.source}: $.fixture_pins: fixture pin {fixture_pin.pin_id!r} "
+                f"({fixture_pin.source}) is not listed"
+            )
+        for index, prop in enumerate(self.properties):
+            for position, entry in enumerate(prop.domain):
+                if not domain_covers(entry, fixture_pin):
+                    raise Refused(
+                        f"{self.source}: $.properties[{index}].domain[{position}]: "
+                        f"{entry!r} names no file pinned by {fixture_pin.source} "
+                        f"under {fixture_pin.fixtures_dir!r}"
+                    )
+
+
+def domain_covers(entry: str, fixture_pin: FixturePin) -> bool:
+    """Whether a domain entry names a pinned file, or a folder (`valid/`) holding one."""
+    full = f"{fixture_pin.fixtures_dir}/{entry}"
+    if entry.endswith("/"):
+        return any(path.startswith(full) for path in fixture_pin.files)
+    return full in fixture_pin.files
+
+
+@dataclass(frozen=True)
+class FlakeEntry:
+    test_id: str
+    test: str
+    accepted_revision: str
+    review_by: datetime.date
+    owner: str | None
+    note: str | None
+
+    def expired(self, today: datetime.date) -> bool:
+        """An entry holds through the whole UTC day of its `review_by`, never longer."""
+        return today > self.review_by
+
+
+@dataclass(frozen=True)
+class FlakePin:
+    source: Path
+    sha256: str
+    pin_id: str
+    flakes: tuple[FlakeEntry, ...]
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any], source: Path, sha256: str) -> FlakePin:
+        entries: list[FlakeEntry] = []
+        seen: set[str] = set()
+        for index, entry in enumerate(document["flakes"]):
+            where = f"{source}: $.flakes[{index}]"
+            if entry["test_id"] in seen:
+                raise Refused(f"{where}.test_id: {entry['test_id']!r} is repeated")
+            seen.add(entry["test_id"])
+            entries.append(
+                FlakeEntry(
+                    test_id=entry["test_id"],
+                    test=entry.get("test", entry["test_id"]),
+                    accepted_revision=entry["accepted_revision"],
+                    review_by=_parse_date(entry["review_by"], f"{where}.review_by"),
+                    owner=entry.get("owner"),
+                    note=entry.get("note"),
+                )
+            )
+        return cls(source=source, sha256=sha256, pin_id=document["pin_id"], flakes=tuple(entries))
+
+    def entry(self, test_id: str) -> FlakeEntry | None:
+        return next((entry for entry in self.flakes if entry.test_id == test_id), None)
+
+
+def utc_today() -> datetime.date:
+    return datetime.datetime.now(datetime.timezone.utc).date()
+
+
+def load_fixture_pin(path: Path) -> FixturePin:
+    document, _ = _load(path, "fixture-pin")
+    return FixturePin.from_json(document, path)
+
+
+def load_properties_pin(path: Path) -> PropertiesPin:
+    document, sha256 = _load(path, "properties-pin")
+    return PropertiesPin.from_json(document, path, sha256)
+
+
+def load_flake_pin(path: Path) -> FlakePin:
+    document, sha256 = _load(path, "flake-pin")
+    return FlakePin.from_json(document, path, sha256)
+
+
+def refuse_out_near_pins(out: Path, pin_paths: Iterable[Path], flag: str = "--out") -> None:
+    """Refuse an output path that is a pin or lies in the folder of any pin (SPEC 3)."""
+    target = out.resolve()
+    for pin_path in pin_paths:
+        pin_file = pin_path.resolve()
+        if target == pin_file or target.is_relative_to(pin_file.parent):
+            raise Refused(
+                f"{flag} {out} lies in the folder of pin {pin_path}: "
+                "three-ledger never writes beside a pin"
+            )
+
+
+def _load(path: Path, schema_name: str) -> tuple[dict[str, Any], str]:
+    what = schema_name.replace("-", " ")
+    data = jsonio.read_bytes_capped(path, what)
+    document = jsonio.parse_json(data, path, what)
+    jsonio.validate(document, schema_name, path, what)
+    return document, hashlib.sha256(data).hexdigest()
+
+
+def _refuse_bad_path(source: Path, where: str, path: str) -> None:
+    problem = path_problem(path)
+    if problem is not None:
+        raise Refused(f"{source}: {where}: {path!r} {problem}")
+
+
+def _parse_date(text: str, where: str) -> datetime.date:
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError as exc:
+        raise Refused(f"{where}: {text!r} is not a calendar date") from exc

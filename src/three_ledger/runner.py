@@ -1,0 +1,284 @@
+"""The one place that starts a child: its own process group, streamed output, bounded memory.
+
+Every child of the gate goes through `run_command`, so that timeouts, signals and
+output capture behave the same wherever a command is run.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any, BinaryIO
+
+# What signal.signal() returns and accepts back.
+_Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+
+CHUNK_SIZE = 64 * 1024
+# How often the leader is polled; also the worst delay before a received signal is forwarded.
+_POLL_S = 0.05
+_FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a child ended. `exit_code` is None after a signal death, a timeout or no start."""
+
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    interrupted_by: int | None
+    start_error: str | None
+    duration_ms: int
+    # The log could not be written in full (disk full, ...): the run left no complete record.
+    log_error: str | None = None
+
+    def failure(self) -> str | None:
+        """One sentence when the run is an infrastructure failure, else None."""
+        if self.interrupted_by is not None:
+            return f"interrupted by {signal.Signals(self.interrupted_by).name}"
+        if self.timed_out:
+            return f"the command timed out after {self.duration_ms / 1000:.1f} s"
+        if self.start_error is not None:
+            return f"the command could not start: {self.start_error}"
+        if self.signal is not None:
+            return f"the command was killed by {_signal_name(self.signal)}"
+        if self.log_error is not None:
+            return f"the command's output could not be logged: {self.log_error}"
+        return None
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+class _Interrupts:
+    """The first SIGINT/SIGTERM the gate receives while a child runs."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def record(self, signum: int, _frame: FrameType | None) -> None:
+        # Only record: the polling loop forwards it, so no syscall runs inside the handler.
+        if self.signum is None:
+            self.signum = signum
+
+
+@contextmanager
+def _catching_interrupts(interrupts: _Interrupts) -> Iterator[None]:
+    """Route SIGINT/SIGTERM to `interrupts` (main thread only), restoring the old handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[signal.Signals, _Handler] = {}
+    for signum in _FORWARDED_SIGNALS:
+        # A signal the gate was started with ignored (nohup, `&` in a script) stays ignored.
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, interrupts.record)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            # None means a handler set outside Python: the default is the closest we can restore.
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+class _Pump:
+    """A thread copying the child's pipe to the console and the log, one chunk at a time."""
+
+    def __init__(self, pipe: IO[bytes], log: BinaryIO, console: BinaryIO) -> None:
+        self._pipe = pipe
+        self._log: BinaryIO | None = log
+        self._console: BinaryIO | None = console
+        self._stop = threading.Event()
+        self.log_error: str | None = None
+        self._thread = threading.Thread(target=self._run, name="three-ledger-output", daemon=True)
+        self._thread.start()
+
+    def finish(self, drain_s: float) -> None:
+        """Wait for end of output; after `drain_s`, give up on holders that escaped the group."""
+        self._thread.join(drain_s)
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._pipe, selectors.EVENT_READ)
+            while not self._stop.is_set():
+                if not selector.select(_POLL_S):
+                    continue
+                chunk = os.read(self._pipe.fileno(), CHUNK_SIZE)
+                if not chunk:
+                    return
+                self._write(chunk)
+
+    def _write(self, chunk: bytes) -> None:
+        # A failing sink is dropped, never fatal: the pipe must keep draining or the child blocks.
+        if self._console is not None:
+            try:
+                self._console.write(chunk)
+                self._console.flush()
+            except (OSError, ValueError):
+                self._console = None
+        if self._log is not None:
+            try:
+                self._log.write(chunk)
+            except OSError as error:
+                self.log_error = str(error)
+                self._log = None
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    log_path: Path,
+    console: BinaryIO | None = None,
+    grace_s: float = 10.0,
+) -> RunResult:
+    """Run `argv` in its own process group; stream its output to `console` and `log_path`.
+
+    stdin is /dev/null; stdout and stderr share one pipe. On timeout, or when the gate
+    receives SIGINT/SIGTERM, the whole group gets that signal (SIGTERM on timeout), then
+    SIGKILL after `grace_s`. Once the leader has exited, whatever is left of its group is
+    killed with SIGKILL, so a background grandchild neither survives nor holds the pipe
+    open; a process that left the group (setsid) is waited for at most `grace_s` more
+    before its output is abandoned. A command that cannot start gives `start_error`.
+    """
+    started = time.monotonic_ns()
+    if not argv:
+        return _not_started("empty command", started)
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = log_path.open("wb")
+    except OSError as error:
+        return _not_started(f"cannot write log {log_path}: {error.strerror}", started)
+    with log:
+        interrupts = _Interrupts()
+        with _catching_interrupts(interrupts):
+            try:
+                process = _start(argv, cwd, env)
+            except OSError as error:
+                return _not_started(_start_error(argv[0], cwd, error), started)
+            return _supervise(process, log, console, started, interrupts, timeout_s, grace_s)
+
+
+def _start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        bufsize=0,
+    )
+
+
+def _start_error(program: str, cwd: Path, error: OSError) -> str:
+    if error.filename is not None and str(error.filename) == str(cwd):
+        return f"working directory {cwd}: {error.strerror}"
+    if isinstance(error, FileNotFoundError):
+        return f"command not found: {program}"
+    if isinstance(error, PermissionError):
+        return f"permission denied: {program}"
+    return f"cannot start {program}: {error.strerror}"
+
+
+def _not_started(reason: str, started: int) -> RunResult:
+    return RunResult(None, None, False, None, reason, _elapsed_ms(started))
+
+
+def _elapsed_ms(started: int) -> int:
+    return (time.monotonic_ns() - started) // 1_000_000
+
+
+def _supervise(
+    process: subprocess.Popen[bytes],
+    log: BinaryIO,
+    console: BinaryIO | None,
+    started: int,
+    interrupts: _Interrupts,
+    timeout_s: float,
+    grace_s: float,
+) -> RunResult:
+    assert process.stdout is not None  # stdout=PIPE
+    with process.stdout:
+        pump = _Pump(process.stdout, log, sys.stdout.buffer if console is None else console)
+        timed_out = _wait_or_stop(process, started, interrupts, timeout_s, grace_s)
+        duration_ms = _elapsed_ms(started)
+        pump.finish(grace_s)
+    status = process.returncode
+    return RunResult(
+        exit_code=None if timed_out or status < 0 else status,
+        signal=-status if status < 0 else None,
+        timed_out=timed_out,
+        interrupted_by=interrupts.signum,
+        start_error=None,
+        duration_ms=duration_ms,
+        log_error=pump.log_error,
+    )
+
+
+def _wait_or_stop(
+    process: subprocess.Popen[bytes],
+    started: int,
+    interrupts: _Interrupts,
+    timeout_s: float,
+    grace_s: float,
+) -> bool:
+    """Wait for the leader, stopping the group on timeout or interrupt; True when it timed out."""
+    deadline = started / 1e9 + timeout_s
+    timed_out = False
+    while not _leader_exited(process):
+        if interrupts.signum is not None:
+            _stop_group(process, interrupts.signum, grace_s)
+            break
+        if time.monotonic() >= deadline:
+            timed_out = True
+            _stop_group(process, signal.SIGTERM, grace_s)
+            break
+        time.sleep(_POLL_S)
+    # The leader is a zombie here, so its pid (the group id) cannot be reused yet.
+    _signal_group(process, signal.SIGKILL)
+    process.wait()
+    return timed_out
+
+
+def _leader_exited(process: subprocess.Popen[bytes]) -> bool:
+    if not hasattr(os, "waitid"):  # macOS: reaping at once leaves a tiny pid-reuse window
+        return process.poll() is not None
+    # WNOWAIT leaves the zombie in place: reaping waits until the rest of the group is killed.
+    exited = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    return exited is not None
+
+
+def _stop_group(process: subprocess.Popen[bytes], first: int, grace_s: float) -> None:
+    """Send `first` to the group, then SIGKILL if the leader outlives `grace_s`."""
+    _signal_group(process, first)
+    deadline = time.monotonic() + grace_s
+    while not _leader_exited(process):
+        if time.monotonic() >= deadline:
+            _signal_group(process, signal.SIGKILL)
+            return
+        time.sleep(_POLL_S)
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    with suppress(ProcessLookupError):  # the group is already empty
+        os.killpg(process.pid, signum)

@@ -1,0 +1,90 @@
+"""Shared test helpers: run the CLI in-process, build fixture trees and git repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from three_ledger.cli import main
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orders"
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def first_error_line(self) -> str:
+        return self.err.splitlines()[0] if self.err else ""
+
+
+RunCli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
+    """Run `three-ledger` in-process and return its exit code, stdout and stderr."""
+
+    def run(*argv: str | Path) -> CliResult:
+        code = main([str(arg) for arg in argv])
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+def write_json(path: Path, document: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def make_tree(root: Path, files: dict[str, bytes]) -> None:
+    for relative, data in files.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def fixture_pin(
+    root: Path, files: Sequence[str], name: str = "fixtures.json", **extra: Any
+) -> Path:
+    document = {"pin_id": "fixpin-test", "algorithm": "sha256", "files": list(files), **extra}
+    return write_json(root / "pins" / name, document)
+
+
+@pytest.fixture
+def orders_repo(tmp_path: Path) -> Path:
+    """A copy of examples/orders in a fresh git repository with one commit."""
+    repo = tmp_path / "orders"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base: reviewed pins and fixtures")
+    return repo
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    completed = subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    )
+    return completed.stdout.strip()

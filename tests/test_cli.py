@@ -1,0 +1,80 @@
+"""The command line as a whole: exit codes, help, crashes, and a real end-to-end run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import RunCli, git
+from three_ledger import __version__
+
+
+def test_version_and_help_exit_zero(run_cli: RunCli) -> None:
+    version = run_cli("--version")
+    assert (version.code, version.out) == (0, f"three-ledger {__version__}\n")
+    help_text = run_cli("--help")
+    assert help_text.code == 0
+    assert "digest" in help_text.out
+    assert "dual-pin" in help_text.out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["frobnicate"],
+        ["digest", "--pin", "p.json", "--out", "o.json", "--bogus"],
+        ["digest", "--out", "o.json"],
+    ],
+)
+def test_usage_errors_never_exit_2(run_cli: RunCli, argv: list[str]) -> None:
+    result = run_cli(*argv)
+    assert result.code == 64
+    assert "usage error" in result.err
+
+
+def test_a_crash_is_not_a_verdict(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    from three_ledger.commands import dual_pin
+
+    def explode(**_: object) -> int:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(dual_pin, "dual_pin_not_run", explode)
+    result = run_cli("dual-pin", "--not-run", "--out", "x.json")
+    assert result.code == 70
+    assert "internal error" in result.first_error_line
+    assert "please report it" in result.first_error_line
+
+
+def test_seed_workflow_steps_1_and_3_end_to_end(orders_repo: Path) -> None:
+    """`python -m three_ledger` in a real git checkout, pins untouched byte for byte."""
+    pins = orders_repo / "pins"
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in pins.iterdir()}
+    for pin, out in (("fixtures.json", "fixture_a.json"), ("fixtures_b.json", "fixture_b.json")):
+        completed = subprocess.run(
+            [sys.executable, "-m", "three_ledger", "digest", "--pin", f"pins/{pin}",
+             "--root", ".", "--out", f"ledgers/{out}"],
+            cwd=orders_repo, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert completed.returncode == 0, completed.stderr
+        ledger = json.loads((orders_repo / "ledgers" / out).read_text())
+        assert completed.stdout == ledger["digest"] + "\n"
+    completed = subprocess.run(
+        [sys.executable, "-m", "three_ledger", "dual-pin", "--not-run", "--out", "ledgers/d.json"],
+        cwd=orders_repo, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in pins.iterdir()}
+    assert after == before
+    assert git(orders_repo, "status", "--porcelain", "--", "pins") == ""
+    assert not any(os.path.isabs(p) for p in ledger_paths(orders_repo / "ledgers/fixture_a.json"))
+
+
+def ledger_paths(path: Path) -> list[str]:
+    ledger = json.loads(path.read_text())
+    return [ledger["fixtures_dir"], *(entry["path"] for entry in ledger["files"])]

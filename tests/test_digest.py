@@ -1,0 +1,269 @@
+"""`digest`: the closed-world tree check, the seed-compatible hash, and every refusal."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from conftest import RunCli, fixture_pin, git, make_tree
+
+
+def seed_digest(root: Path, files: list[str]) -> str:
+    """The seed's algorithm, written independently: sorted paths, path NUL bytes."""
+    digest = hashlib.sha256()
+    for relative in sorted(files):
+        digest.update(relative.encode() + b"\0" + (root / relative).read_bytes())
+    return digest.hexdigest()
+
+
+def run_digest(run_cli: RunCli, root: Path, pin: Path, *extra: str) -> tuple[int, str, str]:
+    result = run_cli("digest", "--pin", pin, "--root", root, "--out", root / "out/l.json", *extra)
+    return result.code, result.out, result.err
+
+
+GENERATED_TREES = [
+    {"fixtures/a.json": b"{}", "fixtures/B.json": b"[1]"},
+    {
+        "fixtures/Zebra.json": b"z",
+        "fixtures/apple.json": b"a",
+        "fixtures/\u00e9clair.json": b"\xc3\xa9",
+        "fixtures/\u00df/deep/er.bin": bytes(range(256)) * 40,
+        "fixtures/empty.txt": b"",
+        "fixtures/\u65e5\u672c/\u8a9e.json": "日本".encode(),
+    },
+    {f"fixtures/n{i % 7}/f{i:03d}.dat": os.urandom(i * 97) for i in range(60)},
+]
+
+
+@pytest.mark.parametrize("files", GENERATED_TREES)
+def test_digest_equals_the_seed_algorithm(
+    run_cli: RunCli, tmp_path: Path, files: dict[str, bytes]
+) -> None:
+    make_tree(tmp_path, files)
+    pin = fixture_pin(tmp_path, list(files))
+    code, out, _ = run_digest(run_cli, tmp_path, pin)
+    assert code == 0
+    expected = seed_digest(tmp_path, list(files))
+    assert out == expected + "\n"
+    ledger = json.loads((tmp_path / "out/l.json").read_text())
+    assert ledger["digest"] == expected
+    assert [entry["path"] for entry in ledger["files"]] == sorted(files)
+    for entry in ledger["files"]:
+        data = files[entry["path"]]
+        assert entry["size"] == len(data)
+        assert entry["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+def test_code_point_order_is_not_locale_order(run_cli: RunCli, tmp_path: Path) -> None:
+    files = {"fixtures/b.json": b"1", "fixtures/\u00e1.json": b"2", "fixtures/A.json": b"3"}
+    make_tree(tmp_path, files)
+    code, _, _ = run_digest(run_cli, tmp_path, fixture_pin(tmp_path, list(files)))
+    assert code == 0
+    ledger = json.loads((tmp_path / "out/l.json").read_text())
+    # Code points: 'A' (65) < 'b' (98) < 'á' (225); a locale collation puts 'á' before 'b'.
+    assert [e["path"] for e in ledger["files"]] == [
+        "fixtures/A.json",
+        "fixtures/b.json",
+        "fixtures/\u00e1.json",
+    ]
+
+
+def test_ledger_keys_in_spec_order(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    run_digest(run_cli, tmp_path, fixture_pin(tmp_path, ["fixtures/a.json"]))
+    text = (tmp_path / "out/l.json").read_text()
+    assert list(json.loads(text)) == [
+        "kind",
+        "ledger_id",
+        "pin_id",
+        "digest",
+        "algorithm",
+        "fixtures_dir",
+        "files",
+        "tool",
+        "recorded_at",
+    ]
+    assert text.endswith("}\n")
+    assert '\n  "kind": "fixture",' in text
+
+
+def assert_refused(run_cli: RunCli, root: Path, pin: Path, *fragments: str) -> str:
+    code, out, err = run_digest(run_cli, root, pin)
+    assert code == 2, err
+    assert out == ""
+    assert not (root / "out/l.json").exists()
+    first = err.splitlines()[0]
+    assert first.startswith("three-ledger: refused: ")
+    for fragment in fragments:
+        assert fragment in err
+    return err
+
+
+def test_seed_check_1_missing_pinned_file(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/b.json": b"{}"})
+    pin = fixture_pin(tmp_path, ["fixtures/a.json", "fixtures/b.json"])
+    err = assert_refused(run_cli, tmp_path, pin, "fixtures/a.json: pinned file is missing")
+    assert str(pin) in err.splitlines()[0]
+
+
+def test_seed_check_2_unpinned_file(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}", "fixtures/b.json": b"{}"})
+    pin = fixture_pin(tmp_path, ["fixtures/a.json"])
+    assert_refused(run_cli, tmp_path, pin, "fixtures/b.json: unpinned file")
+
+
+def test_every_unpinned_file_is_listed_on_its_own_line(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"", "fixtures/x": b"", "fixtures/d/y": b""})
+    err = assert_refused(run_cli, tmp_path, fixture_pin(tmp_path, ["fixtures/a.json"]))
+    assert "(and 1 more)" in err.splitlines()[0]
+    assert "  fixtures/x: unpinned file" in err.splitlines()
+    assert "  fixtures/d/y: unpinned file" in err.splitlines()
+
+
+def test_pinned_symlink_is_refused_even_when_it_points_inside(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    make_tree(tmp_path, {"fixtures/real.json": b"{}"})
+    (tmp_path / "fixtures/a.json").symlink_to("real.json")
+    pin = fixture_pin(tmp_path, ["fixtures/a.json", "fixtures/real.json"])
+    assert_refused(run_cli, tmp_path, pin, "fixtures/a.json: is a symbolic link")
+
+
+def test_symlinked_folder_along_a_pinned_path(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"elsewhere/a.json": b"{}", "fixtures/keep": b""})
+    (tmp_path / "fixtures/sub").symlink_to(tmp_path / "elsewhere")
+    pin = fixture_pin(tmp_path, ["fixtures/sub/a.json", "fixtures/keep"])
+    assert_refused(run_cli, tmp_path, pin, "fixtures/sub/a.json: sub/ is a symbolic link")
+
+
+def test_unpinned_symlink_pointing_outside_root(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    (tmp_path / "fixtures/escape").symlink_to("/etc")
+    pin = fixture_pin(tmp_path, ["fixtures/a.json"])
+    assert_refused(run_cli, tmp_path, pin, "fixtures/escape: unpinned symbolic link")
+
+
+def test_fifo_in_fixtures_is_refused_without_hanging(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    os.mkfifo(tmp_path / "fixtures/pipe")
+    assert_refused(
+        run_cli,
+        tmp_path,
+        fixture_pin(tmp_path, ["fixtures/a.json"]),
+        "fixtures/pipe: unpinned FIFO",
+    )
+
+
+def test_pinned_fifo_is_refused_without_hanging(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "fixtures").mkdir()
+    os.mkfifo(tmp_path / "fixtures/pipe")
+    pin = fixture_pin(tmp_path, ["fixtures/pipe"])
+    assert_refused(run_cli, tmp_path, pin, "fixtures/pipe: is not a regular file (FIFO)")
+
+
+def test_socket_file_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    short = Path(os.environ.get("TMPDIR", "/tmp"))
+    sock_path = tmp_path / "fixtures/s"
+    if len(str(sock_path)) > 100:  # AF_UNIX paths are limited to about 108 bytes
+        pytest.skip(f"temporary path too long for a socket under {short}")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(sock_path))
+        pin = fixture_pin(tmp_path, ["fixtures/a.json"])
+        assert_refused(run_cli, tmp_path, pin, "fixtures/s: unpinned socket")
+
+
+def test_non_utf8_name_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    with open(os.path.join(os.fsencode(tmp_path / "fixtures"), b"bad\xff.json"), "wb"):
+        pass
+    err = assert_refused(run_cli, tmp_path, fixture_pin(tmp_path, ["fixtures/a.json"]))
+    assert "name is not valid UTF-8" in err
+    assert "bad\\xff.json" in err
+
+
+def test_directory_pinned_as_file(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/d/inner.json": b"{}"})
+    pin = fixture_pin(tmp_path, ["fixtures/d", "fixtures/d/inner.json"])
+    assert_refused(run_cli, tmp_path, pin, "fixtures/d: is a folder, not a file")
+
+
+def test_missing_fixtures_dir(run_cli: RunCli, tmp_path: Path) -> None:
+    pin = fixture_pin(tmp_path, ["fixtures/a.json"])
+    assert_refused(run_cli, tmp_path, pin, "fixtures: fixtures folder is missing")
+
+
+def test_fixtures_dir_option_is_the_closed_world(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"data/in/a.json": b"1", "data/in/b.json": b"2", "fixtures/x": b""})
+    pin = fixture_pin(tmp_path, ["data/in/a.json"], fixtures_dir="data/in")
+    assert_refused(run_cli, tmp_path, pin, "data/in/b.json: unpinned file")
+
+
+def test_reviewed_digest_matches(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    reviewed = seed_digest(tmp_path, ["fixtures/a.json"])
+    code, out, _ = run_digest(
+        run_cli, tmp_path, fixture_pin(tmp_path, ["fixtures/a.json"], digest=reviewed)
+    )
+    assert (code, out) == (0, reviewed + "\n")
+
+
+def test_reviewed_digest_mismatch_without_base(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    pin = fixture_pin(tmp_path, ["fixtures/a.json"], digest="0" * 64)
+    assert_refused(run_cli, tmp_path, pin, "differs from the reviewed digest", "--base")
+
+
+def test_reviewed_digest_mismatch_names_moved_files_against_base(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    files = {"fixtures/a.json": b"{}", "fixtures/b.json": b"[]", "fixtures/c.json": b"1"}
+    make_tree(tmp_path, files)
+    pin = fixture_pin(tmp_path, list(files), digest=seed_digest(tmp_path, list(files)))
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    (tmp_path / "fixtures/b.json").write_bytes(b"[0]")
+    code, _, err = run_digest(run_cli, tmp_path, pin, "--base", "HEAD")
+    assert code == 2
+    assert "1 pinned file(s) differ from HEAD" in err.splitlines()[0]
+    assert "  moved since HEAD: fixtures/b.json" in err.splitlines()
+    assert "a.json" not in err
+    assert "c.json" not in err
+
+
+def test_stale_ledger_is_removed_on_refusal(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    pin = fixture_pin(tmp_path, ["fixtures/a.json"])
+    assert run_digest(run_cli, tmp_path, pin)[0] == 0
+    (tmp_path / "fixtures/extra.json").write_bytes(b"{}")
+    code, _, err = run_digest(run_cli, tmp_path, pin)
+    assert code == 2
+    assert not (tmp_path / "out/l.json").exists()
+    assert "removed the stale file at" in err
+
+
+def test_out_inside_pin_folder_is_refused_and_pin_untouched(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    pin = fixture_pin(tmp_path, ["fixtures/a.json"])
+    before = pin.read_bytes()
+    for out in (pin, tmp_path / "pins/ledger.json", tmp_path / "pins/sub/l.json"):
+        result = run_cli("digest", "--pin", pin, "--root", tmp_path, "--out", out)
+        assert result.code == 2
+        assert "never writes beside a pin" in result.first_error_line
+    assert pin.read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "pins").iterdir()) == ["fixtures.json"]
+
+
+def test_unreadable_pin_file(run_cli: RunCli, tmp_path: Path) -> None:
+    out = tmp_path / "out/l.json"
+    result = run_cli("digest", "--pin", tmp_path / "pins/nope.json", "--out", out)
+    assert result.code == 2
+    assert "nope.json: cannot read fixture pin" in result.first_error_line

@@ -1,0 +1,384 @@
+"""Tests for three_ledger.git, each against a real repository built in tmp_path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from three_ledger import git
+from three_ledger.errors import Refused
+
+ROOT = "examples/orders"
+ORACLES = ("properties", "tests")
+
+
+@pytest.fixture(autouse=True)
+def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Keep the developer's git config and any enclosing repository out of every test."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{role}_NAME", "Test")
+        monkeypatch.setenv(f"GIT_{role}_EMAIL", "test@example.invalid")
+
+
+@dataclass
+class Repo:
+    top: Path
+
+    @property
+    def root(self) -> Path:
+        return self.top / ROOT
+
+    def git(self, *args: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "init.defaultBranch=main", *args],
+            cwd=self.top,
+            capture_output=True,
+            check=True,
+        )
+        return done.stdout.decode().strip()
+
+    def write(self, path: str, content: str | bytes, *, at_top: bool = False) -> Path:
+        target = (self.top if at_top else self.root) / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            content = content.encode()
+        target.write_bytes(content)
+        return target
+
+    def commit(self, message: str) -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    created = Repo(tmp_path / "work")
+    created.top.mkdir()
+    created.git("init", "-q")
+    created.write(".gitignore", "*.log\n", at_top=True)
+    created.write("tests/test_orders.py", "def test_a(): pass\n")
+    created.write("tests/test_old.py", "def test_old(): pass\n")
+    created.write("properties/test_props.py", "def test_p(): pass\n")
+    created.write("properties/naïve_größe.py", "x = 1\n")
+    created.write("src/app.py", "APP = 1\n")
+    created.write("tests/test_orders.py", "outside ROOT\n", at_top=True)
+    return created
+
+
+@pytest.fixture
+def base(repo: Repo) -> str:
+    return repo.commit("base")
+
+
+def changed(repo: Repo, base: str) -> list[str]:
+    return git.changed_paths(repo.root, base, ORACLES)
+
+
+# --- work tree -------------------------------------------------------------------------
+
+
+def test_work_tree_top_from_subfolder_root(repo: Repo, base: str) -> None:
+    assert git.work_tree_top(repo.root).resolve() == repo.top.resolve()
+
+
+def test_work_tree_top_refuses_folder_outside_git(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(Refused, match=r"not inside a git work tree: cannot tell"):
+        git.work_tree_top(plain)
+
+
+def test_work_tree_top_refuses_the_git_folder_itself(repo: Repo, base: str) -> None:
+    with pytest.raises(Refused, match="not inside a git work tree"):
+        git.work_tree_top(repo.top / ".git")
+
+
+def test_work_tree_top_ignores_git_dir_from_environment(
+    repo: Repo, base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = Repo(tmp_path / "other")
+    other.top.mkdir()
+    other.git("init", "-q")
+    monkeypatch.setenv("GIT_DIR", str(other.top / ".git"))
+    assert git.work_tree_top(repo.root).resolve() == repo.top.resolve()
+
+
+def test_missing_git_is_refused(
+    repo: Repo, base: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(Refused, match="git is not installed"):
+        git.head_revision(repo.root)
+
+
+# --- changed paths ---------------------------------------------------------------------
+
+
+def test_no_change_reports_nothing(repo: Repo, base: str) -> None:
+    assert changed(repo, base) == []
+
+
+def test_committed_edit(repo: Repo, base: str) -> None:
+    repo.write("tests/test_orders.py", "def test_a(): assert 0\n")
+    repo.commit("edit")
+    assert changed(repo, base) == ["tests/test_orders.py"]
+
+
+def test_staged_edit(repo: Repo, base: str) -> None:
+    repo.write("properties/test_props.py", "def test_p(): assert 0\n")
+    repo.git("add", f"{ROOT}/properties/test_props.py")
+    assert changed(repo, base) == ["properties/test_props.py"]
+
+
+def test_unstaged_edit(repo: Repo, base: str) -> None:
+    repo.write("tests/test_orders.py", "def test_a(): assert 0\n")
+    assert changed(repo, base) == ["tests/test_orders.py"]
+
+
+def test_deleted_file_unstaged_and_committed(repo: Repo, base: str) -> None:
+    (repo.root / "tests/test_old.py").unlink()
+    assert changed(repo, base) == ["tests/test_old.py"]
+    repo.commit("delete")
+    assert changed(repo, base) == ["tests/test_old.py"]
+
+
+def test_rename_counts_both_paths(repo: Repo, base: str) -> None:
+    repo.git("mv", f"{ROOT}/tests/test_old.py", f"{ROOT}/properties/test_moved.py")
+    repo.commit("rename")
+    assert changed(repo, base) == ["properties/test_moved.py", "tests/test_old.py"]
+
+
+def test_type_change_counts(repo: Repo, base: str) -> None:
+    (repo.root / "tests/test_old.py").unlink()
+    (repo.root / "tests/test_old.py").symlink_to("test_orders.py")
+    assert changed(repo, base) == ["tests/test_old.py"]
+
+
+def test_untracked_new_file_counts(repo: Repo, base: str) -> None:
+    repo.write("tests/test_new.py", "def test_new(): pass\n")
+    assert changed(repo, base) == ["tests/test_new.py"]
+
+
+def test_ignored_file_does_not_count(repo: Repo, base: str) -> None:
+    repo.write("tests/run.log", "noise\n")
+    assert changed(repo, base) == []
+
+
+def test_caches_do_not_count(repo: Repo, base: str) -> None:
+    repo.write("tests/__pycache__/test_orders.cpython-311.pyc", b"\x00bytecode")
+    repo.write("tests/__pycache__/README", "cache\n")
+    repo.write("properties/stale.pyc", b"\x00bytecode")
+    repo.write("tests/.pytest_cache/v/cache/lastfailed", "{}\n")
+    repo.write("tests/test_real.py", "x = 1\n")
+    assert changed(repo, base) == ["tests/test_real.py"]
+
+
+def test_paths_outside_pathspecs_and_root_do_not_count(repo: Repo, base: str) -> None:
+    repo.write("src/app.py", "APP = 2\n")
+    repo.write("tests2/test_x.py", "x = 1\n")
+    repo.write("tests/test_orders.py", "outside ROOT, edited\n", at_top=True)
+    repo.commit("outside")
+    assert changed(repo, base) == []
+
+
+def test_non_ascii_names_are_reported_as_utf8(repo: Repo, base: str) -> None:
+    repo.write("properties/naïve_größe.py", "x = 2\n")
+    repo.write("tests/tést_ü.py", "y = 1\n")
+    assert changed(repo, base) == ["properties/naïve_größe.py", "tests/tést_ü.py"]
+
+
+def test_missing_pathspec_and_no_pathspec(repo: Repo, base: str) -> None:
+    repo.write("tests/test_orders.py", "changed\n")
+    assert git.changed_paths(repo.root, base, ["nowhere"]) == []
+    assert git.changed_paths(repo.root, base, []) == []
+
+
+def test_pathspecs_are_literal_not_globs(repo: Repo, base: str) -> None:
+    repo.write("tests/test_orders.py", "changed\n")
+    assert git.changed_paths(repo.root, base, ["test*"]) == []
+
+
+def test_changed_paths_with_bad_base_quotes_git(repo: Repo, base: str) -> None:
+    with pytest.raises(Refused, match=r"git diff failed .*nope"):
+        git.changed_paths(repo.root, "nope", ORACLES)
+
+
+# --- base revision ---------------------------------------------------------------------
+
+ALL_SOURCES = {
+    "THREE_LEDGER_BASE": "env-base",
+    "GITHUB_BASE_REF": "main",
+    "CI_MERGE_REQUEST_DIFF_BASE_SHA": "gitlab-sha",
+}
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "expected"),
+    [
+        ("cli-base", ALL_SOURCES, "cli-base"),
+        (None, ALL_SOURCES, "env-base"),
+        ("", {**ALL_SOURCES, "THREE_LEDGER_BASE": ""}, "origin/main"),
+        (None, {**ALL_SOURCES, "THREE_LEDGER_BASE": "", "GITHUB_BASE_REF": ""}, "gitlab-sha"),
+        (None, {"CI_MERGE_REQUEST_DIFF_BASE_SHA": "gitlab-sha"}, "gitlab-sha"),
+    ],
+)
+def test_base_resolution_order(explicit: str | None, env: dict[str, str], expected: str) -> None:
+    assert git.base_revision_spec(explicit, env) == expected
+
+
+@pytest.mark.parametrize("env", [{}, {key: "" for key in ALL_SOURCES}])
+def test_no_base_is_refused(env: dict[str, str]) -> None:
+    with pytest.raises(Refused, match=r"no base revision: give --base REV .*oracles moved"):
+        git.base_revision_spec("", env)
+
+
+def test_github_base_not_fetched_says_to_fetch(repo: Repo, base: str) -> None:
+    with pytest.raises(Refused, match=r"origin/main.*git fetch origin .*oracles moved") as raised:
+        git.resolve_base(repo.root, None, {"GITHUB_BASE_REF": "main"})
+    assert "refs/remotes/origin/main" in raised.value.message
+
+
+def test_github_base_once_fetched_resolves(repo: Repo, base: str) -> None:
+    repo.git("update-ref", "refs/remotes/origin/main", base)
+    repo.commit("head")
+    assert git.resolve_base(repo.root, None, {"GITHUB_BASE_REF": "main"}) == base
+
+
+def test_resolve_base_refuses_outside_work_tree(tmp_path: Path) -> None:
+    with pytest.raises(Refused, match="not inside a git work tree"):
+        git.resolve_base(tmp_path, "HEAD", {})
+
+
+def test_resolve_base_unresolvable_says_cannot_tell(repo: Repo, base: str) -> None:
+    with pytest.raises(Refused, match=r"'nope' does not resolve.*cannot tell") as raised:
+        git.resolve_base(repo.root, "nope", {})
+    assert "fetch" not in raised.value.message
+
+
+@pytest.mark.parametrize("rev", ["nope", "--all", "0" * 40, ""])
+def test_resolve_commit_refuses_unresolvable(repo: Repo, base: str, rev: str) -> None:
+    with pytest.raises(Refused, match="does not resolve to a commit"):
+        git.resolve_commit(repo.root, rev)
+
+
+def test_resolve_commit_peels_tags_to_full_commit_id(repo: Repo, base: str) -> None:
+    repo.git("tag", "-a", "-m", "annotated", "v1", base)
+    assert git.resolve_commit(repo.root, "v1") == base
+    assert git.resolve_commit(repo.root, base[:10]) == base
+
+
+def test_head_revision(repo: Repo, base: str) -> None:
+    head = repo.commit("next")
+    assert git.head_revision(repo.root) == head != base
+
+
+def test_head_revision_refused_before_first_commit(repo: Repo) -> None:
+    with pytest.raises(Refused, match="'HEAD' does not resolve"):
+        git.head_revision(repo.root)
+
+
+# --- ancestry --------------------------------------------------------------------------
+
+
+def test_is_ancestor_or_same(repo: Repo, base: str) -> None:
+    head = repo.commit("head")
+    assert git.is_ancestor_or_same(repo.root, base, head)
+    assert not git.is_ancestor_or_same(repo.root, head, base)
+    assert git.is_ancestor_or_same(repo.root, head, head)
+
+
+def test_side_branch_is_not_an_ancestor(repo: Repo, base: str) -> None:
+    head = repo.commit("head")
+    repo.git("checkout", "-q", "-b", "side", base)
+    side = repo.commit("side")
+    assert not git.is_ancestor_or_same(repo.root, side, head)
+
+
+@pytest.mark.parametrize("ancestor", ["nope", "f" * 40, "--all"])
+def test_unknown_ancestor_is_false(repo: Repo, base: str, ancestor: str) -> None:
+    assert git.is_ancestor_or_same(repo.root, ancestor, base) is False
+
+
+def test_unknown_descendant_is_refused(repo: Repo, base: str) -> None:
+    with pytest.raises(Refused, match="'nope' does not resolve"):
+        git.is_ancestor_or_same(repo.root, base, "nope")
+
+
+# --- file contents at a revision -------------------------------------------------------
+
+
+@pytest.fixture
+def fixtures_base(repo: Repo) -> str:
+    repo.write("fixtures/kept.json", "[1]\n")
+    repo.write("fixtures/sub/edited.json", "[2]\n")
+    repo.write("fixtures/größe.json", "[3]\n")
+    repo.write("fixtures/binary.bin", b"\x00\xff\r\n")
+    return repo.commit("fixtures")
+
+
+def test_paths_differing_names_exactly_the_moved_files(repo: Repo, fixtures_base: str) -> None:
+    repo.write("fixtures/sub/edited.json", "[2, 2]\n")
+    repo.write("fixtures/größe.json", "[3, 3]\n")
+    repo.write("fixtures/new.json", "[4]\n")
+    pinned = [
+        "fixtures/kept.json",
+        "fixtures/sub/edited.json",
+        "fixtures/größe.json",
+        "fixtures/new.json",
+        "fixtures/binary.bin",
+    ]
+    assert git.paths_differing_from(repo.root, fixtures_base, pinned) == [
+        "fixtures/größe.json",
+        "fixtures/new.json",
+        "fixtures/sub/edited.json",
+    ]
+
+
+def test_paths_differing_counts_a_file_deleted_since_rev(repo: Repo, fixtures_base: str) -> None:
+    (repo.root / "fixtures/kept.json").unlink()
+    assert git.paths_differing_from(repo.root, fixtures_base, ["fixtures/kept.json"]) == [
+        "fixtures/kept.json"
+    ]
+
+
+def test_a_link_in_place_of_a_file_differs(repo: Repo, fixtures_base: str) -> None:
+    (repo.root / "fixtures/twin.json").write_text("[1]\n")
+    (repo.root / "fixtures/kept.json").unlink()
+    (repo.root / "fixtures/kept.json").symlink_to("twin.json")
+    assert git.blob_differs(repo.root, fixtures_base, "fixtures/kept.json")
+
+
+def test_blob_differs(repo: Repo, fixtures_base: str) -> None:
+    assert not git.blob_differs(repo.root, fixtures_base, "fixtures/kept.json")
+    repo.write("fixtures/kept.json", "[1 ]\n")
+    assert git.blob_differs(repo.root, fixtures_base, "fixtures/kept.json")
+    repo.write("fixtures/added.json", "[5]\n")
+    assert git.blob_differs(repo.root, fixtures_base, "fixtures/added.json")
+
+
+def test_blob_comparison_ignores_line_ending_filters(repo: Repo, fixtures_base: str) -> None:
+    # With autocrlf git would clean CRLF to LF before hashing; the gate compares raw bytes.
+    repo.git("config", "core.autocrlf", "true")
+    repo.write("fixtures/kept.json", "[1]\r\n")
+    assert git.blob_differs(repo.root, fixtures_base, "fixtures/kept.json")
+
+
+def test_file_at_present_and_absent(repo: Repo, fixtures_base: str) -> None:
+    repo.write("fixtures/binary.bin", b"changed")
+    assert git.file_at(repo.root, fixtures_base, "fixtures/binary.bin") == b"\x00\xff\r\n"
+    assert git.file_at(repo.root, fixtures_base, "fixtures/größe.json") == b"[3]\n"
+    assert git.file_at(repo.root, fixtures_base, "fixtures/absent.json") is None
+    assert git.file_at(repo.root, fixtures_base, "fixtures/sub") is None
+
+
+def test_file_at_unknown_revision_is_refused(repo: Repo, fixtures_base: str) -> None:
+    with pytest.raises(Refused, match="git ls-tree failed"):
+        git.file_at(repo.root, "nope", "fixtures/kept.json")

@@ -1,0 +1,193 @@
+"""Ledger records: round trips, strict reading, own clocks, atomic writes."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import write_json
+from three_ledger import jsonio
+from three_ledger.errors import Refused
+from three_ledger.ledgers import (
+    DualPinLedger,
+    FileEntry,
+    FixtureLedger,
+    FlakeLedger,
+    MergeDecision,
+    MergeInputs,
+    PropertyLedger,
+    StatusDifference,
+    fresh_recorded_at,
+    nothing_left_on_failure,
+    read_ledger,
+    write_ledger,
+)
+
+HEX = "ab" * 32
+COMMIT = "cd" * 20
+STAMP = "2026-09-25T12:00:00.123456Z"
+
+
+def property_ledger(**change: Any) -> PropertyLedger:
+    fields: dict[str, Any] = {
+        "ledger_id": "0" * 32,
+        "pin_id": "fixpin-a",
+        "property_pin_id": "proppin",
+        "property_pin_sha256": HEX,
+        "fixture_digest": HEX,
+        "status_by_id": {"orders.a": "pass", "orders.b": "fail"},
+        "oracle_moved": False,
+        "oracle_changes": (),
+        "base_revision": COMMIT,
+        "head_revision": COMMIT,
+        "command": ("python3", "-m", "pytest"),
+        "command_exit": 1,
+        "duration_ms": 12,
+        "network": "banned",
+        "network_enforcement": "netns",
+        "flake_results": {},
+        "recorded_at": STAMP,
+    }
+    return PropertyLedger(**{**fields, **change})
+
+
+RECORDS = [
+    FixtureLedger(
+        "1" * 32, "fixpin-a", HEX, "fixtures", (FileEntry("fixtures/a", 3, HEX),), "0.1", STAMP
+    ),
+    property_ledger(),
+    DualPinLedger(
+        "2" * 32,
+        True,
+        True,
+        "a",
+        "b",
+        HEX,
+        "cd" * 32,
+        {"x.y": StatusDifference("pass", "absent")},
+        STAMP,
+    ),
+    DualPinLedger.not_run("3" * 32, STAMP),
+    FlakeLedger("4" * 32, "orders.slow", "flakepin", "abc", "2027-01-31", "fail", HEX, HEX, STAMP),
+    MergeDecision(
+        "5" * 32, "reject", 7, "property miss stands", MergeInputs(HEX, HEX, None, ()), STAMP
+    ),
+]
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda record: type(record).__name__)
+def test_round_trip(tmp_path: Path, record: Any) -> None:
+    path = tmp_path / "deep/new/ledger.json"
+    write_ledger(path, record)
+    loaded = read_ledger(path, type(record))
+    assert loaded.record == record
+    text = path.read_text()
+    assert text.endswith("\n")
+    assert json.loads(text)["kind"] == record.KIND
+    assert list(json.loads(text))[:2] == ["kind", "ledger_id"]
+    assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def mutate(document: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    changed = dict(document)
+    if value is KeyError:
+        del changed[key]
+    else:
+        changed[key] = value
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fragment"),
+    [
+        ("extra", 1, "'extra' was unexpected"),
+        ("oracle_moved", KeyError, "'oracle_moved' is a required property"),
+        ("kind", "fixture", "expected 'property'"),
+        ("fixture_digest", "AB" * 32, "$.fixture_digest"),
+        ("fixture_digest", HEX + "\n", "$.fixture_digest"),
+        ("recorded_at", "2026-09-25T12:00:00Z", "$.recorded_at"),
+        ("recorded_at", "2026-02-30T12:00:00.000000Z", "not a real UTC time"),
+        ("duration_ms", 1.5, "$.duration_ms"),
+        ("status_by_id", {"a": "passed"}, "$.status_by_id.a"),
+        ("ledger_id", "x", "$.ledger_id"),
+    ],
+)
+def test_reader_refuses_malformed_property_ledgers(
+    tmp_path: Path, key: str, value: Any, fragment: str
+) -> None:
+    document = mutate(property_ledger().to_json(), key, value)
+    path = write_json(tmp_path / "p.json", document)
+    with pytest.raises(Refused) as caught:
+        read_ledger(path, PropertyLedger)
+    assert caught.value.message.startswith(f"{path}: ")
+    assert fragment in caught.value.message
+
+
+def test_recorded_at_differs_from_every_stamp_read() -> None:
+    fixed = datetime.datetime(2026, 9, 25, 12, 0, 0, 123456, tzinfo=datetime.timezone.utc)
+    ticks = iter([fixed, fixed, fixed + datetime.timedelta(microseconds=1)])
+    stamp = fresh_recorded_at([STAMP], clock=lambda: next(ticks))
+    assert stamp == "2026-09-25T12:00:00.123457Z"
+
+
+def test_recorded_at_has_microseconds() -> None:
+    stamp = fresh_recorded_at()
+    datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ")
+    assert len(stamp) == len(STAMP)
+
+
+def test_failed_write_keeps_old_content_and_leaves_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "ledger.json"
+    path.write_text("old\n")
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(Refused, match="No space left on device"):
+        jsonio.write_atomic(path, "new\n")
+    assert path.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["ledger.json"]
+
+
+def test_write_into_read_only_folder_is_a_clear_refusal(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        if os.access(folder, os.W_OK):
+            pytest.skip("running as a user that ignores folder permissions (root)")
+        with pytest.raises(Refused, match="cannot write"):
+            jsonio.write_atomic(folder / "l.json", "x\n")
+        assert list(folder.iterdir()) == []
+    finally:
+        folder.chmod(0o755)
+
+
+def test_invalid_record_is_never_written(tmp_path: Path) -> None:
+    path = tmp_path / "l.json"
+    with pytest.raises(Refused, match=r"\$\.fixture_digest: .not-hex. does not match"):
+        write_ledger(path, property_ledger(fixture_digest="not-hex"))
+    assert not path.exists()
+
+
+def test_nothing_left_on_failure_removes_stale_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "l.json"
+    out.write_text("stale\n")
+    with pytest.raises(Refused) as caught, nothing_left_on_failure(out):
+        raise Refused("no")
+    assert not out.exists()
+    assert caught.value.notes == [f"removed the stale file at {out}: it does not describe this run"]

@@ -1,0 +1,228 @@
+"""Pin validation: every rule of SPEC 3, each refusal naming the file and the JSON path."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import RunCli, fixture_pin, make_tree, write_json
+from three_ledger.errors import Refused
+from three_ledger.pins import (
+    load_fixture_pin,
+    load_flake_pin,
+    load_properties_pin,
+    refuse_out_near_pins,
+)
+
+GOOD_FIXTURE_PIN = {
+    "pin_id": "fixpin-a",
+    "algorithm": "sha256",
+    "files": ["fixtures/a.json", "fixtures/b.json"],
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "fragment"),
+    [
+        ({"algorithm": None}, "$", "'algorithm' is a required property"),
+        ({"algorithm": "md5"}, "$.algorithm", "'sha256' was expected"),
+        ({"fixture_dir": "fixtures"}, "$", "'fixture_dir' was unexpected"),
+        ({"files": []}, "$.files", "should be non-empty"),
+        ({"files": ["fixtures/a.json", "fixtures/a.json"]}, "$.files", "non-unique"),
+        ({"files": ["/fixtures/a.json"]}, "$.files[0]", "absolute"),
+        ({"files": ["fixtures\\a.json"]}, "$.files[0]", "backslash"),
+        ({"files": ["fixtures/../x.json"]}, "$.files[0]", "'..'"),
+        ({"files": ["fixtures/a\u0000.json"]}, "$.files[0]", "control character"),
+        ({"files": ["fixtures/cafe\u0301.json"]}, "$.files[0]", "NFC"),
+        ({"files": ["fixtures/A.json", "fixtures/a.json"]}, "$.files", "differ only in case"),
+        ({"files": ["other/a.json"]}, "$.files[0]", "not under fixtures_dir"),
+        ({"files": [7]}, "$.files[0]", "7 is not of type 'string'"),
+        ({"pin_id": "bad id"}, "$.pin_id", "does not match"),
+        ({"pin_id": "fixpin\n"}, "$.pin_id", "does not match"),
+        ({"digest": "ABC"}, "$.digest", "does not match"),
+        ({"fixtures_dir": "../up"}, "$.fixtures_dir", "'..'"),
+    ],
+)
+def test_fixture_pin_refusals_name_file_and_path(
+    run_cli: RunCli, tmp_path: Path, change: dict[str, Any], where: str, fragment: str
+) -> None:
+    document = {**GOOD_FIXTURE_PIN, **change}
+    document = {key: value for key, value in document.items() if value is not None}
+    pin = write_json(tmp_path / "pins/fixtures.json", document)
+    make_tree(tmp_path, {"fixtures/a.json": b"", "fixtures/b.json": b""})
+    out = tmp_path / "out/l.json"
+    result = run_cli("digest", "--pin", pin, "--root", tmp_path, "--out", out)
+    assert result.code == 2
+    assert not out.exists()
+    line = result.first_error_line
+    assert f"{pin}: {where}: " in line
+    assert fragment in line
+    assert len(result.err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        (b"\xff\xfe{}", "not valid UTF-8"),
+        (b'{"pin_id": "a", "pin_id": "b"}', "duplicate key 'pin_id'"),
+        (b'{"files": [NaN]}', "NaN is not a JSON number"),
+        (b"{", "not valid JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b"[]", "is not of type 'object'"),
+    ],
+)
+def test_malformed_pin_bytes(tmp_path: Path, raw: bytes, fragment: str) -> None:
+    pin = tmp_path / "pins/fixtures.json"
+    pin.parent.mkdir()
+    pin.write_bytes(raw)
+    with pytest.raises(Refused, match=fragment) as caught:
+        load_fixture_pin(pin)
+    assert str(pin) in caught.value.message
+
+
+def test_fixture_pin_defaults(tmp_path: Path) -> None:
+    pin = load_fixture_pin(fixture_pin(tmp_path, ["fixtures/a.json"]))
+    assert (pin.fixtures_dir, pin.digest, pin.files) == ("fixtures", None, ("fixtures/a.json",))
+
+
+def properties_document(**change: Any) -> dict[str, Any]:
+    prop = {
+        "id": "orders.total.non_negative",
+        "claim": "Totals are zero or more.",
+        "domain": ["a.json"],
+        "test": "properties/test_orders.py::test_total",
+    }
+    prop.update(change.pop("prop", {}))
+    return {"pin_id": "proppin", "fixture_pins": ["fixpin-a"], "properties": [prop], **change}
+
+
+@pytest.mark.parametrize(
+    ("document", "fragment"),
+    [
+        (properties_document(prop={"ID": 1}), "'ID' was unexpected"),
+        (properties_document(prop={"claim": "two\nlines"}), "$.properties[0].claim"),
+        (properties_document(prop={"domain": []}), "$.properties[0].domain"),
+        (properties_document(prop={"id": "Upper.Case"}), "$.properties[0].id"),
+        (properties_document(prop={"domain": ["../x.json"]}), "$.properties[0].domain[0]"),
+        (properties_document(network="sometimes"), "$.network"),
+        (properties_document(properties=[]), "$.properties"),
+        (properties_document(oracle_path=["tests"]), "'oracle_path' was unexpected"),
+    ],
+)
+def test_properties_pin_refusals(tmp_path: Path, document: dict[str, Any], fragment: str) -> None:
+    path = write_json(tmp_path / "pins/properties.json", document)
+    with pytest.raises(Refused) as caught:
+        load_properties_pin(path)
+    assert str(path) in caught.value.message
+    assert fragment in caught.value.message
+
+
+def test_repeated_property_id_is_refused(tmp_path: Path) -> None:
+    document = properties_document()
+    document["properties"] *= 2
+    path = write_json(tmp_path / "pins/properties.json", document)
+    with pytest.raises(Refused, match=r"\$\.properties\[1\]\.id: .* is repeated"):
+        load_properties_pin(path)
+
+
+def test_properties_pin_defaults_and_sha256(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "pins/properties.json", properties_document())
+    pin = load_properties_pin(path)
+    assert pin.network == "banned"
+    assert pin.oracle_paths == ("properties", "tests")
+    import hashlib
+
+    assert pin.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("domain", "accepted"),
+    [
+        (["a.json"], True),
+        (["valid/"], True),
+        (["valid/deep/"], True),
+        (["missing.json"], False),
+        (["invalid/"], False),
+        (["vali/"], False),
+        (["valid"], False),
+    ],
+)
+def test_domains_must_come_from_the_fixture_pin(
+    tmp_path: Path, domain: list[str], accepted: bool
+) -> None:
+    fixture = load_fixture_pin(
+        fixture_pin(
+            tmp_path, ["fixtures/a.json", "fixtures/valid/x.json", "fixtures/valid/deep/y.json"]
+        )
+    )
+    fixture = type(fixture)(**{**fixture.__dict__, "pin_id": "fixpin-a"})
+    path = write_json(
+        tmp_path / "pins/properties.json", properties_document(prop={"domain": domain})
+    )
+    pin = load_properties_pin(path)
+    if accepted:
+        pin.check_against(fixture)
+    else:
+        with pytest.raises(Refused, match=r"domain\[0\]: .* names no file pinned"):
+            pin.check_against(fixture)
+
+
+def test_fixture_pin_must_be_listed(tmp_path: Path) -> None:
+    fixture = load_fixture_pin(fixture_pin(tmp_path, ["fixtures/a.json"]))
+    pin = load_properties_pin(write_json(tmp_path / "pins/p.json", properties_document()))
+    with pytest.raises(Refused, match=r"\$\.fixture_pins: fixture pin 'fixpin-test'"):
+        pin.check_against(fixture)
+
+
+def flake_document(**change: Any) -> dict[str, Any]:
+    entry = {"test_id": "orders.slow", "accepted_revision": "abc123", "review_by": "2027-01-31"}
+    entry.update(change)
+    return {"pin_id": "flakepin", "flakes": [entry]}
+
+
+def test_flake_pin_loads_with_defaults(tmp_path: Path) -> None:
+    pin = load_flake_pin(write_json(tmp_path / "pins/flakes.json", flake_document()))
+    entry = pin.entry("orders.slow")
+    assert entry is not None
+    assert entry.test == "orders.slow"
+    assert entry.review_by == datetime.date(2027, 1, 31)
+    assert not entry.expired(datetime.date(2027, 1, 31))
+    assert entry.expired(datetime.date(2027, 2, 1))
+    assert pin.entry("other") is None
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"review_by": "2027-02-30"}, "not a calendar date"),
+        ({"review_by": "31/01/2027"}, "$.flakes[0].review_by"),
+        ({"accepted_revision": None}, "'accepted_revision' is a required property"),
+        ({"owners": "x"}, "'owners' was unexpected"),
+    ],
+)
+def test_flake_pin_refusals(tmp_path: Path, change: dict[str, Any], fragment: str) -> None:
+    document = flake_document(**change)
+    document["flakes"][0] = {k: v for k, v in document["flakes"][0].items() if v is not None}
+    path = write_json(tmp_path / "pins/flakes.json", document)
+    with pytest.raises(Refused) as caught:
+        load_flake_pin(path)
+    assert fragment in caught.value.message
+    assert str(path) in caught.value.message
+
+
+def test_repeated_flake_id_is_refused(tmp_path: Path) -> None:
+    document = flake_document()
+    document["flakes"] *= 2
+    with pytest.raises(Refused, match="is repeated"):
+        load_flake_pin(write_json(tmp_path / "pins/flakes.json", document))
+
+
+def test_out_guard_follows_symlinked_folders(tmp_path: Path) -> None:
+    pin = fixture_pin(tmp_path, ["fixtures/a.json"])
+    (tmp_path / "ledgers").symlink_to(tmp_path / "pins")
+    with pytest.raises(Refused, match="never writes beside a pin"):
+        refuse_out_near_pins(tmp_path / "ledgers/l.json", [pin])
+    refuse_out_near_pins(tmp_path / "elsewhere/l.json", [pin])

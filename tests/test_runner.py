@@ -1,0 +1,330 @@
+"""Tests of the runner with real processes: exit codes, timeouts, signals, bounded capture."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from three_ledger.runner import RunResult, run_command
+
+GRACE_S = 0.5
+
+
+def run(argv: list[str], tmp_path: Path, *, timeout_s: float = 20.0) -> RunResult:
+    return run_command(
+        argv,
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout_s=timeout_s,
+        log_path=tmp_path / "logs" / "run.log",
+        console=io.BytesIO(),
+        grace_s=GRACE_S,
+    )
+
+
+def wait_for_pid(path: Path, timeout_s: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if text.endswith("\n"):
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never received a pid")
+
+
+def is_gone(pid: int, timeout_s: float = 5.0) -> bool:
+    """True once `pid` no longer runs; a zombie counts as gone (PID 1 here may not reap)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if _is_zombie(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@pytest.mark.parametrize("code", [0, 1, 3])
+def test_exit_code_is_passed_through(tmp_path: Path, code: int) -> None:
+    result = run(["sh", "-c", f"exit {code}"], tmp_path)
+    assert result.exit_code == code
+    assert (result.signal, result.timed_out, result.interrupted_by) == (None, False, None)
+    assert result.failure() is None
+    assert isinstance(result.duration_ms, int)
+
+
+def test_output_goes_to_console_and_log_merged(tmp_path: Path) -> None:
+    console = io.BytesIO()
+    log_path = tmp_path / "deep" / "er" / "out.log"
+    result = run_command(
+        ["sh", "-c", "echo out; echo err >&2; cat"],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout_s=20,
+        log_path=log_path,
+        console=console,
+    )
+    assert result.exit_code == 0
+    # `cat` reads stdin: /dev/null ends it at once instead of blocking until the timeout.
+    assert log_path.read_bytes() == b"out\nerr\n"
+    assert console.getvalue() == b"out\nerr\n"
+
+
+def test_child_gets_env_and_cwd(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "PROBE": "seen"}
+    result = run_command(
+        ["sh", "-c", 'echo "$PROBE $(pwd)"'],
+        cwd=tmp_path,
+        env=env,
+        timeout_s=20,
+        log_path=tmp_path / "run.log",
+        console=io.BytesIO(),
+    )
+    assert result.exit_code == 0
+    assert (tmp_path / "run.log").read_text() == f"seen {tmp_path}\n"
+
+
+def test_child_leads_its_own_process_group(tmp_path: Path) -> None:
+    result = run([sys.executable, "-c", "import os; print(os.getpgid(0) == os.getpid())"], tmp_path)
+    assert result.exit_code == 0
+    assert (tmp_path / "logs" / "run.log").read_text() == "True\n"
+
+
+def test_command_not_found_is_a_start_error(tmp_path: Path) -> None:
+    result = run(["no-such-command-3l"], tmp_path)
+    assert result.start_error == "command not found: no-such-command-3l"
+    assert result.exit_code is None
+    assert result.failure() == "the command could not start: command not found: no-such-command-3l"
+
+
+def test_command_without_exec_permission_is_a_start_error(tmp_path: Path) -> None:
+    script = tmp_path / "script.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o644)
+    result = run([str(script)], tmp_path)
+    assert result.start_error == f"permission denied: {script}"
+    assert result.exit_code is None
+
+
+def test_missing_working_directory_is_a_start_error(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    result = run_command(
+        ["true"],
+        cwd=missing,
+        env=dict(os.environ),
+        timeout_s=20,
+        log_path=tmp_path / "run.log",
+        console=io.BytesIO(),
+    )
+    assert result.start_error is not None
+    assert result.start_error.startswith(f"working directory {missing}")
+
+
+def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    script = f"sleep 1000 & echo $! > {tmp_path}/bg; sleep 1000"
+    result = run(["sh", "-c", script], tmp_path, timeout_s=0.5)
+    assert result.timed_out
+    assert result.exit_code is None
+    assert result.signal == signal.SIGTERM
+    assert result.duration_ms < 5000
+    assert is_gone(wait_for_pid(tmp_path / "bg"))
+    failure = result.failure()
+    assert failure is not None
+    assert "timed out" in failure
+
+
+def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run(["sh", "-c", "trap '' TERM; sleep 1000"], tmp_path, timeout_s=0.3)
+    assert result.timed_out
+    assert result.signal == signal.SIGKILL
+    assert time.monotonic() - started >= 0.3 + GRACE_S
+
+
+def test_leftover_background_grandchild_is_killed_after_a_normal_exit(tmp_path: Path) -> None:
+    # The grandchild holds the pipe open: without the group kill, the reader would never end.
+    script = f"sleep 1000 & echo $! > {tmp_path}/bg; exit 0"
+    result = run(["sh", "-c", script], tmp_path)
+    assert result.exit_code == 0
+    assert result.duration_ms < 5000
+    assert is_gone(wait_for_pid(tmp_path / "bg"))
+
+
+def test_process_that_left_the_group_does_not_hang_the_run(tmp_path: Path) -> None:
+    script = f"setsid sleep 1000 & echo $! > {tmp_path}/escaped; echo done"
+    started = time.monotonic()
+    result = run(["sh", "-c", script], tmp_path)
+    escaped = wait_for_pid(tmp_path / "escaped")
+    try:
+        assert result.exit_code == 0
+        assert time.monotonic() - started < GRACE_S + 5
+        assert (tmp_path / "logs" / "run.log").read_text() == "done\n"
+    finally:
+        os.kill(escaped, signal.SIGKILL)
+
+
+def test_death_by_signal_is_reported(tmp_path: Path) -> None:
+    result = run(["sh", "-c", "kill -9 $$"], tmp_path)
+    assert result.signal == signal.SIGKILL
+    assert result.exit_code is None
+    assert not result.timed_out
+    assert result.failure() == "the command was killed by SIGKILL"
+
+
+def test_signal_handlers_are_restored(tmp_path: Path) -> None:
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    result = run(["true"], tmp_path)
+    assert result.exit_code == 0
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_runs_from_a_worker_thread(tmp_path: Path) -> None:
+    # signal.signal() raises outside the main thread: the runner must not try.
+    results: list[RunResult] = []
+    worker = threading.Thread(target=lambda: results.append(run(["sh", "-c", "exit 3"], tmp_path)))
+    worker.start()
+    worker.join(20)
+    assert [r.exit_code for r in results] == [3]
+
+
+GATE_SCRIPT = textwrap.dedent(
+    """
+    import dataclasses, json, os, sys
+    from pathlib import Path
+    from three_ledger.runner import run_command
+
+    work = Path(sys.argv[1])
+    result = run_command(
+        sys.argv[2:], cwd=work, env=dict(os.environ), timeout_s=60,
+        log_path=work / "run.log", grace_s=0.5,
+    )
+    (work / "result.json").write_text(json.dumps(dataclasses.asdict(result)))
+    """
+)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_to_the_gate_stops_the_child_group(tmp_path: Path, signum: int) -> None:
+    gate_script = tmp_path / "gate.py"
+    gate_script.write_text(GATE_SCRIPT)
+    child = f"sleep 1000 & echo $! > {tmp_path}/bg; echo $$ > {tmp_path}/leader; sleep 1000"
+    gate = subprocess.Popen(
+        [sys.executable, str(gate_script), str(tmp_path), "sh", "-c", child],
+        stdout=subprocess.DEVNULL,
+    )
+    leader = wait_for_pid(tmp_path / "leader")
+    background = wait_for_pid(tmp_path / "bg")
+    gate.send_signal(signum)
+    # The gate itself survives the signal: it exits 0 after writing the result.
+    assert gate.wait(20) == 0
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["interrupted_by"] == signum
+    assert result["timed_out"] is False
+    assert is_gone(leader)
+    assert is_gone(background)
+    assert RunResult(**result).failure() == f"interrupted by {signal.Signals(signum).name}"
+
+
+MEMORY_SCRIPT = textwrap.dedent(
+    """
+    import os, resource, sys
+    from pathlib import Path
+    from three_ledger.runner import run_command
+
+    work = Path(sys.argv[1])
+
+    def run(argv, log_name):
+        return run_command(argv, cwd=work, env=dict(os.environ), timeout_s=120,
+                           log_path=work / log_name)
+
+    run(["true"], "warmup.log")  # thread, selector and Popen machinery loaded before measuring
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = run(sys.argv[2:], "big.log")
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(result.exit_code, after - before, file=sys.stderr)
+    """
+)
+
+# 5,400,000 numbered 10-byte lines: 54 MB whose order and completeness the hash checks.
+LINES_CHILD = (
+    "import sys\n"
+    "out = sys.stdout.buffer\n"
+    "for start in range(0, 5_400_000, 100_000):\n"
+    "    out.write(b''.join(b'%09d\\n' % i for i in range(start, start + 100_000)))\n"
+)
+ONE_LINE_CHILD = "import sys\nfor _ in range(160): sys.stdout.buffer.write(b'x' * 65_536)\n"
+
+
+def expected_lines_digest() -> str:
+    digest = hashlib.sha256()
+    for start in range(0, 5_400_000, 100_000):
+        digest.update(b"".join(b"%09d\n" % i for i in range(start, start + 100_000)))
+    return digest.hexdigest()
+
+
+def run_measured(tmp_path: Path, child: str) -> int:
+    """Run `child` under a fresh runner process; return the runner's RSS growth in KiB."""
+    script = tmp_path / "measure.py"
+    script.write_text(MEMORY_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), sys.executable, "-c", child],
+        stdout=subprocess.DEVNULL,  # the default console: streamed, never kept
+        stderr=subprocess.PIPE,
+        timeout=120,
+        check=True,
+    )
+    exit_code, growth_kib = done.stderr.decode().split()
+    assert exit_code == "0"
+    return int(growth_kib)
+
+
+def test_large_output_is_logged_in_full_with_bounded_memory(tmp_path: Path) -> None:
+    growth_kib = run_measured(tmp_path, LINES_CHILD)
+    log = tmp_path / "big.log"
+    assert log.stat().st_size == 54_000_000
+    assert hashlib.sha256(log.read_bytes()).hexdigest() == expected_lines_digest()
+    assert growth_kib < 8 * 1024, f"runner grew by {growth_kib} KiB for 54 MB of output"
+
+
+def test_one_huge_line_is_logged_in_full_with_bounded_memory(tmp_path: Path) -> None:
+    growth_kib = run_measured(tmp_path, ONE_LINE_CHILD)
+    log = (tmp_path / "big.log").read_bytes()
+    assert len(log) == 160 * 65_536
+    assert log == b"x" * (160 * 65_536)
+    assert growth_kib < 4 * 1024, f"runner grew by {growth_kib} KiB for a 10 MiB line"
+
+
+def test_unwritable_log_is_a_start_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = run_command(
+        ["true"],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout_s=20,
+        log_path=blocker / "run.log",
+        console=io.BytesIO(),
+    )
+    assert result.start_error is not None
+    assert result.start_error.startswith(f"cannot write log {blocker / 'run.log'}")
