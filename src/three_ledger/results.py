@@ -1,0 +1,276 @@
+"""Test results as the gate reads them (plugin JSON lines or JUnit XML), and the statuses they give.
+
+SPEC section 4.2 steps 6-7 and section 6 are the contract for everything here.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import stat
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from three_ledger.errors import InfraFailure
+
+# A property whose selector and markers matched no result.
+MISSING = "missing"
+# JUnit files larger than this are refused unread: no honest test run needs more.
+MAX_JUNIT_BYTES = 64 * 1024 * 1024
+
+
+class Outcome(str, enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIP = "skip"
+
+
+_SEVERITY = {Outcome.PASS: 0, Outcome.SKIP: 1, Outcome.FAIL: 2, Outcome.ERROR: 3}
+_OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
+
+
+def worst(outcomes: Iterable[Outcome]) -> Outcome:
+    """The worst outcome (error > fail > skip > pass); `pass` when there is none."""
+    return max(outcomes, key=_SEVERITY.__getitem__, default=Outcome.PASS)
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test's outcome. `aliases` are other ids it answers to (JUnit's `classname.name`)."""
+
+    __test__: ClassVar[bool] = False  # a record, not a test class for pytest to collect
+
+    id: str
+    property_ids: tuple[str, ...]
+    outcome: Outcome
+    aliases: tuple[str, ...] = ()
+
+    def matches(self, selector: str) -> bool:
+        """True when `selector` selects this result by its id or one of its aliases."""
+        return any(_selects(selector, name) for name in (self.id, *self.aliases))
+
+
+def _selects(selector: str, test_id: str) -> bool:
+    # `[`: a parametrised instance; `::`: what a file or class selector holds.
+    return test_id == selector or test_id.startswith((selector + "[", selector + "::"))
+
+
+def merge_worst(results: Iterable[TestResult]) -> list[TestResult]:
+    """One result per id, first-seen order: the worst outcome, property ids and aliases united."""
+    merged: dict[str, TestResult] = {}
+    for result in results:
+        earlier = merged.get(result.id)
+        merged[result.id] = result if earlier is None else _merge_pair(earlier, result)
+    return list(merged.values())
+
+
+def _merge_pair(earlier: TestResult, later: TestResult) -> TestResult:
+    return TestResult(
+        id=earlier.id,
+        property_ids=_united(earlier.property_ids, later.property_ids),
+        outcome=worst((earlier.outcome, later.outcome)),
+        aliases=_united(earlier.aliases, later.aliases),
+    )
+
+
+def _united(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*first, *second)))
+
+
+def property_statuses(
+    selectors: Mapping[str, str | None], results: Sequence[TestResult]
+) -> dict[str, str]:
+    """Status of each property (keyed by id, in input order) from its selector and markers.
+
+    `pass` only when every matched result passed; else the worst outcome; `missing` when
+    nothing matched. A skipped or missing property is not a pass.
+    """
+    return {
+        property_id: _status(property_id, selector, results)
+        for property_id, selector in selectors.items()
+    }
+
+
+def _status(property_id: str, selector: str | None, results: Sequence[TestResult]) -> str:
+    matched = [
+        result.outcome
+        for result in results
+        if property_id in result.property_ids or (selector is not None and result.matches(selector))
+    ]
+    return worst(matched).value if matched else MISSING
+
+
+def flake_outcomes(selectors: Mapping[str, str], results: Sequence[TestResult]) -> dict[str, str]:
+    """Worst outcome of each flaky test (keyed by test_id) that ran; absent when none matched."""
+    outcomes: dict[str, str] = {}
+    for test_id, selector in selectors.items():
+        matched = [result.outcome for result in results if result.matches(selector)]
+        if matched:
+            outcomes[test_id] = worst(matched).value
+    return outcomes
+
+
+def read_results_file(path: Path) -> list[TestResult]:
+    """Read the plugin's JSON lines, merged worst-first per id (pytest may run twice).
+
+    Every line must be one valid record, or the whole file is refused (InfraFailure, exit 4).
+    One exception: a last line without its newline that is not valid JSON or UTF-8 is ignored,
+    because a run killed mid-write leaves exactly that, and the lines before it are still
+    evidence. Keys other than id, property_ids and outcome are ignored.
+    """
+    label = f"results file {path}"
+    lines = _read_bytes(path, label).split(b"\n")
+    # After the final newline, split leaves b"" or the unfinished tail of a killed write.
+    results = [_record(label, number, raw) for number, raw in enumerate(lines[:-1], start=1)]
+    if lines[-1]:
+        results.extend(_unfinished_record(label, len(lines), lines[-1]))
+    if not results:
+        raise InfraFailure(f"{label}: empty, so no results could be read")
+    return merge_worst(results)
+
+
+def _read_bytes(path: Path, label: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InfraFailure(f"{label}: missing, so no results could be read") from None
+    except OSError as error:
+        raise InfraFailure(f"{label}: {error.strerror}, so no results could be read") from None
+
+
+def _unfinished_record(label: str, number: int, raw: bytes) -> list[TestResult]:
+    try:
+        decoded = _decoded_json(label, number, raw)
+    except InfraFailure:
+        return []
+    return [_result_from_json(label, number, decoded)]
+
+
+def _record(label: str, number: int, raw: bytes) -> TestResult:
+    return _result_from_json(label, number, _decoded_json(label, number, raw))
+
+
+def _decoded_json(label: str, number: int, raw: bytes) -> object:
+    where = f"{label}: line {number}"
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InfraFailure(f"{where}: not UTF-8") from None
+    except json.JSONDecodeError as error:
+        raise InfraFailure(f"{where}: not valid JSON ({error.msg})") from None
+
+
+def _result_from_json(label: str, number: int, record: object) -> TestResult:
+    where = f"{label}: line {number}"
+    if not isinstance(record, dict):
+        raise InfraFailure(f"{where}: must be a JSON object")
+    test_id = record.get("id")
+    if not isinstance(test_id, str) or not test_id:
+        raise InfraFailure(f"{where}: 'id' must be a non-empty string")
+    property_ids = record.get("property_ids")
+    if not isinstance(property_ids, list) or not all(isinstance(p, str) for p in property_ids):
+        raise InfraFailure(f"{where}: 'property_ids' must be a list of strings")
+    outcome = record.get("outcome")
+    if outcome not in {o.value for o in Outcome}:
+        raise InfraFailure(f"{where}: 'outcome' must be one of {_OUTCOME_NAMES}")
+    return TestResult(id=test_id, property_ids=tuple(property_ids), outcome=Outcome(outcome))
+
+
+def read_junit_xml(path: Path) -> list[TestResult]:
+    """Read a JUnit XML report (SPEC 6), merged worst-first per id.
+
+    Refused (InfraFailure): a DOCTYPE or ENTITY declaration, more than 64 MiB, malformed XML,
+    a root other than testsuites/testsuite, no testcase. Nothing is ever fetched. JUnit cannot
+    tell a non-strict xpass from a pass (pytest writes both as a plain testcase).
+    """
+    label = f"JUnit XML {path}"
+    data = _read_bounded(path, label)
+    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+        raise InfraFailure(f"{label}: DOCTYPE and ENTITY declarations are refused")
+    root = _parse_xml(label, data)
+    if root.tag not in ("testsuites", "testsuite"):
+        raise InfraFailure(f"{label}: root element is <{root.tag}>, not testsuites or testsuite")
+    results = [_testcase_result(label, case) for case in root.iter("testcase")]
+    if not results:
+        raise InfraFailure(f"{label}: no testcase, so no results could be read")
+    return merge_worst(results)
+
+
+def _read_bounded(path: Path, label: str) -> bytes:
+    try:
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):
+            raise InfraFailure(f"{label}: not a regular file")
+        if status.st_size > MAX_JUNIT_BYTES:
+            raise InfraFailure(f"{label}: {status.st_size} bytes, over the 64 MiB limit")
+        with path.open("rb") as stream:
+            # Bounded read as well: the file may grow between stat and open.
+            data = stream.read(MAX_JUNIT_BYTES + 1)
+    except FileNotFoundError:
+        raise InfraFailure(f"{label}: missing, so no results could be read") from None
+    except OSError as error:
+        raise InfraFailure(f"{label}: {error.strerror}, so no results could be read") from None
+    if len(data) > MAX_JUNIT_BYTES:
+        raise InfraFailure(f"{label}: over the 64 MiB limit")
+    return data
+
+
+class _DoctypeFound(Exception):
+    """Raised from inside the parser when a DOCTYPE starts."""
+
+
+class _RefusingTreeBuilder(ET.TreeBuilder):
+    # Second line of defence: the byte check above misses a DOCTYPE in UTF-16 or UTF-32.
+    def doctype(self, name: str, pubid: str, system: str) -> None:
+        raise _DoctypeFound
+
+
+def _parse_xml(label: str, data: bytes) -> ET.Element:
+    parser = ET.XMLParser(target=_RefusingTreeBuilder())
+    try:
+        parser.feed(data)
+        root: ET.Element = parser.close()
+    except _DoctypeFound:
+        raise InfraFailure(f"{label}: DOCTYPE and ENTITY declarations are refused") from None
+    except ET.ParseError as error:
+        raise InfraFailure(f"{label}: malformed XML ({error})") from None
+    return root
+
+
+_CHILD_OUTCOMES = {
+    "failure": Outcome.FAIL,
+    "error": Outcome.ERROR,
+    "skipped": Outcome.SKIP,
+    # nextest's retries: a test that failed on any attempt is not a pass.
+    "flakyFailure": Outcome.FAIL,
+    "rerunFailure": Outcome.FAIL,
+    "flakyError": Outcome.ERROR,
+    "rerunError": Outcome.ERROR,
+}
+
+
+def _testcase_result(label: str, case: ET.Element) -> TestResult:
+    name = case.get("name")
+    if not name:
+        raise InfraFailure(f"{label}: a testcase has no name")
+    classname = case.get("classname") or ""
+    file = case.get("file")
+    owner = file or classname
+    return TestResult(
+        id=f"{owner}::{name}" if owner else name,
+        property_ids=(),
+        outcome=worst(_child_outcome(child) for child in case),
+        aliases=(f"{classname}.{name}",) if classname else (),
+    )
+
+
+def _child_outcome(child: ET.Element) -> Outcome:
+    if child.tag == "skipped" and child.get("type") == "pytest.xfail":
+        # As in the plugin: an expected failure is still a failure.
+        return Outcome.FAIL
+    # system-out, properties and other children say nothing about the outcome.
+    return _CHILD_OUTCOMES.get(str(child.tag), Outcome.PASS)

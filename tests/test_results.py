@@ -1,0 +1,373 @@
+"""Tests for three_ledger.results: reading results files and JUnit XML, and property statuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from three_ledger.errors import InfraFailure
+from three_ledger.exit_codes import ExitCode
+from three_ledger.results import (
+    MAX_JUNIT_BYTES,
+    Outcome,
+    TestResult,
+    flake_outcomes,
+    merge_worst,
+    property_statuses,
+    read_junit_xml,
+    read_results_file,
+    worst,
+)
+
+PASS, FAIL, ERROR, SKIP = Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.SKIP
+
+
+def result(test_id: str, outcome: Outcome, *property_ids: str) -> TestResult:
+    return TestResult(id=test_id, property_ids=property_ids, outcome=outcome)
+
+
+def line(test_id: str, outcome: str, property_ids: list[str] | None = None) -> str:
+    record = {"id": test_id, "property_ids": property_ids or [], "outcome": outcome}
+    return json.dumps(record) + "\n"
+
+
+# --- read_results_file -------------------------------------------------------------------------
+
+
+def test_results_file_is_read_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(line("t.py::a", "pass", ["p.one"]) + line("t.py::b", "skip"))
+    assert read_results_file(path) == [result("t.py::a", PASS, "p.one"), result("t.py::b", SKIP)]
+
+
+def test_results_file_merges_repeated_ids_worst_first(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(line("t.py::a", "fail", ["p.one"]) + line("t.py::a", "pass", ["p.two"]))
+    assert read_results_file(path) == [result("t.py::a", FAIL, "p.one", "p.two")]
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "reason"),
+    [
+        ("{not json\n", "line 2: not valid JSON"),
+        ("[1, 2]\n", "line 2: must be a JSON object"),
+        ('{"id": 3, "property_ids": [], "outcome": "pass"}\n', "line 2: 'id' must be"),
+        ('{"id": "", "property_ids": [], "outcome": "pass"}\n', "line 2: 'id' must be"),
+        ('{"id": "x", "property_ids": "p", "outcome": "pass"}\n', "line 2: 'property_ids' must"),
+        ('{"id": "x", "property_ids": [1], "outcome": "pass"}\n', "line 2: 'property_ids' must"),
+        ('{"id": "x", "property_ids": []}\n', "line 2: 'outcome' must be one of"),
+        (
+            '{"id": "x", "property_ids": [], "outcome": "passed"}\n',
+            "line 2: 'outcome' must be one of pass, fail, error, skip",
+        ),
+        ("\n", "line 2: not valid JSON"),
+    ],
+)
+def test_results_file_refuses_a_bad_line(tmp_path: Path, bad_line: str, reason: str) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(line("t.py::a", "pass") + bad_line + line("t.py::c", "pass"))
+    with pytest.raises(InfraFailure) as caught:
+        read_results_file(path)
+    assert caught.value.message.startswith(f"results file {path}: ")
+    assert reason in caught.value.message
+    assert caught.value.exit_code == ExitCode.INFRA_FAILURE
+
+
+def test_results_file_refuses_non_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(line("t.py::a", "pass").encode() + b'{"id": "\xff"}\n')
+    with pytest.raises(InfraFailure, match=r"results\.jsonl: line 2: not UTF-8"):
+        read_results_file(path)
+
+
+@pytest.mark.parametrize("content", [b"", None])
+def test_empty_or_missing_results_file_gives_no_results(
+    tmp_path: Path, content: bytes | None
+) -> None:
+    path = tmp_path / "results.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(InfraFailure, match="no results could be read") as caught:
+        read_results_file(path)
+    assert str(path) in caught.value.message
+
+
+def test_unfinished_last_line_of_a_killed_run_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(line("t.py::a", "fail") + '{"id": "t.py::b", "prop')
+    assert read_results_file(path) == [result("t.py::a", FAIL)]
+
+
+def test_complete_last_line_without_newline_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(line("t.py::a", "pass") + line("t.py::b", "error").rstrip("\n"))
+    assert [r.outcome for r in read_results_file(path)] == [PASS, ERROR]
+
+
+def test_unfinished_last_line_with_wrong_types_is_still_refused(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(line("t.py::a", "pass") + '{"id": "t.py::b", "outcome": "ok"}')
+    with pytest.raises(InfraFailure, match="line 2: 'property_ids'"):
+        read_results_file(path)
+
+
+def test_only_an_unfinished_line_gives_no_results(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"id": "t.py::a"')
+    with pytest.raises(InfraFailure, match="no results could be read"):
+        read_results_file(path)
+
+
+# --- read_junit_xml ------------------------------------------------------------------------------
+
+
+def write_junit(tmp_path: Path, cases: str, root: str = "testsuites") -> Path:
+    path = tmp_path / "junit.xml"
+    path.write_text(
+        f'<?xml version="1.0" encoding="utf-8"?><{root}><testsuite name="s">{cases}'
+        f"</testsuite></{root}>"
+    )
+    return path
+
+
+def test_junit_call_failure_and_teardown_error_of_one_test_is_error(tmp_path: Path) -> None:
+    path = write_junit(
+        tmp_path,
+        '<testcase classname="tests.test_a" name="test_x"><failure message="boom"/></testcase>'
+        '<testcase classname="tests.test_a" name="test_x"><error message="td"/></testcase>'
+        '<testcase classname="tests.test_a" name="test_y"/>',
+    )
+    assert [(r.id, r.outcome) for r in read_junit_xml(path)] == [
+        ("tests.test_a::test_x", ERROR),
+        ("tests.test_a::test_y", PASS),
+    ]
+
+
+def test_junit_written_by_real_pytest_merges_call_failure_and_teardown_error(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_inner.py").write_text(
+        "import pytest\n"
+        "@pytest.fixture\n"
+        "def broken():\n    yield\n    raise RuntimeError('teardown')\n"
+        "def test_both(broken):\n    assert False\n"
+        "def test_fine():\n    pass\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "THREE_LEDGER_"))}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--junit-xml=j.xml"]
+    subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, timeout=120, check=False)
+    outcomes = {r.id: r.outcome for r in read_junit_xml(tmp_path / "j.xml")}
+    assert outcomes == {"test_inner::test_both": ERROR, "test_inner::test_fine": PASS}
+
+
+@pytest.mark.parametrize(
+    ("children", "expected"),
+    [
+        ("", PASS),
+        ("<system-out>noise</system-out><properties/>", PASS),
+        ("<failure/>", FAIL),
+        ("<error/>", ERROR),
+        ('<skipped message="later"/>', SKIP),
+        ('<skipped type="pytest.xfail" message="known"/>', FAIL),
+        ("<flakyFailure/><flakyFailure/>", FAIL),
+        ("<rerunFailure/>", FAIL),
+        ("<flakyError/>", ERROR),
+        ("<rerunError/><failure/>", ERROR),
+        ("<skipped/><failure/>", FAIL),
+    ],
+)
+def test_junit_child_elements_give_the_worst_outcome(
+    tmp_path: Path, children: str, expected: Outcome
+) -> None:
+    path = write_junit(tmp_path, f'<testcase classname="c" name="t">{children}</testcase>')
+    assert [r.outcome for r in read_junit_xml(path)] == [expected]
+
+
+def test_junit_file_attribute_makes_the_id_and_classname_dot_name_still_matches(
+    tmp_path: Path,
+) -> None:
+    path = write_junit(
+        tmp_path,
+        '<testcase file="tests/test_a.py" classname="tests.test_a.TestK" name="test_x[1]"/>',
+    )
+    results = read_junit_xml(path)
+    assert [r.id for r in results] == ["tests/test_a.py::test_x[1]"]
+    selectors = {
+        "by.file": "tests/test_a.py::test_x",
+        "by.dotted": "tests.test_a.TestK.test_x",
+        "by.other": "tests.test_a.TestK.test_z",
+    }
+    assert property_statuses(selectors, results) == {
+        "by.file": "pass",
+        "by.dotted": "pass",
+        "by.other": "missing",
+    }
+
+
+def test_junit_without_classname_or_file_uses_the_name(tmp_path: Path) -> None:
+    path = write_junit(tmp_path, '<testcase name="lonely"><failure/></testcase>')
+    assert read_junit_xml(path) == [result("lonely", FAIL)]
+
+
+@pytest.mark.parametrize(
+    "prolog",
+    [
+        '<!DOCTYPE testsuites [<!ENTITY lol "lol">]>',
+        '<!DOCTYPE testsuites SYSTEM "http://192.0.2.1/junit.dtd">',
+        '<!ENTITY lol "lol">',
+    ],
+)
+def test_junit_declarations_are_refused(tmp_path: Path, prolog: str) -> None:
+    path = tmp_path / "junit.xml"
+    path.write_text(f'<?xml version="1.0"?>{prolog}<testsuites><testcase name="t"/></testsuites>')
+    with pytest.raises(InfraFailure, match="DOCTYPE and ENTITY declarations are refused") as caught:
+        read_junit_xml(path)
+    assert str(path) in caught.value.message
+
+
+def test_junit_doctype_hidden_in_utf16_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    document = '<?xml version="1.0" encoding="utf-16"?><!DOCTYPE t [<!ENTITY a "b">]><t>&a;</t>'
+    path.write_bytes(document.encode("utf-16"))
+    with pytest.raises(InfraFailure, match="DOCTYPE and ENTITY declarations are refused"):
+        read_junit_xml(path)
+
+
+def test_junit_over_64_mib_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    with path.open("wb") as stream:
+        stream.write(b'<testsuites><testcase name="t"/></testsuites>')
+        stream.truncate(MAX_JUNIT_BYTES + 1)  # sparse: no 64 MiB actually written
+    with pytest.raises(InfraFailure, match="over the 64 MiB limit") as caught:
+        read_junit_xml(path)
+    assert str(path) in caught.value.message
+
+
+def test_junit_of_exactly_64_mib_is_not_refused_for_size(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    document = b'<testsuites><testcase name="t"/></testsuites>'
+    path.write_bytes(document + b" " * (MAX_JUNIT_BYTES - len(document)))
+    assert read_junit_xml(path) == [result("t", PASS)]
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        ("<testsuites><testcase name='t'></testsuites>", "malformed XML"),
+        ("", "malformed XML"),
+        ("<html><testcase name='t'/></html>", "root element is <html>"),
+        ("<testsuites><testsuite/></testsuites>", "no testcase"),
+        ("<testsuite><testcase classname='c'/></testsuite>", "a testcase has no name"),
+    ],
+)
+def test_junit_bad_documents_are_refused(tmp_path: Path, document: str, reason: str) -> None:
+    path = tmp_path / "junit.xml"
+    path.write_text(document)
+    with pytest.raises(InfraFailure, match=reason) as caught:
+        read_junit_xml(path)
+    assert caught.value.message.startswith(f"JUnit XML {path}: ")
+
+
+def test_junit_root_testsuite_is_accepted(tmp_path: Path) -> None:
+    path = write_junit(tmp_path, '<testcase classname="c" name="t"/>', root="testsuites")
+    path.write_text('<testsuite><testcase classname="c" name="t"><skipped/></testcase></testsuite>')
+    assert [(r.id, r.outcome) for r in read_junit_xml(path)] == [("c::t", SKIP)]
+
+
+def test_missing_junit_gives_no_results(tmp_path: Path) -> None:
+    with pytest.raises(InfraFailure, match="no results could be read"):
+        read_junit_xml(tmp_path / "absent.xml")
+
+
+# --- merging and statuses ------------------------------------------------------------------------
+
+
+def test_merge_worst_keeps_first_seen_order_and_unites_ids() -> None:
+    merged = merge_worst(
+        [
+            result("b", PASS, "p.1"),
+            result("a", SKIP),
+            TestResult("b", ("p.2", "p.1"), FAIL, aliases=("B",)),
+        ]
+    )
+    assert merged == [TestResult("b", ("p.1", "p.2"), FAIL, aliases=("B",)), result("a", SKIP)]
+
+
+@given(st.lists(st.sampled_from(list(Outcome)), min_size=1))
+def test_worst_follows_error_fail_skip_pass(outcomes: list[Outcome]) -> None:
+    order = [ERROR, FAIL, SKIP, PASS]
+    assert worst(outcomes) == next(o for o in order if o in outcomes)
+    assert worst(reversed(outcomes)) == worst(outcomes)
+
+
+RESULTS = [
+    result("tests/test_orders.py::test_total[1]", PASS),
+    result("tests/test_orders.py::test_total[-1]", PASS),
+    result("tests/test_orders.py::test_totally_other", FAIL),
+    result("tests/test_orders.py::TestIds::test_stable", PASS),
+    result("tests/test_orders.py::TestIds::test_unique", SKIP),
+    result("tests/test_marked.py::test_anything", PASS, "orders.marked"),
+    result("tests/test_marked.py::test_else", ERROR, "orders.marked_bad"),
+    result("tests/test_slow.py::test_skipped", SKIP),
+]
+
+
+def test_property_statuses() -> None:
+    selectors: dict[str, str | None] = {
+        "orders.parametrised": "tests/test_orders.py::test_total",
+        "orders.exact": "tests/test_orders.py::test_total[-1]",
+        "orders.missing": "tests/test_orders.py::test_tot",
+        "orders.class": "tests/test_orders.py::TestIds",
+        "orders.file": "tests/test_orders.py",
+        "orders.skip": "tests/test_slow.py::test_skipped",
+        "orders.marked": None,
+        "orders.marked_bad": "tests/test_orders.py::TestIds::test_stable",
+        "orders.nothing": None,
+    }
+    statuses = property_statuses(selectors, RESULTS)
+    assert statuses == {
+        "orders.parametrised": "pass",
+        "orders.exact": "pass",
+        "orders.missing": "missing",
+        "orders.class": "skip",
+        "orders.file": "fail",
+        "orders.skip": "skip",
+        "orders.marked": "pass",
+        "orders.marked_bad": "error",
+        "orders.nothing": "missing",
+    }
+    assert list(statuses) == list(selectors)
+
+
+def test_property_status_needs_every_matched_result_to_pass() -> None:
+    results = [result("t.py::a[x]", PASS), result("t.py::a[y]", SKIP), result("t.py::a[z]", PASS)]
+    assert property_statuses({"p": "t.py::a"}, results) == {"p": "skip"}
+
+
+def test_selector_is_not_a_bare_string_prefix() -> None:
+    results = [result("t.py::test_ab", PASS), result("t.pyc::x", PASS)]
+    assert property_statuses({"p": "t.py::test_a", "q": "t.p"}, results) == {
+        "p": "missing",
+        "q": "missing",
+    }
+
+
+def test_flake_outcomes_are_worst_and_absent_when_not_run() -> None:
+    selectors = {
+        "orders.total": "tests/test_orders.py::test_total",
+        "orders.gone": "tests/test_gone.py::test_x",
+        "orders.class": "tests/test_orders.py::TestIds",
+    }
+    assert flake_outcomes(selectors, RESULTS) == {"orders.total": "pass", "orders.class": "skip"}
+
+
+def test_flake_outcomes_ignore_markers() -> None:
+    assert flake_outcomes({"orders.marked": "elsewhere"}, RESULTS) == {}
