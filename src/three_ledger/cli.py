@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         "three separate ledgers.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="subcommand", metavar="COMMAND", parser_class=_Parser)
 
     digest = commands.add_parser("digest", help="write the fixture ledger for a fixture pin")
     digest.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
@@ -69,6 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
     digest.add_argument(
         "--base", metavar="REV", help="on a digest mismatch, name files moved since REV"
     )
+
+    props = commands.add_parser(
+        "properties", help="score the pinned properties on a matching fixture digest"
+    )
+    props.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
+    props.add_argument("--expect-digest", required=True, metavar="HEX", help="digest to insist on")
+    props.add_argument("--properties", type=Path, required=True, help="properties pin (JSON)")
+    props.add_argument(
+        "--command", type=_command_words, required=True, metavar="CMD", help="test command"
+    )
+    props.add_argument("--out", type=Path, required=True, help="property ledger to write")
+    props.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    props.add_argument("--base", metavar="REV", help="base revision the oracles are compared to")
+    props.add_argument(
+        "--timeout", type=_positive_seconds, default=1800.0, metavar="S", help="default 1800"
+    )
+    props.add_argument("--junit-xml", type=Path, metavar="PATH", help="read results from JUnit XML")
+    props.add_argument("--log", type=Path, metavar="PATH", help="command log (default OUT.log)")
+    props.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
 
     dual = commands.add_parser("dual-pin", help="compare property ledgers from two fixture pins")
     dual.add_argument("--left", type=Path, help="property ledger scored on the first pin")
@@ -97,11 +116,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     # Command modules are imported on use: `--version` and `--help` stay fast.
-    if args.command == "digest":
+    if args.subcommand == "digest":
         from three_ledger.commands.digest import digest
 
         return digest(pin_path=args.pin, root=args.root, out=args.out, base=args.base)
-    if args.command == "dual-pin":
+    if args.subcommand == "properties":
+        from three_ledger.commands.properties import Request, properties
+
+        return properties(
+            Request(
+                pin_path=args.pin,
+                expect_digest=args.expect_digest,
+                properties_path=args.properties,
+                command=args.command,
+                out=args.out,
+                root=args.root,
+                base=args.base,
+                timeout_s=args.timeout,
+                junit_xml=args.junit_xml,
+                log_path=args.log,
+                flake_pin_path=args.flake_pin,
+            )
+        )
+    if args.subcommand == "dual-pin":
         from three_ledger.commands import dual_pin
 
         if args.not_run:

@@ -1,0 +1,274 @@
+"""`three-ledger properties`: score the pinned properties on a matching digest (SPEC 4.2)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from three_ledger import git
+from three_ledger.digest import live_digest, refuse_unreviewed
+from three_ledger.errors import InfraFailure, Refused
+from three_ledger.exit_codes import ExitCode
+from three_ledger.ledgers import (
+    PropertyLedger,
+    fresh_recorded_at,
+    new_ledger_id,
+    nothing_left_on_failure,
+    write_ledger,
+)
+from three_ledger.oracles import rewriting_flag
+from three_ledger.pins import (
+    FixturePin,
+    FlakePin,
+    PropertiesPin,
+    load_fixture_pin,
+    load_flake_pin,
+    load_properties_pin,
+    refuse_out_near_pins,
+)
+from three_ledger.results import TestResult, flake_outcomes, property_statuses
+
+PLUGIN_MODULE = "three_ledger.pytest_plugin"
+DEFAULT_TIMEOUT_S = 1800.0
+# pytest's own exit codes other than 0 and 1 say the run itself went wrong.
+_PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
+
+
+@dataclass(frozen=True)
+class Request:
+    pin_path: Path
+    expect_digest: str
+    properties_path: Path
+    command: list[str]
+    out: Path
+    root: Path
+    base: str | None
+    timeout_s: float
+    junit_xml: Path | None
+    log_path: Path | None
+    flake_pin_path: Path | None
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Everything checked before the command runs."""
+
+    fixture_pin: FixturePin
+    properties_pin: PropertiesPin
+    flake_pin: FlakePin | None
+    digest: str
+    base_revision: str
+    head_revision: str
+    oracle_changes: list[str]
+
+
+def properties(request: Request) -> int:
+    pin_paths = [request.pin_path, request.properties_path]
+    if request.flake_pin_path is not None:
+        pin_paths.append(request.flake_pin_path)
+    refuse_out_near_pins(request.out, pin_paths)
+    log_path = request.log_path or request.out.with_name(request.out.name + ".log")
+    refuse_out_near_pins(log_path, pin_paths, flag="--log")
+    with nothing_left_on_failure(request.out):
+        scored = check_before_running(request)
+        enforcement = network_enforcement(scored.properties_pin.network, request.command)
+        results, command_exit, duration_ms = run_and_read(request, scored, enforcement, log_path)
+        ledger = build_ledger(request, scored, enforcement, results, command_exit, duration_ms)
+        write_ledger(request.out, ledger)
+    return report(ledger, request.out)
+
+
+def check_before_running(request: Request) -> Scored:
+    """Every refusal of SPEC 4.2 steps 1-4, in order; nothing has run yet."""
+    fixture_pin = load_fixture_pin(request.pin_path)
+    properties_pin = load_properties_pin(request.properties_path)
+    flake_pin = load_flake_pin(request.flake_pin_path) if request.flake_pin_path else None
+    properties_pin.check_against(fixture_pin)
+    live = live_digest(request.root, fixture_pin)
+    expected = request.expect_digest.lower()
+    if live.digest != expected:
+        raise Refused(
+            f"live digest of {request.pin_path} under {request.root} is {live.digest}, "
+            f"not --expect-digest {expected}: the tree moved since the fixture ledger was "
+            "written (`three-ledger explain OLD NEW` names the files)"
+        )
+    refuse_unreviewed(request.root, fixture_pin, live, request.base)
+    base_revision = git.resolve_base(request.root, request.base, os.environ)
+    head_revision = git.head_revision(request.root)
+    oracle_changes = git.changed_paths(request.root, base_revision, properties_pin.oracle_paths)
+    flag = rewriting_flag(request.command)
+    if flag is not None:
+        raise Refused(f"--command carries {flag!r}, which rewrites the oracles it is judged by")
+    return Scored(
+        fixture_pin,
+        properties_pin,
+        flake_pin,
+        live.digest,
+        base_revision,
+        head_revision,
+        oracle_changes,
+    )
+
+
+def network_enforcement(network: str, command: Sequence[str]) -> str:
+    """Which mechanism enforces the pin's network policy: `netns`, `socket-guard` or `none`."""
+    if network == "allowed":
+        return "none"
+    from three_ledger.netns import namespace_available
+
+    reason = namespace_available()
+    if reason is None:
+        return "netns"
+    if runs_pytest(command):
+        return "socket-guard"
+    raise InfraFailure(
+        f"the properties pin bans the network, but no network namespace is available "
+        f"({reason}) and the command is not pytest, so the socket guard cannot act either; "
+        "enable unprivileged user namespaces (e.g. `sysctl kernel.unprivileged_userns_clone=1`) "
+        "or run the properties through pytest"
+    )
+
+
+def runs_pytest(command: Sequence[str]) -> bool:
+    program = os.path.basename(command[0])
+    if program.startswith(("pytest", "py.test")):
+        return True
+    return any(
+        first == "-m" and second in ("pytest", "py.test")
+        for first, second in itertools.pairwise(command)
+    )
+
+
+def run_and_read(
+    request: Request, scored: Scored, enforcement: str, log_path: Path
+) -> tuple[list[TestResult], int, int]:
+    from three_ledger.results import read_junit_xml
+    from three_ledger.runner import run_command
+
+    with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
+        results_path = Path(private) / "results.jsonl"
+        env = child_environment(os.environ, request.root, scored, enforcement, results_path)
+        argv = request.command
+        if enforcement == "netns":
+            from three_ledger.netns import namespace_argv
+
+            argv = namespace_argv(argv)
+        run = run_command(
+            argv, cwd=request.root, env=env, timeout_s=request.timeout_s, log_path=log_path
+        )
+        failure = run.failure()
+        if failure is not None:
+            raise InfraFailure(f"{failure}; no property ledger written (log: {log_path})")
+        assert run.exit_code is not None  # no failure means the command exited
+        if run.exit_code not in (0, 1):
+            raise InfraFailure(f"{exit_meaning(run.exit_code, enforcement)} (log: {log_path})")
+        if request.junit_xml is not None:
+            results = read_junit_xml(request.junit_xml)
+        else:
+            results = read_plugin_results(results_path, log_path)
+    return results, run.exit_code, run.duration_ms
+
+
+def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
+    from three_ledger.results import read_results_file
+
+    try:
+        return read_results_file(results_path)
+    except InfraFailure as failure:
+        failure.details.append(
+            f"the plugin {PLUGIN_MODULE} wrote nothing: is the command pytest, run where "
+            f"three-ledger is installed? Other runners need --junit-xml (log: {log_path})"
+        )
+        raise
+
+
+def exit_meaning(code: int, enforcement: str) -> str:
+    from three_ledger.netns import COMMAND_NOT_FOUND, ISOLATION_FAILED
+
+    if enforcement == "netns" and code == ISOLATION_FAILED:
+        return "the network namespace failed its isolation check; the command did not run"
+    if enforcement == "netns" and code == COMMAND_NOT_FOUND:
+        return "the command could not start: not found"
+    meaning = _PYTEST_EXITS.get(code, "neither 0 (all passed) nor 1 (some failed)")
+    return f"the command exited {code} ({meaning}): its results cannot be trusted"
+
+
+def child_environment(
+    inherited: Mapping[str, str],
+    root: Path,
+    scored: Scored,
+    enforcement: str,
+    results_path: Path,
+) -> dict[str, str]:
+    """The inherited environment plus what the plugin and the property tests read (SPEC 6)."""
+    env = dict(inherited)
+    plugins = [name for name in env.get("PYTEST_PLUGINS", "").split(",") if name.strip()]
+    if PLUGIN_MODULE not in plugins:
+        plugins.append(PLUGIN_MODULE)
+    env["PYTEST_PLUGINS"] = ",".join(plugins)
+    env["THREE_LEDGER_RESULTS"] = str(results_path)
+    env["THREE_LEDGER_FIXTURES"] = str((root / scored.fixture_pin.fixtures_dir).resolve())
+    env["THREE_LEDGER_PIN_ID"] = scored.fixture_pin.pin_id
+    env.pop("THREE_LEDGER_NETWORK", None)
+    if enforcement == "socket-guard":
+        env["THREE_LEDGER_NETWORK"] = "ban"
+    return env
+
+
+def build_ledger(
+    request: Request,
+    scored: Scored,
+    enforcement: str,
+    results: list[TestResult],
+    command_exit: int,
+    duration_ms: int,
+) -> PropertyLedger:
+    selectors = {prop.id: prop.test for prop in scored.properties_pin.properties}
+    flakes = {}
+    if scored.flake_pin is not None:
+        flake_selectors = {entry.test_id: entry.test for entry in scored.flake_pin.flakes}
+        flakes = flake_outcomes(flake_selectors, results)
+    return PropertyLedger(
+        ledger_id=new_ledger_id(),
+        pin_id=scored.fixture_pin.pin_id,
+        property_pin_id=scored.properties_pin.pin_id,
+        property_pin_sha256=scored.properties_pin.sha256,
+        fixture_digest=scored.digest,
+        status_by_id=property_statuses(selectors, results),
+        oracle_moved=bool(scored.oracle_changes),
+        oracle_changes=tuple(scored.oracle_changes),
+        base_revision=scored.base_revision,
+        head_revision=scored.head_revision,
+        command=tuple(request.command),
+        command_exit=command_exit,
+        duration_ms=duration_ms,
+        network=scored.properties_pin.network,
+        network_enforcement=enforcement,
+        flake_results=flakes,
+        recorded_at=fresh_recorded_at(),
+    )
+
+
+def report(ledger: PropertyLedger, out: Path) -> int:
+    for prop_id, status in ledger.status_by_id.items():
+        print(f"{status:8} {prop_id}", file=sys.stderr)
+    if ledger.oracle_moved:
+        changed = ", ".join(ledger.oracle_changes)
+        print(
+            f"three-ledger: oracles moved against {ledger.base_revision[:12]} ({changed}): "
+            f"{out} is written with oracle_moved: true and is invalid; review the oracle "
+            "edit on its own",
+            file=sys.stderr,
+        )
+        return ExitCode.ORACLE_MOVED
+    failing = ledger.failing_ids()
+    if failing:
+        print(f"three-ledger: {len(failing)} pinned propert(ies) not pass", file=sys.stderr)
+        return ExitCode.PROPERTY_MISS
+    print(f"three-ledger: every pinned property passed on {ledger.fixture_digest}", file=sys.stderr)
+    return ExitCode.OK
