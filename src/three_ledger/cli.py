@@ -94,6 +94,73 @@ def build_parser() -> argparse.ArgumentParser:
     dual.add_argument("--right", type=Path, help="property ledger scored on the second pin")
     dual.add_argument("--not-run", action="store_true", help="record that only one pin was run")
     dual.add_argument("--out", type=Path, required=True, help="dual-pin ledger to write")
+
+    flake = commands.add_parser(
+        "flake-observe", help="note that a pre-listed flaky test fired again (or exit 3)"
+    )
+    flake.add_argument(
+        "--fixture-ledger", type=Path, required=True, metavar="F", help="fixture ledger"
+    )
+    flake.add_argument(
+        "--property-ledger", type=Path, required=True, metavar="P", help="property ledger"
+    )
+    flake.add_argument("--flake-pin", type=Path, required=True, metavar="FLAKES", help="flake pin")
+    flake.add_argument("--test-id", required=True, metavar="ID", help="test_id in the flake pin")
+    flake.add_argument("--out", type=Path, required=True, help="flake ledger to write")
+    flake.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    flake.add_argument("--base", metavar="REV", help="the flake pin must be unchanged since REV")
+
+    merge = commands.add_parser("merge", help="apply the merge table and write the decision")
+    merge.add_argument(
+        "--fixture-ledger", type=Path, required=True, metavar="F", help="fixture ledger"
+    )
+    merge.add_argument(
+        "--property-ledger", type=Path, required=True, metavar="P", help="property ledger"
+    )
+    merge.add_argument("--dual-pin", type=Path, metavar="D", help="dual-pin ledger")
+    merge.add_argument(
+        "--flake-ledger",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FL",
+        help="flake ledger (repeatable)",
+    )
+    merge.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="check flake ledgers")
+    merge.add_argument("--pin", type=Path, help="fixture pin: recompute the live digest")
+    merge.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    merge.add_argument("--pins-dir", type=Path, metavar="DIR", help="with --base: pin mutation")
+    merge.add_argument("--base", metavar="REV", help="with --pins-dir: the reviewed revision")
+    merge.add_argument("--out", type=Path, required=True, help="merge decision to write")
+    merge.add_argument("--summary-md", type=Path, metavar="PATH", help="Markdown report")
+
+    draft = commands.add_parser(
+        "draft-pin",
+        help="print a draft fixture pin listing every file of a fixtures folder",
+        description="Print to stdout a fixture pin listing every regular file under "
+        "ROOT/DIR, in digest order. Nothing is written: the draft becomes a pin only "
+        "through review, in a commit of its own.",
+    )
+    draft.add_argument("--fixtures-dir", required=True, metavar="DIR", help="folder under ROOT")
+    draft.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    draft.add_argument(
+        "--pin-id", default="fixpin-draft", metavar="ID", help="default fixpin-draft"
+    )
+    draft.add_argument("--with-digest", action="store_true", help="fill in the reviewed digest")
+
+    explain = commands.add_parser(
+        "explain",
+        help="say which pinned files moved between two fixture ledgers",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="One line per pinned path added, removed or changed, sorted by path, "
+        "tab-separated:\n\n"
+        "  KIND<TAB>PATH<TAB>size BEFORE -> AFTER<TAB>sha256 BEFORE -> AFTER\n\n"
+        "KIND is added, removed or changed; '-' marks the side without the file.\n"
+        "Exit 0: equal digests over equal file lists; 1: anything else (a difference, or a\n"
+        "ledger that does not match its own digest); 2: a ledger is not a valid fixture ledger.",
+    )
+    explain.add_argument("left", type=Path, metavar="LEFT", help="fixture ledger (before)")
+    explain.add_argument("right", type=Path, metavar="RIGHT", help="fixture ledger (after)")
     return parser
 
 
@@ -148,6 +215,49 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if not (args.left and args.right):
             raise UsageError("dual-pin: give --left and --right, or --not-run")
         return dual_pin.dual_pin(left_path=args.left, right_path=args.right, out=args.out)
+    if args.subcommand == "flake-observe":
+        from three_ledger.commands.flake_observe import flake_observe
+
+        return flake_observe(
+            fixture_path=args.fixture_ledger,
+            property_path=args.property_ledger,
+            flake_pin_path=args.flake_pin,
+            test_id=args.test_id,
+            out=args.out,
+            root=args.root,
+            base=args.base,
+        )
+    if args.subcommand == "merge":
+        from three_ledger.commands.merge import merge
+
+        if (args.pins_dir is None) != (args.base is None):
+            raise UsageError("merge: give --pins-dir and --base together, or neither")
+        return merge(
+            fixture_path=args.fixture_ledger,
+            property_path=args.property_ledger,
+            dual_pin_path=args.dual_pin,
+            flake_paths=args.flake_ledger,
+            flake_pin_path=args.flake_pin,
+            pin_path=args.pin,
+            root=args.root,
+            pins_dir=args.pins_dir,
+            base=args.base,
+            out=args.out,
+            summary_md=args.summary_md,
+        )
+    if args.subcommand == "draft-pin":
+        from three_ledger.commands.draft_pin import draft_pin
+
+        return draft_pin(
+            fixtures_dir=args.fixtures_dir,
+            root=args.root,
+            pin_id=args.pin_id,
+            with_digest=args.with_digest,
+        )
+    if args.subcommand == "explain":
+        from three_ledger.commands.explain import explain
+
+        return explain(left_path=args.left, right_path=args.right)
     parser.print_usage(sys.stderr)
     raise UsageError("choose a command")
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import stat
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +16,13 @@ from three_ledger.ledgers import FileEntry
 from three_ledger.pins import FixturePin
 
 CHUNK_BYTES = 1024 * 1024
+# Large files are read through this many chunk buffers, shared with the per-file hash thread.
+RING_CHUNKS = 4
+# Below this size a file is hashed inline: handing it to the thread costs more than it saves.
+THREADED_MIN_BYTES = 128 * 1024
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+# The kind `walk_entries` gives a regular file; every other kind is never a pinnable file.
+REGULAR_FILE = "file"
 
 
 @dataclass(frozen=True)
@@ -39,21 +48,29 @@ def tree_refusal(source: Path, problems: Sequence[str]) -> Refused:
 
 def tree_problems(root: Path, pin: FixturePin) -> list[str]:
     """Everything that stops the tree from being exactly the pinned set of regular files."""
-    problems = [
-        f"{path}: {problem}"
-        for path in sorted(pin.files)
-        if (problem := pinned_file_problem(root, path)) is not None
+    if not is_real_directory(root, pin.fixtures_dir):
+        missing = f"{pin.fixtures_dir}: fixtures folder is missing or not a plain folder"
+        return [missing, *pinned_problems(root, pin.files, found={})]
+    found = dict(walk_entries(root / pin.fixtures_dir, pin.fixtures_dir))
+    unpinned = sorted(found.keys() - set(pin.files))
+    return [
+        *pinned_problems(root, pin.files, found),
+        *(f"{shown}: unpinned {found[shown]}" for shown in unpinned),
     ]
-    fixtures_dir = root / pin.fixtures_dir
-    if not _is_real_directory(root, pin.fixtures_dir):
-        return [f"{pin.fixtures_dir}: fixtures folder is missing or not a plain folder", *problems]
-    pinned = set(pin.files)
-    problems.extend(
-        f"{shown}: {kind}"
-        for shown, kind in walk_entries(fixtures_dir, pin.fixtures_dir)
-        if shown not in pinned
-    )
-    return problems
+
+
+def pinned_problems(root: Path, paths: Iterable[str], found: Mapping[str, str]) -> list[str]:
+    """Why each pinned path, in sorted order, is not a regular file reached without links.
+
+    A path the walk found as a regular file needs no more system calls: the walk enters
+    real folders only. Any other path is inspected component by component.
+    """
+    return [
+        f"{path}: {problem}"
+        for path in sorted(paths)
+        if found.get(path) != REGULAR_FILE
+        and (problem := pinned_file_problem(root, path)) is not None
+    ]
 
 
 def pinned_file_problem(root: Path, path: str) -> str | None:
@@ -84,6 +101,8 @@ def pinned_file_problem(root: Path, path: str) -> str | None:
 def walk_entries(folder: Path, shown_prefix: str) -> Iterator[tuple[str, str]]:
     """Every non-folder entry under `folder`, without following links, as (path, kind).
 
+    The kind is REGULAR_FILE for a regular file, else what the entry is (`symbolic link`, ...).
+
     Names are read as bytes so that a name that is not valid UTF-8 is reported, not skipped.
     """
     stack = [(os.fsencode(folder), shown_prefix)]
@@ -94,72 +113,149 @@ def walk_entries(folder: Path, shown_prefix: str) -> Iterator[tuple[str, str]]:
                 try:
                     name = entry.name.decode("utf-8")
                 except UnicodeDecodeError:
-                    yield f"{shown_folder}/{entry.name!r}", "unpinned, name is not valid UTF-8"
+                    yield f"{shown_folder}/{entry.name!r}", "entry whose name is not valid UTF-8"
                     continue
-                shown = f"{shown_folder}/{name}"
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append((entry.path, shown))
+                    stack.append((entry.path, f"{shown_folder}/{name}"))
                 else:
-                    yield shown, f"unpinned {_kind_of(entry.stat(follow_symlinks=False).st_mode)}"
+                    yield f"{shown_folder}/{name}", _entry_kind(entry)
+
+
+def _entry_kind(entry: os.DirEntry[bytes]) -> str:
+    # The folder listing already says which entries are regular files: no stat call for them.
+    if entry.is_file(follow_symlinks=False):
+        return REGULAR_FILE
+    return _kind_of(entry.stat(follow_symlinks=False).st_mode)
 
 
 def hash_files(root: Path, paths: Sequence[str]) -> LiveDigest:
     """SHA-256 over, for each path in order: UTF-8 path bytes, NUL, file bytes.
 
     Each file is also hashed on its own, so a ledger can say which file moved. Reads go
-    through one reused buffer: memory stays flat whatever the file sizes.
+    through a few reused buffers: memory stays flat whatever the file sizes.
     """
     combined = hashlib.sha256()
-    buffer = bytearray(CHUNK_BYTES)
-    view = memoryview(buffer)
-    entries = []
-    for path in paths:
-        combined.update(path.encode("utf-8") + b"\0")
-        own = hashlib.sha256()
-        size = _stream_into(root / path, view, (combined, own), path)
-        entries.append(FileEntry(path=path, size=size, sha256=own.hexdigest()))
-    return LiveDigest(digest=combined.hexdigest(), files=tuple(entries))
+    prefix = os.fsencode(root) + b"/"
+    with _PerFileHasher() as per_file:
+        hashed = [(path, *_hash_file(prefix, path, combined, per_file)) for path in paths]
+    # The thread has finished: every per-file hash has seen all of its bytes.
+    files = tuple(FileEntry(path, size, own.hexdigest()) for path, size, own in hashed)
+    return LiveDigest(digest=combined.hexdigest(), files=files)
 
 
-def _stream_into(
-    file_path: Path, view: memoryview, hashes: tuple[hashlib._Hash, ...], shown: str
-) -> int:
-    # O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO after the tree check
-    # is refused instead of followed or waited on.
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+def _hash_file(
+    prefix: bytes, path: str, combined: hashlib._Hash, per_file: _PerFileHasher
+) -> tuple[int, hashlib._Hash]:
+    encoded = path.encode("utf-8")
+    combined.update(encoded + b"\0")
+    fd = _open_pinned(prefix + encoded, path)
     try:
-        fd = os.open(file_path, flags)
-    except OSError as exc:
-        raise Refused(f"{shown}: cannot read pinned fixture: {exc.strerror or exc}") from exc
-    with open(fd, "rb", buffering=0) as stream:
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode):
-            raise Refused(f"{shown}: pinned fixture is not a regular file")
-        try:
-            size = 0
-            while count := stream.readinto(view):
-                chunk = view[:count]
-                for digest in hashes:
-                    digest.update(chunk)
-                size += count
-        except OSError as exc:
-            raise Refused(f"{shown}: cannot read pinned fixture: {exc.strerror or exc}") from exc
+            raise Refused(f"{path}: pinned fixture is not a regular file")
+        size, own = per_file.stream(fd, combined, path, before.st_size)
         after = os.fstat(fd)
+    finally:
+        os.close(fd)
     if size != after.st_size or (before.st_mtime_ns, before.st_size) != (
         after.st_mtime_ns,
         after.st_size,
     ):
-        raise Refused(f"{shown}: pinned fixture changed while it was being hashed")
-    return size
+        raise Refused(f"{path}: pinned fixture changed while it was being hashed")
+    return size, own
 
 
-def _is_real_directory(root: Path, relative: str) -> bool:
+def _open_pinned(raw_path: bytes, shown: str) -> int:
+    # O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO after the tree check
+    # is refused instead of followed or waited on.
+    try:
+        return os.open(raw_path, _OPEN_FLAGS)
+    except OSError as exc:
+        raise Refused(f"{shown}: cannot read pinned fixture: {exc.strerror or exc}") from exc
+
+
+def _read_into(fd: int, view: memoryview, shown: str) -> int:
+    try:
+        return os.readv(fd, [view])
+    except OSError as exc:
+        raise Refused(f"{shown}: cannot read pinned fixture: {exc.strerror or exc}") from exc
+
+
+class _PerFileHasher:
+    """Per-file hashes, computed on a second core while the caller feeds the combined hash.
+
+    hashlib releases the GIL on large updates, so both hashes of a large chunk run at once.
+    Chunks are read into a ring of buffers; a buffer is read into again only after the
+    thread has hashed it. Small files are hashed inline: a hand-off would cost more.
+    """
+
+    def __init__(self) -> None:
+        self._inline_view = memoryview(bytearray(CHUNK_BYTES))
+        self._views = [memoryview(bytearray(CHUNK_BYTES)) for _ in range(RING_CHUNKS)]
+        self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for index in range(RING_CHUNKS):
+            self._free.put(index)
+        self._work: queue.SimpleQueue[tuple[hashlib._Hash, memoryview, int] | None]
+        self._work = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> _PerFileHasher:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._thread is not None:
+            self._work.put(None)
+            self._thread.join()
+
+    def stream(
+        self, fd: int, combined: hashlib._Hash, shown: str, expected_size: int
+    ) -> tuple[int, hashlib._Hash]:
+        """Feed the file's bytes to `combined`, and return their count and their own hash."""
+        if expected_size < THREADED_MIN_BYTES:
+            return self._stream_inline(fd, combined, shown)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._hash_chunks, daemon=True)
+            self._thread.start()
+        own = hashlib.sha256()
+        size = 0
+        while True:
+            index = self._free.get()
+            count = _read_into(fd, self._views[index], shown)
+            if not count:
+                self._free.put(index)
+                return size, own
+            chunk = self._views[index][:count]
+            self._work.put((own, chunk, index))
+            combined.update(chunk)
+            size += count
+
+    def _stream_inline(
+        self, fd: int, combined: hashlib._Hash, shown: str
+    ) -> tuple[int, hashlib._Hash]:
+        own = hashlib.sha256()
+        size = 0
+        while count := _read_into(fd, self._inline_view, shown):
+            chunk = self._inline_view[:count]
+            combined.update(chunk)
+            own.update(chunk)
+            size += count
+        return size, own
+
+    def _hash_chunks(self) -> None:
+        while (work := self._work.get()) is not None:
+            own, chunk, index = work
+            own.update(chunk)
+            self._free.put(index)
+
+
+def is_real_directory(root: Path, relative: str) -> bool:
+    """Whether ROOT/relative is a folder reached without passing through a link."""
     return pinned_file_problem(root, relative) == "is a folder, not a file"
 
 
 def _kind_of(mode: int) -> str:
     if stat.S_ISREG(mode):
-        return "file"
+        return REGULAR_FILE
     if stat.S_ISLNK(mode):
         return "symbolic link"
     if stat.S_ISFIFO(mode):

@@ -1,0 +1,213 @@
+"""`three-ledger flake-observe`: record that a pre-listed flaky test fired again (SPEC 4.4).
+
+The flake ledger is the narrowest of the three: it is written only when the fixture and
+property evidence already agree, and it never carries a property id or any failing id
+other than the one the human flake pin lists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from three_ledger import git
+from three_ledger.errors import FlakeRefused, GateError, Refused
+from three_ledger.exit_codes import ExitCode
+from three_ledger.ledgers import (
+    FixtureLedger,
+    FlakeLedger,
+    LedgerFile,
+    PropertyLedger,
+    fresh_recorded_at,
+    new_ledger_id,
+    nothing_left_on_failure,
+    read_ledger,
+    refuse_out_over_inputs,
+    write_ledger,
+)
+from three_ledger.pins import FlakeEntry, FlakePin, load_flake_pin, refuse_out_near_pins, utc_today
+
+# The six preconditions of SPEC 4.4, as the refusal message names them.
+DIGESTS_AGREE = "precondition 1 (valid ledgers whose digests agree)"
+ORACLES_INTACT = "precondition 2 (oracles did not move)"
+LISTED_AND_CURRENT = "precondition 3 (id listed in the flake pin, review_by not passed)"
+NOT_A_PROPERTY = "precondition 4 (id is not a property id)"
+OBSERVED = "precondition 5 (this run recorded a non-pass outcome for the id)"
+PIN_UNCHANGED = "precondition 6 (flake pin unchanged against the base)"
+
+
+@contextlib.contextmanager
+def _as_flake_refusal(precondition: str) -> Iterator[None]:
+    """Turn any refusal into exit 3: the seed gives flake-observe one refusal code."""
+    try:
+        yield
+    except GateError as exc:
+        if isinstance(exc, FlakeRefused):
+            raise
+        refusal = FlakeRefused(f"{precondition} failed: {exc.message}", exc.details)
+        refusal.notes.extend(exc.notes)
+        raise refusal from exc
+
+
+def flake_observe(
+    *,
+    fixture_path: Path,
+    property_path: Path,
+    flake_pin_path: Path,
+    test_id: str,
+    out: Path,
+    root: Path,
+    base: str | None,
+) -> int:
+    # The --out checks come first and outside the cleanup: an --out that is a pin or an
+    # input must be refused, never removed as if it were a stale ledger.
+    with _as_flake_refusal("--out check"):
+        refuse_out_near_pins(out, [flake_pin_path])
+        refuse_out_over_inputs(out, [fixture_path, property_path])
+    with nothing_left_on_failure(out):
+        ledger = _observe(fixture_path, property_path, flake_pin_path, test_id, root, base)
+        with _as_flake_refusal("writing the flake ledger"):
+            write_ledger(out, ledger)
+    print(
+        f"flake observed: {test_id} was {ledger.observed} on digest {ledger.fixture_digest} "
+        f"(listed by {ledger.flake_pin_id} until {ledger.review_by}); a flake note is not a pass"
+    )
+    return ExitCode.OK
+
+
+def _observe(
+    fixture_path: Path,
+    property_path: Path,
+    flake_pin_path: Path,
+    test_id: str,
+    root: Path,
+    base: str | None,
+) -> FlakeLedger:
+    """Check the six preconditions in order; the first that fails is the refusal."""
+    fixture, prop = _agreeing_ledgers(fixture_path, property_path)
+    _refuse_moved_oracles(prop)
+    pin, entry = _current_entry(flake_pin_path, test_id, root, base)
+    _refuse_property_id(prop, test_id)
+    observed = _observed_outcome(prop, test_id)
+    if base is not None:
+        _refuse_changed_pin(flake_pin_path, root, base)
+    return FlakeLedger(
+        ledger_id=new_ledger_id(),
+        test_id=test_id,
+        flake_pin_id=pin.pin_id,
+        accepted_revision=entry.accepted_revision,
+        review_by=entry.review_by.isoformat(),
+        observed=observed,
+        fixture_digest=fixture.record.digest,
+        property_ledger_sha256=prop.sha256,
+        recorded_at=fresh_recorded_at([fixture.record.recorded_at, prop.record.recorded_at]),
+    )
+
+
+def _agreeing_ledgers(
+    fixture_path: Path, property_path: Path
+) -> tuple[LedgerFile[FixtureLedger], LedgerFile[PropertyLedger]]:
+    with _as_flake_refusal(DIGESTS_AGREE):
+        fixture = read_ledger(fixture_path, FixtureLedger)
+        prop = read_ledger(property_path, PropertyLedger)
+    if fixture.record.digest != prop.record.fixture_digest:
+        raise FlakeRefused(
+            f"{DIGESTS_AGREE} failed: {property_path}: $.fixture_digest "
+            f"{prop.record.fixture_digest} is not the digest {fixture.record.digest} "
+            f"of {fixture_path}"
+        )
+    return fixture, prop
+
+
+def _refuse_moved_oracles(prop: LedgerFile[PropertyLedger]) -> None:
+    if prop.record.oracle_moved:
+        raise FlakeRefused(
+            f"{ORACLES_INTACT} failed: {prop.path}: $.oracle_moved is true: "
+            "an edited oracle is reviewed on its own, never explained by a flake note",
+            [f"oracle changed: {path}" for path in prop.record.oracle_changes],
+        )
+
+
+def _current_entry(
+    flake_pin_path: Path, test_id: str, root: Path, base: str | None
+) -> tuple[FlakePin, FlakeEntry]:
+    with _as_flake_refusal(LISTED_AND_CURRENT):
+        pin = load_flake_pin(flake_pin_path)
+    entry = pin.entry(test_id)
+    if entry is None:
+        raise FlakeRefused(
+            f"{LISTED_AND_CURRENT} failed: {flake_pin_path}: {test_id!r} is not listed; "
+            "only a human-reviewed flake pin lists a flaky test"
+        )
+    today = utc_today()
+    if entry.expired(today):
+        raise FlakeRefused(
+            f"{LISTED_AND_CURRENT} failed: {flake_pin_path}: {test_id!r} had review_by "
+            f"{entry.review_by.isoformat()}, which passed (today is {today.isoformat()} UTC); "
+            "the tool never extends it"
+        )
+    if base is not None:
+        with _as_flake_refusal(LISTED_AND_CURRENT):
+            _refuse_unaccepted(flake_pin_path, entry, root, base)
+    return pin, entry
+
+
+def _refuse_unaccepted(flake_pin_path: Path, entry: FlakeEntry, root: Path, base: str) -> None:
+    """The label must have been accepted at the base or before it (SPEC 3.3)."""
+    git.work_tree_top(root)
+    base_commit = git.resolve_commit(root, base)
+    where = f"{flake_pin_path}: {entry.test_id!r}: accepted_revision {entry.accepted_revision!r}"
+    try:
+        git.resolve_commit(root, entry.accepted_revision)
+    except Refused:
+        raise Refused(f"{where} does not resolve to a commit") from None
+    if not git.is_ancestor_or_same(root, entry.accepted_revision, base_commit):
+        raise Refused(f"{where} is neither the base {base} nor one of its ancestors")
+
+
+def _refuse_property_id(prop: LedgerFile[PropertyLedger], test_id: str) -> None:
+    if test_id in prop.record.status_by_id:
+        raise FlakeRefused(
+            f"{NOT_A_PROPERTY} failed: {test_id!r} is a property id of {prop.path}: "
+            "a flake note cannot explain a property result"
+        )
+
+
+def _observed_outcome(prop: LedgerFile[PropertyLedger], test_id: str) -> str:
+    observed = prop.record.flake_results.get(test_id)
+    if observed is None:
+        raise FlakeRefused(
+            f"{OBSERVED} failed: {prop.path}: $.flake_results holds no outcome for "
+            f"{test_id!r}: nothing observed, nothing written"
+        )
+    if observed == "pass":
+        raise FlakeRefused(
+            f"{OBSERVED} failed: {prop.path}: $.flake_results records {test_id!r} as pass: "
+            "there is no flake to note"
+        )
+    return observed
+
+
+def _refuse_changed_pin(flake_pin_path: Path, root: Path, base: str) -> None:
+    with _as_flake_refusal(PIN_UNCHANGED):
+        top = git.work_tree_top(root)
+        git.resolve_commit(top, base)
+        relative = _inside_work_tree(flake_pin_path, top)
+        changed = git.changed_paths(top, base, [relative])
+    if changed:
+        raise FlakeRefused(
+            f"{PIN_UNCHANGED} failed: {flake_pin_path} differs from the base {base}: "
+            "pin mutation; a flake pin changes only in its own reviewed commit"
+        )
+
+
+def _inside_work_tree(path: Path, top: Path) -> str:
+    """PATH relative to the work tree top, refused when it lies outside that work tree."""
+    try:
+        return path.resolve().relative_to(top.resolve()).as_posix()
+    except ValueError:
+        raise Refused(
+            f"{path} lies outside the git work tree {top}: "
+            "cannot tell whether it changed against the base"
+        ) from None

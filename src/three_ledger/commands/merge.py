@@ -1,0 +1,254 @@
+"""`three-ledger merge`: load the evidence, apply the merge table, write the decision (4.5).
+
+Every problem with a ledger becomes a `reject` decision (exit 1); only an output path merge
+may not write is a refusal (exit 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from three_ledger import git, jsonio
+from three_ledger.digest import live_digest, refuse_unreviewed
+from three_ledger.errors import Refused
+from three_ledger.exit_codes import ExitCode
+from three_ledger.ledgers import (
+    DualPinLedger,
+    FixtureLedger,
+    FlakeLedger,
+    MergeDecision,
+    MergeInputs,
+    PropertyLedger,
+    RecordT,
+    fresh_recorded_at,
+    new_ledger_id,
+    nothing_left_on_failure,
+    read_ledger,
+    refuse_out_over_inputs,
+    write_ledger,
+)
+from three_ledger.merge_table import (
+    Evidence,
+    FlakePinView,
+    LiveTree,
+    PinChanges,
+    Posture,
+    Reading,
+    Verdict,
+    decide,
+    ledger_stamps,
+)
+from three_ledger.pins import (
+    FlakePin,
+    load_fixture_pin,
+    load_flake_pin,
+    refuse_out_near_pins,
+    utc_today,
+)
+from three_ledger.summary import append_step_summary, error_annotation, markdown, verdict_text
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where merge reads its evidence from, as the command line gave it."""
+
+    fixture: Path
+    prop: Path
+    dual_pin: Path | None
+    flakes: tuple[Path, ...]
+    flake_pin: Path | None
+    pin: Path | None
+    root: Path
+    pins_dir: Path | None
+    base: str | None
+
+    def ledgers(self) -> list[Path]:
+        dual_pin = [self.dual_pin] if self.dual_pin is not None else []
+        return [self.fixture, self.prop, *dual_pin, *self.flakes]
+
+    def pins(self) -> list[Path]:
+        return [path for path in (self.pin, self.flake_pin) if path is not None]
+
+
+def merge(
+    *,
+    fixture_path: Path,
+    property_path: Path,
+    dual_pin_path: Path | None,
+    flake_paths: Sequence[Path],
+    flake_pin_path: Path | None,
+    pin_path: Path | None,
+    root: Path,
+    pins_dir: Path | None,
+    base: str | None,
+    out: Path,
+    summary_md: Path | None,
+    env: Mapping[str, str] = os.environ,
+) -> int:
+    sources = Sources(
+        fixture=fixture_path,
+        prop=property_path,
+        dual_pin=dual_pin_path,
+        flakes=tuple(flake_paths),
+        flake_pin=flake_pin_path,
+        pin=pin_path,
+        root=root,
+        pins_dir=pins_dir,
+        base=base,
+    )
+    refuse_unwritable_outputs(sources, out, summary_md)
+    evidence = gather(sources)
+    verdict = decide(evidence)
+    with nothing_left_on_failure(out):
+        write_ledger(out, _decision(evidence, verdict))
+        if summary_md is not None:
+            jsonio.write_atomic(summary_md, markdown(evidence, verdict))
+    _report(evidence, verdict, env)
+    return ExitCode.REJECT if verdict.posture is Posture.REJECT else ExitCode.OK
+
+
+def refuse_unwritable_outputs(sources: Sources, out: Path, summary_md: Path | None) -> None:
+    """Exit 2 for an output that is an input, a pin, or inside a pin folder (SPEC 3)."""
+    refuse_out_over_inputs(out, sources.ledgers())
+    _refuse_in_pin_folders("--out", out, sources)
+    if summary_md is None:
+        return
+    _refuse_in_pin_folders("--summary-md", summary_md, sources)
+    if summary_md.resolve() in {path.resolve() for path in [out, *sources.ledgers()]}:
+        raise Refused(
+            f"--summary-md {summary_md} is also --out or an input ledger: it would be overwritten"
+        )
+
+
+def _refuse_in_pin_folders(flag: str, target: Path, sources: Sources) -> None:
+    refuse_out_near_pins(target, sources.pins(), flag)
+    pins_dir = sources.pins_dir
+    if pins_dir is not None and target.resolve().is_relative_to(pins_dir.resolve()):
+        raise Refused(f"{flag} {target} lies in --pins-dir {pins_dir}: pins are never written")
+
+
+def gather(sources: Sources) -> Evidence:
+    """Read every ledger and ask every git question; problems are recorded, never raised."""
+    return Evidence(
+        fixture=read_evidence(sources.fixture, FixtureLedger),
+        prop=read_evidence(sources.prop, PropertyLedger),
+        dual_pin=read_evidence(sources.dual_pin, DualPinLedger) if sources.dual_pin else None,
+        flakes=tuple(read_evidence(path, FlakeLedger) for path in sources.flakes),
+        live=_live_tree(sources.pin, sources.root) if sources.pin else None,
+        pin_changes=_pin_changes(sources),
+        flake_pin=_flake_pin_view(sources),
+        today=utc_today(),
+    )
+
+
+def read_evidence(path: Path, kind: type[RecordT]) -> Reading[RecordT]:
+    try:
+        ledger = read_ledger(path, kind)
+    except Refused as exc:
+        return Reading(path, _sha256_or_none(path), None, _one_line(exc))
+    return Reading(path, ledger.sha256, ledger.record)
+
+
+def _sha256_or_none(path: Path) -> str | None:
+    """The sha256 of an invalid ledger's bytes, so the decision records what was rejected."""
+    try:
+        return hashlib.sha256(jsonio.read_bytes_capped(path, "ledger")).hexdigest()
+    except Refused:
+        return None
+
+
+def _one_line(error: Refused) -> str:
+    return "; ".join([error.message, *error.details])
+
+
+def _live_tree(pin_path: Path, root: Path) -> LiveTree:
+    try:
+        pin = load_fixture_pin(pin_path)
+        live = live_digest(root, pin)
+        refuse_unreviewed(root, pin, live, None)
+    except Refused as exc:
+        return LiveTree(pin_path, None, None, _one_line(exc))
+    return LiveTree(pin_path, pin.pin_id, live.digest)
+
+
+def _pin_changes(sources: Sources) -> PinChanges | None:
+    if sources.pins_dir is None or sources.base is None:
+        return None
+    try:
+        top = git.work_tree_top(sources.root)
+        git.resolve_commit(top, sources.base)
+        changed = git.changed_paths(top, sources.base, [_under_top(sources.pins_dir, top)])
+    except Refused as exc:
+        return PinChanges(sources.pins_dir, sources.base, (), _one_line(exc))
+    if not changed and not sources.pins_dir.is_dir():
+        # A mistyped --pins-dir would otherwise report "nothing moved".
+        problem = "not a folder, and git lists nothing under it"
+        return PinChanges(sources.pins_dir, sources.base, (), problem)
+    return PinChanges(sources.pins_dir, sources.base, tuple(changed))
+
+
+def _under_top(path: Path, top: Path) -> str:
+    try:
+        relative = path.resolve().relative_to(top.resolve()).as_posix()
+    except ValueError:
+        raise Refused(f"{path} lies outside the git work tree {top}") from None
+    return relative or "."
+
+
+def _flake_pin_view(sources: Sources) -> FlakePinView | None:
+    if sources.flake_pin is None:
+        return None
+    try:
+        pin = load_flake_pin(sources.flake_pin)
+    except Refused as exc:
+        return FlakePinView(sources.flake_pin, None, _one_line(exc))
+    unaccepted = _unaccepted(pin, sources.root, sources.base) if sources.base else {}
+    return FlakePinView(sources.flake_pin, pin, None, unaccepted)
+
+
+def _unaccepted(pin: FlakePin, root: Path, base: str) -> dict[str, str]:
+    """Each listed id whose accepted_revision is not the base or an ancestor (SPEC 3.3)."""
+    try:
+        base_commit = git.resolve_commit(root, base)
+        return {
+            entry.test_id: f"its accepted_revision {entry.accepted_revision!r} is neither "
+            f"{base} nor one of its ancestors"
+            for entry in pin.flakes
+            if not git.is_ancestor_or_same(root, entry.accepted_revision, base_commit)
+        }
+    except Refused as exc:
+        return {entry.test_id: _one_line(exc) for entry in pin.flakes}
+
+
+def _decision(evidence: Evidence, verdict: Verdict) -> MergeDecision:
+    dual_pin = evidence.dual_pin
+    inputs = MergeInputs(
+        fixture=evidence.fixture.sha256,
+        property=evidence.prop.sha256,
+        dual_pin=dual_pin.sha256 if dual_pin is not None else None,
+        flakes=tuple(r.sha256 for r in evidence.flakes if r.sha256 is not None),
+    )
+    return MergeDecision(
+        ledger_id=new_ledger_id(),
+        posture=verdict.posture.value,
+        row=verdict.row,
+        reason=verdict.reason,
+        inputs=inputs,
+        recorded_at=fresh_recorded_at(stamp for _, stamp in ledger_stamps(evidence)),
+    )
+
+
+def _report(evidence: Evidence, verdict: Verdict, env: Mapping[str, str]) -> None:
+    print(verdict_text(evidence, verdict), end="")
+    step_summary = env.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        warning = append_step_summary(Path(step_summary), markdown(evidence, verdict))
+        if warning is not None:
+            print(f"three-ledger: {warning}", file=sys.stderr)
+    if verdict.posture is Posture.REJECT and env.get("GITHUB_ACTIONS") == "true":
+        print(error_annotation(verdict))

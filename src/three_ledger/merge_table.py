@@ -1,0 +1,298 @@
+"""The merge table of SPEC 4.5: a pure function from loaded evidence to (posture, row, reason).
+
+Everything that touches the disk or git happens before `decide` is called; `decide` only
+reads the `Evidence` it is given, so each row can be tested on its own.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Generic
+
+from three_ledger.ledgers import (
+    DualPinLedger,
+    FixtureLedger,
+    FlakeLedger,
+    PropertyLedger,
+    RecordT,
+)
+from three_ledger.pins import FlakePin
+
+
+class Posture(str, enum.Enum):
+    REJECT = "reject"
+    HUMAN_REVIEW = "human_review"
+    REVIEW = "review"
+
+
+@dataclass(frozen=True)
+class Reading(Generic[RecordT]):
+    """One ledger file as merge found it: its record, or why it has none."""
+
+    path: Path
+    # Of the bytes read, even from an invalid file; None when the file could not be read.
+    sha256: str | None
+    record: RecordT | None
+    problem: str | None = None
+
+    def why_unusable(self) -> str:
+        # Read errors already start with the file's path.
+        return self.problem or f"{self.path}: not read"
+
+
+@dataclass(frozen=True)
+class LiveTree:
+    """What `--pin` found under ROOT: the pin's id and live digest, or why there is none."""
+
+    pin_path: Path
+    pin_id: str | None
+    digest: str | None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class PinChanges:
+    """Files under `--pins-dir` that differ from `--base`, or why git could not tell."""
+
+    pins_dir: Path
+    base: str
+    changed: tuple[str, ...]
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class FlakePinView:
+    """The `--flake-pin` as loaded, and each listed id whose accepted_revision fails the base."""
+
+    path: Path
+    pin: FlakePin | None
+    problem: str | None = None
+    unaccepted: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    fixture: Reading[FixtureLedger]
+    prop: Reading[PropertyLedger]
+    dual_pin: Reading[DualPinLedger] | None
+    flakes: tuple[Reading[FlakeLedger], ...]
+    live: LiveTree | None
+    pin_changes: PinChanges | None
+    flake_pin: FlakePinView | None
+    today: datetime.date
+
+
+@dataclass(frozen=True)
+class Verdict:
+    posture: Posture
+    row: int
+    reason: str
+
+
+def decide(evidence: Evidence) -> Verdict:
+    """Apply the rows in order; the first that matches wins."""
+    fixture = evidence.fixture.record
+    if fixture is None:
+        return _reject(1, f"do not score: fixture ledger {evidence.fixture.why_unusable()}")
+    if (moved := _tree_moved(fixture, evidence.live)) is not None:
+        return _reject(1, f"do not score: {moved}")
+
+    prop = evidence.prop.record
+    if prop is None:
+        return _reject(2, f"do not score: property ledger {evidence.prop.why_unusable()}")
+    if (unmatched := _property_unmatched(fixture, prop, evidence.prop.path)) is not None:
+        return _reject(2, f"do not score: {unmatched}")
+
+    if (shared := _shared_clock(evidence)) is not None:
+        return _reject(3, f"writer bug: {shared}")
+
+    if (mutation := _pin_mutation(evidence, fixture, prop)) is not None:
+        return _reject(4, f"pin mutation: {mutation}")
+
+    if prop.oracle_moved:
+        changes = ", ".join(prop.oracle_changes) or "no path listed"
+        return _reject(5, f"review the oracle edit on its own: oracles moved ({changes})")
+
+    if (drift := _dual_pin_problem(evidence.dual_pin, prop)) is not None:
+        return _reject(6, drift)
+
+    if misses := sorted(prop.failing_ids()):
+        listed = ", ".join(f"{prop_id} is {prop.status_by_id[prop_id]}" for prop_id in misses)
+        return _reject(7, f"property miss stands: {listed}")
+
+    dual = evidence.dual_pin.record if evidence.dual_pin else None
+    if dual is None or not dual.run:
+        why = "no dual-pin ledger" if dual is None else "dual-pin not run"
+        reason = f"one pin is weaker evidence: {why}{_flake_note(evidence)}"
+        return Verdict(Posture.HUMAN_REVIEW, 8, reason)
+
+    reason = (
+        f"a person reads the diff: every property passes and pins {dual.left_pin_id} and "
+        f"{dual.right_pin_id} agree{_flake_note(evidence)}"
+    )
+    return Verdict(Posture.REVIEW, 9, reason)
+
+
+def _reject(row: int, reason: str) -> Verdict:
+    return Verdict(Posture.REJECT, row, reason)
+
+
+def _tree_moved(fixture: FixtureLedger, live: LiveTree | None) -> str | None:
+    """Row 1, second half: with `--pin`, the tree under ROOT must still be F's tree."""
+    if live is None:
+        return None
+    if live.problem is not None or live.digest is None:
+        return f"live tree refused under pin {live.pin_path}: {live.problem or 'no digest'}"
+    if live.pin_id != fixture.pin_id:
+        return f"pin {live.pin_path} is {live.pin_id!r}, the fixture ledger is {fixture.pin_id!r}"
+    if live.digest != fixture.digest:
+        return f"live digest {live.digest} no longer equals the fixture ledger's {fixture.digest}"
+    return None
+
+
+def _property_unmatched(fixture: FixtureLedger, prop: PropertyLedger, path: Path) -> str | None:
+    if prop.fixture_digest != fixture.digest:
+        return (
+            f"property ledger {path} scored digest {prop.fixture_digest}, "
+            f"not the fixture ledger's {fixture.digest}"
+        )
+    if not prop.status_by_id:
+        # An empty score is a missing score, not a quiet yes.
+        return f"property ledger {path} scores no property"
+    return None
+
+
+def _shared_clock(evidence: Evidence) -> str | None:
+    """Row 3: two ledgers carrying one `recorded_at` means one writer copied the other."""
+    seen: dict[str, Path] = {}
+    for path, stamp in ledger_stamps(evidence):
+        if stamp in seen:
+            return f"{seen[stamp]} and {path} share recorded_at {stamp}"
+        seen[stamp] = path
+    return None
+
+
+def ledger_stamps(evidence: Evidence) -> list[tuple[Path, str]]:
+    """(path, recorded_at) of every input ledger that could be read."""
+    readings: list[Reading[FixtureLedger] | Reading[PropertyLedger] | Reading[DualPinLedger]]
+    readings = [evidence.fixture, evidence.prop]
+    if evidence.dual_pin is not None:
+        readings.append(evidence.dual_pin)
+    stamps = [(r.path, r.record.recorded_at) for r in readings if r.record is not None]
+    stamps += [(r.path, r.record.recorded_at) for r in evidence.flakes if r.record is not None]
+    return stamps
+
+
+def _pin_mutation(evidence: Evidence, fixture: FixtureLedger, prop: PropertyLedger) -> str | None:
+    """Row 4: a pin moved in the change, or a flake ledger the pins and this run do not back."""
+    changes = evidence.pin_changes
+    if changes is not None:
+        if changes.problem is not None:
+            return f"cannot tell whether {changes.pins_dir} moved: {changes.problem}"
+        if changes.changed:
+            listed = ", ".join(changes.changed)
+            return f"pins added, changed or removed against {changes.base}: {listed}"
+    view = evidence.flake_pin
+    if view is not None and view.pin is None:
+        return f"flake pin {view.path} cannot be read: {view.problem or 'not read'}"
+    for reading in evidence.flakes:
+        if (problem := _unbacked_flake(reading, fixture, prop, evidence)) is not None:
+            return problem
+    return None
+
+
+def _unbacked_flake(
+    reading: Reading[FlakeLedger],
+    fixture: FixtureLedger,
+    prop: PropertyLedger,
+    evidence: Evidence,
+) -> str | None:
+    flake = reading.record
+    if flake is None:
+        return f"flake ledger {reading.why_unusable()}"
+    where = f"flake ledger {reading.path}"
+    if (foreign := _foreign_flake(flake, fixture, prop, evidence.prop.sha256)) is not None:
+        return f"{where} is not about this run: {foreign}"
+    view = evidence.flake_pin
+    if view is not None and view.pin is not None:
+        return _unlisted_flake(flake, view.pin, view, where, evidence.today)
+    return None
+
+
+def _foreign_flake(
+    flake: FlakeLedger, fixture: FixtureLedger, prop: PropertyLedger, prop_sha256: str | None
+) -> str | None:
+    """A flake note binds itself to one run: this fixture digest and these property bytes."""
+    if flake.fixture_digest != fixture.digest:
+        return f"its fixture_digest {flake.fixture_digest} is not {fixture.digest}"
+    if flake.property_ledger_sha256 != prop_sha256:
+        return (
+            f"its property_ledger_sha256 {flake.property_ledger_sha256} is not the sha256 "
+            f"{prop_sha256} of the property ledger"
+        )
+    if flake.test_id in prop.status_by_id:
+        return f"{flake.test_id!r} is a property id; a flake note cannot explain a property"
+    recorded = prop.flake_results.get(flake.test_id)
+    if recorded != flake.observed:
+        shown = recorded or "no outcome"
+        return f"it says {flake.test_id!r} was {flake.observed}; the property ledger has {shown}"
+    return None
+
+
+def _unlisted_flake(
+    flake: FlakeLedger, pin: FlakePin, view: FlakePinView, where: str, today: datetime.date
+) -> str | None:
+    """SPEC 4.5 row 4 with `--flake-pin`: the pin, as it stands, must list the id."""
+    if flake.flake_pin_id != pin.pin_id:
+        return f"{where} cites flake pin {flake.flake_pin_id!r}, {view.path} is {pin.pin_id!r}"
+    entry = pin.entry(flake.test_id)
+    if entry is None:
+        return f"{where} cites {flake.test_id!r}, which {view.path} does not list"
+    if entry.expired(today):
+        return (
+            f"{where} cites {flake.test_id!r}, whose review_by {entry.review_by.isoformat()} "
+            f"in {view.path} has passed (today is {today.isoformat()} UTC)"
+        )
+    if (flake.accepted_revision, flake.review_by) != (
+        entry.accepted_revision,
+        entry.review_by.isoformat(),
+    ):
+        return f"{where} does not match the entry for {flake.test_id!r} in {view.path}"
+    if flake.test_id in view.unaccepted:
+        return f"{where}: {view.unaccepted[flake.test_id]}"
+    return None
+
+
+def _dual_pin_problem(reading: Reading[DualPinLedger] | None, prop: PropertyLedger) -> str | None:
+    """Row 6: drift between the pins, or a dual-pin ledger that is not about this run."""
+    if reading is None:
+        return None
+    dual = reading.record
+    if dual is None:
+        return f"the dual-pin ledger is not about this run: {reading.why_unusable()}"
+    if not dual.run:
+        return None
+    if prop.fixture_digest not in (dual.left_digest, dual.right_digest):
+        return (
+            f"the dual-pin ledger is not about this run: {reading.path} cites digests "
+            f"{dual.left_digest} and {dual.right_digest}, neither is {prop.fixture_digest}"
+        )
+    if dual.drift:
+        split = ", ".join(
+            f"{prop_id} is {diff.left} on {dual.left_pin_id}, {diff.right} on {dual.right_pin_id}"
+            for prop_id, diff in sorted(dual.differences.items())
+        )
+        return f"file fixture drift: {split or 'the pins disagree'}"
+    return None
+
+
+def _flake_note(evidence: Evidence) -> str:
+    count = len(evidence.flakes)
+    if count == 0:
+        return ""
+    ids = ", ".join(r.record.test_id for r in evidence.flakes if r.record is not None)
+    return f"; {count} flake note(s) ({ids}) attached: a flake note is not a pass"

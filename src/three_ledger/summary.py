@@ -1,0 +1,172 @@
+"""How a merge decision is reported: the stdout verdict, the Markdown summary, GitHub's hooks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from three_ledger.ledgers import DualPinLedger, FlakeLedger
+from three_ledger.merge_table import Evidence, Reading, Verdict
+
+# GitHub refuses a step summary file of 1 MiB or more: the addition is cut to stay under.
+STEP_SUMMARY_LIMIT = 1024 * 1024
+TRUNCATION_NOTE = (
+    "\n\n_three-ledger: this report was cut to keep the step summary under 1 MiB; "
+    "the full report is the `--summary-md` file._\n"
+)
+_HEX_DIGEST = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+@dataclass(frozen=True)
+class LedgerState:
+    """One input ledger as both reports show it; `problem` is set when it could not be used."""
+
+    kind: str
+    path: Path
+    problem: str | None
+    digest: str = ""
+    statuses: str = ""
+    drift: str = ""
+    flakes: str = ""
+
+
+def ledger_states(evidence: Evidence) -> list[LedgerState]:
+    states = [_fixture_state(evidence), _property_state(evidence)]
+    if evidence.dual_pin is not None:
+        states.append(_dual_pin_state(evidence.dual_pin))
+    states += [_flake_state(reading) for reading in evidence.flakes]
+    return states
+
+
+def _fixture_state(evidence: Evidence) -> LedgerState:
+    reading = evidence.fixture
+    if reading.record is None:
+        return LedgerState("fixture", reading.path, reading.problem or "not read")
+    digest = f"{reading.record.digest} ({reading.record.pin_id})"
+    return LedgerState("fixture", reading.path, None, digest=digest)
+
+
+def _property_state(evidence: Evidence) -> LedgerState:
+    reading = evidence.prop
+    prop = reading.record
+    if prop is None:
+        return LedgerState("property", reading.path, reading.problem or "not read")
+    statuses = _pairs(prop.status_by_id) or "(no property)"
+    if prop.oracle_moved:
+        statuses += "; oracles moved"
+    flakes = _pairs(prop.flake_results)
+    return LedgerState("property", reading.path, None, prop.fixture_digest, statuses, "", flakes)
+
+
+def _dual_pin_state(reading: Reading[DualPinLedger]) -> LedgerState:
+    dual = reading.record
+    if dual is None:
+        return LedgerState("dual-pin", reading.path, reading.problem or "not read")
+    if not dual.run:
+        return LedgerState("dual-pin", reading.path, None, drift="not run")
+    digests = f"{dual.left_digest} ({dual.left_pin_id}) / {dual.right_digest} ({dual.right_pin_id})"
+    split = {key: f"{diff.left} vs {diff.right}" for key, diff in dual.differences.items()}
+    drift = f"drift: {_pairs(split)}" if dual.drift else "agree"
+    return LedgerState("dual-pin", reading.path, None, digest=digests, drift=drift)
+
+
+def _flake_state(reading: Reading[FlakeLedger]) -> LedgerState:
+    flake = reading.record
+    if flake is None:
+        return LedgerState("flake", reading.path, reading.problem or "not read")
+    flakes = f"{flake.test_id}: {flake.observed} (until {flake.review_by})"
+    return LedgerState("flake", reading.path, None, digest=flake.fixture_digest, flakes=flakes)
+
+
+def _pairs(mapping: Mapping[str, str]) -> str:
+    return ", ".join(f"{key}: {value}" for key, value in sorted(mapping.items()))
+
+
+def headline(verdict: Verdict) -> str:
+    return f"merge: {verdict.posture.value} (row {verdict.row}): {verdict.reason}"
+
+
+def verdict_text(evidence: Evidence, verdict: Verdict) -> str:
+    """The short stdout report: one line per ledger, then the row that applied and why."""
+    lines = [
+        f"{state.kind} ledger {state.path}: {_plain_state(state)}"
+        for state in ledger_states(evidence)
+    ]
+    return "\n".join([*lines, headline(verdict)]) + "\n"
+
+
+def _plain_state(state: LedgerState) -> str:
+    if state.problem is not None:
+        return f"unusable: {state.problem}"
+    parts = [
+        f"digest {state.digest}" if state.digest else "",
+        state.statuses,
+        state.drift,
+        f"flakes {state.flakes}" if state.flakes else "",
+    ]
+    return "; ".join(part for part in parts if part)
+
+
+def markdown(evidence: Evidence, verdict: Verdict) -> str:
+    """The Markdown report for `--summary-md` and GitHub's step summary."""
+    lines = [
+        f"## three-ledger merge: {verdict.posture.value} (row {verdict.row})",
+        "",
+        f"**Reason:** {_cell(verdict.reason)}",
+        "",
+        "| Ledger | File | Digest | Status map | Drift | Flakes |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [_table_row(state) for state in ledger_states(evidence)]
+    return "\n".join(lines) + "\n"
+
+
+def _table_row(state: LedgerState) -> str:
+    if state.problem is not None:
+        cells = [state.kind, f"`{state.path}`", f"unusable: {state.problem}", "", "", ""]
+    else:
+        digest = _HEX_DIGEST.sub(r"`\g<0>`", state.digest)
+        cells = [state.kind, f"`{state.path}`", digest, state.statuses, state.drift, state.flakes]
+    return "| " + " | ".join(_cell(cell) for cell in cells) + " |"
+
+
+def _cell(text: str) -> str:
+    # A pipe or a line break inside a cell would end the cell or the table.
+    return " ".join(text.replace("|", "\\|").split())
+
+
+def fit_step_summary(existing_bytes: int, text: str, limit: int = STEP_SUMMARY_LIMIT) -> str:
+    """TEXT, or its head plus a note, so that the file stays under LIMIT bytes; "" if no room."""
+    room = limit - 1 - existing_bytes
+    data = text.encode("utf-8")
+    if len(data) <= room:
+        return text
+    keep = room - len(TRUNCATION_NOTE.encode("utf-8"))
+    if keep <= 0:
+        return ""
+    # Cutting at a byte count may split a character: drop the broken tail.
+    return data[:keep].decode("utf-8", "ignore") + TRUNCATION_NOTE
+
+
+def append_step_summary(path: Path, text: str) -> str | None:
+    """Append TEXT to GitHub's step summary file; a warning when it could not be (all) added."""
+    try:
+        existing = path.stat().st_size if path.exists() else 0
+        addition = fit_step_summary(existing, ("\n" if existing else "") + text)
+        if addition:
+            with path.open("a", encoding="utf-8") as stream:
+                stream.write(addition)
+    except OSError as exc:
+        return f"could not append to GITHUB_STEP_SUMMARY {path}: {exc.strerror or exc}"
+    if not addition:
+        return f"GITHUB_STEP_SUMMARY {path} is full (1 MiB): the report was not added"
+    return None
+
+
+def error_annotation(verdict: Verdict) -> str:
+    """One GitHub `::error::` workflow command, its message escaped as the runner expects."""
+    message = f"three-ledger {headline(verdict)}"
+    escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return f"::error::{escaped}"

@@ -1,0 +1,204 @@
+"""The merge table as a pure function: precedence between rows, and each check of a row."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from test_ledgers import property_ledger
+from three_ledger.ledgers import (
+    DualPinLedger,
+    FileEntry,
+    FixtureLedger,
+    FlakeLedger,
+    StatusDifference,
+)
+from three_ledger.merge_table import (
+    Evidence,
+    FlakePinView,
+    LiveTree,
+    PinChanges,
+    Posture,
+    Reading,
+    decide,
+)
+from three_ledger.pins import FlakeEntry, FlakePin
+
+DIGEST = "aa" * 32
+OTHER_DIGEST = "bb" * 32
+PROP_SHA = "cc" * 32
+TODAY = datetime.date(2026, 9, 25)
+FLAKY = "orders.slow"
+
+
+def stamp(micro: int) -> str:
+    return f"2026-09-25T12:00:00.{micro:06d}Z"
+
+
+def fixture_ledger(**change: Any) -> FixtureLedger:
+    entry = FileEntry("fixtures/a.json", 2, DIGEST)
+    fields: dict[str, Any] = {
+        "ledger_id": "1" * 32, "pin_id": "fixpin-a", "digest": DIGEST, "fixtures_dir": "fixtures",
+        "files": (entry,), "tool_version": "0.1.0", "recorded_at": stamp(1),
+    }  # fmt: skip
+    return FixtureLedger(**{**fields, **change})
+
+
+def dual_pin(**change: Any) -> DualPinLedger:
+    fields: dict[str, Any] = {
+        "ledger_id": "2" * 32, "run": True, "drift": False, "left_pin_id": "fixpin-a",
+        "right_pin_id": "fixpin-b", "left_digest": DIGEST, "right_digest": OTHER_DIGEST,
+        "differences": {}, "recorded_at": stamp(3),
+    }  # fmt: skip
+    return DualPinLedger(**{**fields, **change})
+
+
+def flake_ledger(**change: Any) -> FlakeLedger:
+    fields: dict[str, Any] = {
+        "ledger_id": "3" * 32, "test_id": FLAKY, "flake_pin_id": "flakepin", "accepted_revision":
+        "abc", "review_by": "2026-12-31", "observed": "fail", "fixture_digest": DIGEST,
+        "property_ledger_sha256": PROP_SHA, "recorded_at": stamp(4),
+    }  # fmt: skip
+    return FlakeLedger(**{**fields, **change})
+
+
+def flake_pin(review_by: datetime.date = datetime.date(2026, 12, 31)) -> FlakePin:
+    entry = FlakeEntry(FLAKY, FLAKY, "abc", review_by, None, None)
+    return FlakePin(Path("pins/flakes.json"), "dd" * 32, "flakepin", (entry,))
+
+
+def passing_property(**change: Any) -> Any:
+    fields: dict[str, Any] = {
+        "fixture_digest": DIGEST,
+        "status_by_id": {"orders.a": "pass", "orders.b": "pass"},
+        "flake_results": {FLAKY: "fail"},
+        "recorded_at": stamp(2),
+    }
+    return property_ledger(**{**fields, **change})
+
+
+def evidence(**change: Any) -> Evidence:
+    """Evidence that reaches row 9; each test changes what it is about."""
+    fields: dict[str, Any] = {
+        "fixture": Reading(Path("f.json"), "11" * 32, fixture_ledger()),
+        "prop": Reading(Path("p.json"), PROP_SHA, passing_property()),
+        "dual_pin": Reading(Path("d.json"), "22" * 32, dual_pin()),
+        "flakes": (Reading(Path("fl.json"), "33" * 32, flake_ledger()),),
+        "live": LiveTree(Path("pins/fixtures.json"), "fixpin-a", DIGEST),
+        "pin_changes": PinChanges(Path("pins"), "main", ()),
+        "flake_pin": FlakePinView(Path("pins/flakes.json"), flake_pin()),
+        "today": TODAY,
+    }
+    return Evidence(**{**fields, **change})
+
+
+def prop_reading(**change: Any) -> Reading[Any]:
+    return Reading(Path("p.json"), PROP_SHA, passing_property(**change))
+
+
+def flake_reading(**change: Any) -> tuple[Reading[FlakeLedger], ...]:
+    return (Reading(Path("fl.json"), "33" * 32, flake_ledger(**change)),)
+
+
+def test_all_evidence_in_order_is_review() -> None:
+    verdict = decide(evidence())
+    assert (verdict.posture, verdict.row) == (Posture.REVIEW, 9)
+    assert "1 flake note(s) (orders.slow) attached: a flake note is not a pass" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("change", "row", "fragment"),
+    [
+        ({"fixture": Reading(Path("f.json"), None, None, "f.json: missing")}, 1, "f.json: missing"),
+        ({"live": LiveTree(Path("pin"), None, None, "unpinned file")}, 1, "unpinned file"),
+        ({"live": LiveTree(Path("pin"), "fixpin-a", OTHER_DIGEST)}, 1, "no longer equals"),
+        ({"live": LiveTree(Path("pin"), "fixpin-z", DIGEST)}, 1, "'fixpin-z'"),
+        ({"prop": Reading(Path("p.json"), None, None, "p.json: bad")}, 2, "p.json: bad"),
+        ({"prop": prop_reading(fixture_digest=OTHER_DIGEST)}, 2, "scored digest"),
+        ({"prop": prop_reading(status_by_id={})}, 2, "scores no property"),
+        ({"prop": prop_reading(recorded_at=stamp(1))}, 3, f"share recorded_at {stamp(1)}"),
+        ({"flakes": flake_reading(recorded_at=stamp(3))}, 3, "d.json and fl.json"),
+        ({"pin_changes": PinChanges(Path("pins"), "main", ("pins/flakes.json",))}, 4,
+         "against main: pins/flakes.json"),
+        ({"pin_changes": PinChanges(Path("pins"), "main", (), "bad base")}, 4, "bad base"),
+        ({"flake_pin": FlakePinView(Path("pins/flakes.json"), None, "bad pin")}, 4, "bad pin"),
+        ({"flakes": (Reading(Path("fl.json"), None, None, "fl.json: missing"),)}, 4,
+         "fl.json: missing"),
+        ({"flakes": flake_reading(fixture_digest=OTHER_DIGEST)}, 4, "not about this run"),
+        ({"flakes": flake_reading(property_ledger_sha256="ee" * 32)}, 4, "property_ledger_sha256"),
+        ({"flakes": flake_reading(test_id="orders.a")}, 4, "is a property id"),
+        ({"flakes": flake_reading(observed="error")}, 4, "the property ledger has fail"),
+        ({"flakes": flake_reading(flake_pin_id="other")}, 4, "cites flake pin 'other'"),
+        ({"flakes": flake_reading(review_by="2027-01-01")}, 4, "does not match the entry"),
+        ({"flake_pin": FlakePinView(Path("f"), flake_pin(), None, {FLAKY: "not accepted"})}, 4,
+         "not accepted"),
+        ({"flake_pin": FlakePinView(Path("f"), flake_pin(TODAY - datetime.timedelta(1)))}, 4,
+         "has passed"),
+        ({"prop": prop_reading(oracle_moved=True, oracle_changes=("tests/t.py",))}, 5,
+         "tests/t.py"),
+        ({"dual_pin": Reading(Path("d.json"), None, None, "d.json: bad")}, 6, "d.json: bad"),
+        ({"dual_pin": Reading(Path("d.json"), "2" * 64, dual_pin(left_digest="ff" * 32))}, 6,
+         "not about this run"),
+        ({"prop": prop_reading(status_by_id={"orders.a": "pass", "orders.b": "missing"})}, 7,
+         "property miss stands: orders.b is missing"),
+        ({"dual_pin": None}, 8, "no dual-pin ledger"),
+        ({"dual_pin": Reading(Path("d.json"), "2" * 64, DualPinLedger.not_run("2" * 32, stamp(3)))},
+         8, "dual-pin not run"),
+    ],
+)  # fmt: skip
+def test_each_check(change: dict[str, Any], row: int, fragment: str) -> None:
+    verdict = decide(evidence(**change))
+    assert verdict.row == row, verdict.reason
+    assert fragment in verdict.reason
+    expected = {8: Posture.HUMAN_REVIEW, 9: Posture.REVIEW}.get(row, Posture.REJECT)
+    assert verdict.posture is expected
+
+
+def test_review_by_today_still_backs_a_flake_ledger() -> None:
+    view = FlakePinView(Path("f"), flake_pin(TODAY))
+    assert (
+        decide(evidence(flake_pin=view, flakes=flake_reading(review_by=TODAY.isoformat()))).row == 9
+    )
+
+
+def test_drift_names_each_split_property() -> None:
+    split = {"orders.b": StatusDifference("pass", "fail")}
+    drift = Reading(Path("d.json"), "2" * 64, dual_pin(drift=True, differences=split))
+    verdict = decide(evidence(dual_pin=drift))
+    assert (verdict.row, verdict.posture) == (6, Posture.REJECT)
+    assert verdict.reason == "file fixture drift: orders.b is pass on fixpin-a, fail on fixpin-b"
+
+
+def test_without_a_flake_pin_the_ledger_is_still_bound_to_the_run() -> None:
+    foreign = flake_reading(property_ledger_sha256="ee" * 32)
+    assert decide(evidence(flake_pin=None, flakes=foreign)).row == 4
+    assert decide(evidence(flake_pin=None)).row == 9
+
+
+def test_first_matching_row_wins() -> None:
+    """Evidence that matches rows 2, 5, 6 and 7 at once is judged by row 2."""
+    prop = prop_reading(
+        fixture_digest=OTHER_DIGEST,
+        oracle_moved=True,
+        status_by_id={"orders.a": "fail"},
+    )
+    drift = Reading(Path("d.json"), "2" * 64, dual_pin(drift=True))
+    assert decide(evidence(prop=prop, dual_pin=drift)).row == 2
+    # Each earlier row removed in turn exposes the next one.
+    prop = dataclasses.replace(
+        prop, record=passing_property(oracle_moved=True, status_by_id={"orders.a": "fail"})
+    )
+    assert decide(evidence(prop=prop, dual_pin=drift)).row == 5
+    prop = dataclasses.replace(prop, record=passing_property(status_by_id={"orders.a": "fail"}))
+    assert decide(evidence(prop=prop, dual_pin=drift)).row == 6
+    assert decide(evidence(prop=prop)).row == 7
+
+
+def test_shared_clock_beats_pin_mutation() -> None:
+    changes = PinChanges(Path("pins"), "main", ("pins/flakes.json",))
+    verdict = decide(evidence(pin_changes=changes, flakes=flake_reading(recorded_at=stamp(1))))
+    assert verdict.row == 3
