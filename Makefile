@@ -3,7 +3,6 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
-LEDGERS := ledgers/example
 
 .PHONY: test lint typecheck pytest demo clean
 
@@ -27,12 +26,7 @@ pytest: $(INSTALLED)
 	$(BIN)/pytest
 
 demo: $(INSTALLED)
-	$(BIN)/three-ledger digest --pin examples/orders/pins/fixtures.json \
-		--root examples/orders --out $(LEDGERS)/fixture_a.json
-	$(BIN)/three-ledger digest --pin examples/orders/pins/fixtures_b.json \
-		--root examples/orders --out $(LEDGERS)/fixture_b.json
-	$(BIN)/three-ledger dual-pin --not-run --out $(LEDGERS)/drift.json
-	@for ledger in $(LEDGERS)/*.json; do echo "== $$ledger"; cat "$$ledger"; done
+	$(BIN)/three-ledger demo
 
 clean:
 	rm -rf $(VENV) ledgers .mypy_cache .pytest_cache .ruff_cache

@@ -161,6 +161,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("left", type=Path, metavar="LEFT", help="fixture ledger (before)")
     explain.add_argument("right", type=Path, metavar="RIGHT", help="fixture ledger (after)")
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the whole workflow on example patches and show each posture",
+        description="Build the example repository (orders fixtures, two fixture pins, a "
+        "properties pin, a flake pin, property tests, git history) in a temporary folder or "
+        "DIR, then run digest, properties, dual-pin, flake-observe and merge, each as a child "
+        "process, on one patch per scenario, and print each step's exit and the merge "
+        "posture. Setting up the example stamps its flake pin: accepted_revision names the "
+        "demo repository's first commit, review_by lies 90 days after today (UTC). Exit 0 "
+        "when every scenario ends as expected, 1 otherwise.",
+    )
+    demo.add_argument(
+        "--dir",
+        type=Path,
+        metavar="DIR",
+        help="keep everything here; must not exist or be empty (else exit 2)",
+    )
     return parser
 
 
@@ -258,6 +276,10 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from three_ledger.commands.explain import explain
 
         return explain(left_path=args.left, right_path=args.right)
+    if args.subcommand == "demo":
+        from three_ledger.commands.demo import demo
+
+        return demo(directory=args.dir)
     parser.print_usage(sys.stderr)
     raise UsageError("choose a command")
 
