@@ -83,9 +83,9 @@ def host_server() -> Iterator[socket.socket]:
 def test_namespace_argv_wraps_the_command_in_unshare_and_the_trampoline() -> None:
     argv = netns.namespace_argv(["pytest", "-q"])
     assert argv[:5] == ["unshare", "--user", "--map-root-user", "--net", "--"]
-    assert argv[5:7] == [sys.executable, "-I"]
-    assert Path(argv[7]) == Path(netns.__file__).resolve()
-    assert argv[8:] == ["--outer-netns", str(host_netns_inode()), "--", "pytest", "-q"]
+    assert argv[5:8] == [sys.executable, "-I", "-S"]
+    assert Path(argv[8]) == Path(netns.__file__).resolve()
+    assert argv[9:] == ["--outer-netns", str(host_netns_inode()), "--", "pytest", "-q"]
 
 
 @needs_unshare

@@ -19,7 +19,7 @@ CHUNK_BYTES = 1024 * 1024
 # Large files are read through this many chunk buffers, shared with the per-file hash thread.
 RING_CHUNKS = 4
 # Below this size a file is hashed inline: handing it to the thread costs more than it saves.
-THREADED_MIN_BYTES = 128 * 1024
+THREADED_MIN_BYTES = 64 * 1024
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 # The kind `walk_entries` gives a regular file; every other kind is never a pinnable file.
 REGULAR_FILE = "file"
@@ -136,15 +136,15 @@ def hash_files(root: Path, paths: Sequence[str]) -> LiveDigest:
     """
     combined = hashlib.sha256()
     prefix = os.fsencode(root) + b"/"
-    with _PerFileHasher() as per_file:
-        hashed = [(path, *_hash_file(prefix, path, combined, per_file)) for path in paths]
+    with _FileHasher() as hasher:
+        hashed = [(path, *_hash_file(prefix, path, combined, hasher)) for path in paths]
     # The thread has finished: every per-file hash has seen all of its bytes.
     files = tuple(FileEntry(path, size, own.hexdigest()) for path, size, own in hashed)
     return LiveDigest(digest=combined.hexdigest(), files=files)
 
 
 def _hash_file(
-    prefix: bytes, path: str, combined: hashlib._Hash, per_file: _PerFileHasher
+    prefix: bytes, path: str, combined: hashlib._Hash, hasher: _FileHasher
 ) -> tuple[int, hashlib._Hash]:
     encoded = path.encode("utf-8")
     combined.update(encoded + b"\0")
@@ -153,7 +153,10 @@ def _hash_file(
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode):
             raise Refused(f"{path}: pinned fixture is not a regular file")
-        size, own = per_file.stream(fd, combined, path, before.st_size)
+        if before.st_size < THREADED_MIN_BYTES:
+            size, own = hasher.hash_small(fd, combined, path)
+        else:
+            size, own = hasher.hash_large(fd, combined, path)
         after = os.fstat(fd)
     finally:
         os.close(fd)
@@ -181,17 +184,19 @@ def _read_into(fd: int, view: memoryview, shown: str) -> int:
         raise Refused(f"{shown}: cannot read pinned fixture: {exc.strerror or exc}") from exc
 
 
-class _PerFileHasher:
-    """Per-file hashes, computed on a second core while the caller feeds the combined hash.
+class _FileHasher:
+    """Feeds each file to the combined hash, and hashes it on its own, in reused buffers.
 
-    hashlib releases the GIL on large updates, so both hashes of a large chunk run at once.
-    Chunks are read into a ring of buffers; a buffer is read into again only after the
-    thread has hashed it. Small files are hashed inline: a hand-off would cost more.
+    A large file's own hash runs on a second core: hashlib releases the GIL on large
+    updates, so both hashes of a chunk run at once. Its chunks are read into a ring of
+    buffers, and a buffer is read into again only once the thread has hashed it. A small
+    file is hashed inline, since handing it to the thread would cost more than it saves.
     """
 
     def __init__(self) -> None:
-        self._inline_view = memoryview(bytearray(CHUNK_BYTES))
-        self._views = [memoryview(bytearray(CHUNK_BYTES)) for _ in range(RING_CHUNKS)]
+        # One byte over the limit: a "small" file that fills it has grown, and is refused.
+        self._small = memoryview(bytearray(THREADED_MIN_BYTES + 1))
+        self._ring = [memoryview(bytearray(CHUNK_BYTES)) for _ in range(RING_CHUNKS)]
         self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
         for index in range(RING_CHUNKS):
             self._free.put(index)
@@ -199,7 +204,7 @@ class _PerFileHasher:
         self._work = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> _PerFileHasher:
+    def __enter__(self) -> _FileHasher:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -207,12 +212,17 @@ class _PerFileHasher:
             self._work.put(None)
             self._thread.join()
 
-    def stream(
-        self, fd: int, combined: hashlib._Hash, shown: str, expected_size: int
-    ) -> tuple[int, hashlib._Hash]:
-        """Feed the file's bytes to `combined`, and return their count and their own hash."""
-        if expected_size < THREADED_MIN_BYTES:
-            return self._stream_inline(fd, combined, shown)
+    def hash_small(self, fd: int, combined: hashlib._Hash, shown: str) -> tuple[int, hashlib._Hash]:
+        """Read to the end of the file (or of the buffer), then hash it in this thread."""
+        size = 0
+        while size < len(self._small) and (count := _read_into(fd, self._small[size:], shown)):
+            size += count
+        data = self._small[:size]
+        combined.update(data)
+        return size, hashlib.sha256(data)
+
+    def hash_large(self, fd: int, combined: hashlib._Hash, shown: str) -> tuple[int, hashlib._Hash]:
+        """Stream the file through the ring; its own hash is complete once the thread ends."""
         if self._thread is None:
             self._thread = threading.Thread(target=self._hash_chunks, daemon=True)
             self._thread.start()
@@ -220,26 +230,14 @@ class _PerFileHasher:
         size = 0
         while True:
             index = self._free.get()
-            count = _read_into(fd, self._views[index], shown)
+            count = _read_into(fd, self._ring[index], shown)
             if not count:
                 self._free.put(index)
                 return size, own
-            chunk = self._views[index][:count]
+            chunk = self._ring[index][:count]
             self._work.put((own, chunk, index))
             combined.update(chunk)
             size += count
-
-    def _stream_inline(
-        self, fd: int, combined: hashlib._Hash, shown: str
-    ) -> tuple[int, hashlib._Hash]:
-        own = hashlib.sha256()
-        size = 0
-        while count := _read_into(fd, self._inline_view, shown):
-            chunk = self._inline_view[:count]
-            combined.update(chunk)
-            own.update(chunk)
-            size += count
-        return size, own
 
     def _hash_chunks(self) -> None:
         while (work := self._work.get()) is not None:

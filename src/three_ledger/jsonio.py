@@ -18,6 +18,10 @@ from three_ledger.errors import Refused
 # Pins and ledgers are small; anything larger is refused before it is parsed.
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 _MAX_MESSAGE_CHARS = 300
+# CPython's own default limit on integer digits; no pin or ledger number comes near it.
+_MAX_INTEGER_CHARS = 4300
+# A \uD800-\uDFFF escape: valid JSON, but a lone one is not Unicode and cannot be written back.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def read_bytes_capped(path: Path, what: str) -> bytes:
@@ -39,7 +43,11 @@ def parse_json(data: bytes, source: Path, what: str) -> Any:
     except UnicodeDecodeError as exc:
         raise Refused(f"{source}: {what} is not valid UTF-8 (byte {exc.start})") from exc
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        document = json.loads(
+            text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_int=_integer
+        )
+        if _SURROGATE_ESCAPE.search(text) and not _is_unicode(document):
+            raise _StrictJSONError("a string holds a lone surrogate escape, which is not Unicode")
     except json.JSONDecodeError as exc:
         raise Refused(
             f"{source}: {what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
@@ -48,6 +56,15 @@ def parse_json(data: bytes, source: Path, what: str) -> Any:
         raise Refused(f"{source}: {what} is not valid JSON: {exc}") from exc
     except RecursionError as exc:
         raise Refused(f"{source}: {what} is nested too deeply") from exc
+    return document
+
+
+def _is_unicode(document: Any) -> bool:
+    try:
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _StrictJSONError(ValueError):
@@ -65,6 +82,16 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(name: str) -> Any:
     raise _StrictJSONError(f"{name} is not a JSON number")
+
+
+def _integer(digits: str) -> int:
+    # int() raises a bare ValueError past the interpreter's digit limit, and is slow without one.
+    try:
+        if len(digits) <= _MAX_INTEGER_CHARS:
+            return int(digits)
+    except ValueError:
+        pass
+    raise _StrictJSONError(f"a number of {len(digits)} digits is too long")
 
 
 def validate(document: Any, schema_name: str, source: Path, what: str) -> None:
@@ -121,7 +148,13 @@ def _validator(schema_name: str) -> Any:
         if not re.search(pattern, instance) or (pattern.endswith("$") and instance.endswith("\n")):
             yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
-    strict = validators.extend(Draft202012Validator, {"pattern": ecma_pattern})
+    # Ledgers hold no floats (SPEC 4): 1.0 is not an integer here, as JSON Schema would allow.
+    type_checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, instance: isinstance(instance, int) and not isinstance(instance, bool)
+    )
+    strict = validators.extend(
+        Draft202012Validator, {"pattern": ecma_pattern}, type_checker=type_checker
+    )
     schema = load_schema(schema_name)
     Draft202012Validator.check_schema(schema)
     return strict(schema)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import os
 import sys
 import time
 import uuid
@@ -359,6 +360,9 @@ def remove_stale(out: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
+        # A read-only filesystem refuses the unlink (EROFS) even when nothing is there.
+        if not os.path.lexists(out):
+            return None
         return f"could not remove the stale file at {out}: {exc.strerror or exc}"
     return f"removed the stale file at {out}: it does not describe this run"
 

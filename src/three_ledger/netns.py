@@ -2,17 +2,16 @@
 
 `namespace_argv` wraps a command in `unshare` and this module's trampoline, which brings
 `lo` up and checks the isolation before it execs the command. Stdlib only, because the
-trampoline runs as a plain script under `python -I`.
+trampoline runs as a plain script under `python -I -S` (no site-packages: it starts fast
+and nothing installed can stand in for it).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import socket
 import struct
-import subprocess
 import sys
 from collections.abc import Sequence
 
@@ -42,13 +41,17 @@ def namespace_argv(argv: Sequence[str]) -> list[str]:
     outer = str(_netns_inode())
     return [
         *("unshare", "--user", "--map-root-user", "--net", "--"),
-        *(sys.executable, "-I", trampoline, "--outer-netns", outer, "--"),
+        *(sys.executable, "-I", "-S", trampoline, "--outer-netns", outer, "--"),
         *argv,
     ]
 
 
 def namespace_available() -> str | None:
     """None when a probe runs through the namespace trampoline, else a one-line reason."""
+    # Imported here: the trampoline itself must start fast and needs neither.
+    import shutil
+    import subprocess
+
     if not sys.platform.startswith("linux") or not os.path.exists(_NET_NS):
         return "network namespaces need Linux with /proc mounted"
     if shutil.which("unshare") is None:

@@ -162,6 +162,10 @@ def _decoded_json(label: str, number: int, raw: bytes) -> object:
         raise InfraFailure(f"{where}: not UTF-8") from None
     except json.JSONDecodeError as error:
         raise InfraFailure(f"{where}: not valid JSON ({error.msg})") from None
+    except ValueError:  # an integer past the interpreter's digit limit
+        raise InfraFailure(f"{where}: not valid JSON (a number is too long)") from None
+    except RecursionError:
+        raise InfraFailure(f"{where}: not valid JSON (nested too deeply)") from None
 
 
 def _result_from_json(label: str, number: int, record: object) -> TestResult:
@@ -175,7 +179,7 @@ def _result_from_json(label: str, number: int, record: object) -> TestResult:
     if not isinstance(property_ids, list) or not all(isinstance(p, str) for p in property_ids):
         raise InfraFailure(f"{where}: 'property_ids' must be a list of strings")
     outcome = record.get("outcome")
-    if outcome not in {o.value for o in Outcome}:
+    if not isinstance(outcome, str) or outcome not in {o.value for o in Outcome}:
         raise InfraFailure(f"{where}: 'outcome' must be one of {_OUTCOME_NAMES}")
     return TestResult(id=test_id, property_ids=tuple(property_ids), outcome=Outcome(outcome))
 
@@ -237,6 +241,8 @@ def _parse_xml(label: str, data: bytes) -> ET.Element:
     except _DoctypeFound:
         raise InfraFailure(f"{label}: DOCTYPE and ENTITY declarations are refused") from None
     except ET.ParseError as error:
+        raise InfraFailure(f"{label}: malformed XML ({error})") from None
+    except LookupError as error:  # the XML declaration names an encoding Python does not know
         raise InfraFailure(f"{label}: malformed XML ({error})") from None
     return root
 

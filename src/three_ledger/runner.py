@@ -25,7 +25,7 @@ _Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 CHUNK_SIZE = 64 * 1024
 # How often the leader is polled; also the worst delay before a received signal is forwarded.
-_POLL_S = 0.05
+_POLL_S = 0.01
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 

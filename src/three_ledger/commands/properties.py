@@ -7,10 +7,11 @@ import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from three_ledger import git
+from three_ledger import git, netns
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
@@ -74,9 +75,12 @@ def properties(request: Request) -> int:
     refuse_out_near_pins(request.out, pin_paths)
     log_path = request.log_path or request.out.with_name(request.out.name + ".log")
     refuse_out_near_pins(log_path, pin_paths, flag="--log")
-    with nothing_left_on_failure(request.out):
+    with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
+        # The namespace probe is a child process of its own: start it now, so that it
+        # overlaps the pin and tree checks instead of adding to the gate's cost.
+        probe = background.submit(netns.namespace_available)
         scored = check_before_running(request)
-        enforcement = network_enforcement(scored.properties_pin.network, request.command)
+        enforcement = network_enforcement(scored.properties_pin.network, request.command, probe)
         results, command_exit, duration_ms = run_and_read(request, scored, enforcement, log_path)
         ledger = build_ledger(request, scored, enforcement, results, command_exit, duration_ms)
         write_ledger(request.out, ledger)
@@ -115,13 +119,14 @@ def check_before_running(request: Request) -> Scored:
     )
 
 
-def network_enforcement(network: str, command: Sequence[str]) -> str:
-    """Which mechanism enforces the pin's network policy: `netns`, `socket-guard` or `none`."""
+def network_enforcement(network: str, command: Sequence[str], probe: Future[str | None]) -> str:
+    """Which mechanism enforces the pin's network policy: `netns`, `socket-guard` or `none`.
+
+    `probe` resolves to None when a network namespace works here, else to the reason why not.
+    """
     if network == "allowed":
         return "none"
-    from three_ledger.netns import namespace_available
-
-    reason = namespace_available()
+    reason = probe.result()
     if reason is None:
         return "netns"
     if runs_pytest(command):
@@ -155,9 +160,7 @@ def run_and_read(
         env = child_environment(os.environ, request.root, scored, enforcement, results_path)
         argv = request.command
         if enforcement == "netns":
-            from three_ledger.netns import namespace_argv
-
-            argv = namespace_argv(argv)
+            argv = netns.namespace_argv(argv)
         run = run_command(
             argv, cwd=request.root, env=env, timeout_s=request.timeout_s, log_path=log_path
         )
@@ -188,11 +191,9 @@ def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
 
 
 def exit_meaning(code: int, enforcement: str) -> str:
-    from three_ledger.netns import COMMAND_NOT_FOUND, ISOLATION_FAILED
-
-    if enforcement == "netns" and code == ISOLATION_FAILED:
+    if enforcement == "netns" and code == netns.ISOLATION_FAILED:
         return "the network namespace failed its isolation check; the command did not run"
-    if enforcement == "netns" and code == COMMAND_NOT_FOUND:
+    if enforcement == "netns" and code == netns.COMMAND_NOT_FOUND:
         return "the command could not start: not found"
     meaning = _PYTEST_EXITS.get(code, "neither 0 (all passed) nor 1 (some failed)")
     return f"the command exited {code} ({meaning}): its results cannot be trusted"
@@ -241,10 +242,10 @@ def build_ledger(
         fixture_digest=scored.digest,
         status_by_id=property_statuses(selectors, results),
         oracle_moved=bool(scored.oracle_changes),
-        oracle_changes=tuple(scored.oracle_changes),
+        oracle_changes=ledger_text(scored.oracle_changes),
         base_revision=scored.base_revision,
         head_revision=scored.head_revision,
-        command=tuple(request.command),
+        command=ledger_text(request.command),
         command_exit=command_exit,
         duration_ms=duration_ms,
         network=scored.properties_pin.network,
@@ -252,6 +253,22 @@ def build_ledger(
         flake_results=flakes,
         recorded_at=fresh_recorded_at(),
     )
+
+
+def ledger_text(words: Sequence[str]) -> tuple[str, ...]:
+    """Words from the OS (argv, git's file names) as a UTF-8 ledger can hold them.
+
+    Bytes that are not UTF-8 reach Python as lone surrogates; they are written as `\\xff`.
+    """
+    return tuple(_unicode(word) for word in words)
+
+
+def _unicode(word: str) -> str:
+    try:
+        raw = word.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that did not come from a byte
+        return word.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def report(ledger: PropertyLedger, out: Path) -> int:

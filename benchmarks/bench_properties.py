@@ -1,0 +1,115 @@
+"""`properties` on N trivial passing tests against plain `python -m pytest -q` on the same tests.
+
+    .venv/bin/python benchmarks/bench_properties.py [--tests 2000] [--runs 7]
+
+Builds a throwaway git repository with one fixture, one property covering every test,
+and N parametrised trivial tests; then runs, in alternation after a warm-up, plain
+pytest, pytest with the plugin writing results (the plugin's own cost), and the whole
+gate (digest check, git checks, network namespace, plugin, ledger). Prints a Markdown
+table of medians and ratios to plain pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from timing import Run, median_seconds, run_measured, spread
+
+PYTHON = Path(sys.executable)
+TESTS = """import pytest
+
+
+@pytest.mark.parametrize("n", range({count}))
+def test_trivial(n: int) -> None:
+    assert n >= 0
+"""
+
+
+def build_repository(root: Path, count: int) -> str:
+    """The benchmark project, committed; returns the fixture digest."""
+    (root / "fixtures").mkdir(parents=True)
+    (root / "fixtures/a.json").write_text("{}\n")
+    (root / "properties").mkdir()
+    (root / "properties/test_many.py").write_text(TESTS.format(count=count))
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    pins = root / "pins"
+    pins.mkdir()
+    fixture_pin = {"pin_id": "fixpin-bench", "algorithm": "sha256", "files": ["fixtures/a.json"]}
+    (pins / "fixtures.json").write_text(json.dumps(fixture_pin))
+    prop = {"id": "bench.all", "claim": "Every trivial test passes.", "domain": ["a.json"]}
+    prop["test"] = "properties/test_many.py"
+    properties_pin = {"pin_id": "proppin-bench", "fixture_pins": ["fixpin-bench"]}
+    (pins / "properties.json").write_text(json.dumps({**properties_pin, "properties": [prop]}))
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "bench"]):
+        subprocess.run(
+            ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], cwd=root, check=True
+        )
+    digest = subprocess.run(
+        [str(PYTHON), "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
+         "--out", "../fixture.json"], cwd=root, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return digest.stdout.strip()
+
+
+def commands(root: Path, digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
+    pytest = [str(PYTHON), "-m", "pytest", "-q", "properties/test_many.py"]
+    plugin_env = {
+        **os.environ,
+        "PYTEST_PLUGINS": "three_ledger.pytest_plugin",
+        "THREE_LEDGER_RESULTS": str(root.parent / "results.jsonl"),
+    }
+    gate = [
+        str(PYTHON), "-m", "three_ledger", "properties", "--pin", "pins/fixtures.json",
+        "--expect-digest", digest, "--properties", "pins/properties.json",
+        "--command", " ".join(pytest), "--base", "HEAD", "--out", "../property.json",
+    ]  # fmt: skip
+    return {
+        "plain pytest": (pytest, dict(os.environ)),
+        "pytest + plugin": (pytest, plugin_env),
+        "three-ledger properties": (gate, dict(os.environ)),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tests", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-properties-") as temp:
+        root = Path(temp) / "repo"
+        digest = build_repository(root, args.tests)
+        variants = commands(root, digest)
+        runs: dict[str, list[Run]] = {name: [] for name in variants}
+        for attempt in range(args.runs + 1):  # the first round warms the caches
+            for name, (argv, env) in variants.items():
+                (root.parent / "results.jsonl").unlink(missing_ok=True)
+                run = run_measured(PYTHON, argv, root, env=env)
+                if attempt:
+                    runs[name].append(run)
+        ledger = json.loads((root.parent / "property.json").read_text())
+        assert ledger["status_by_id"] == {"bench.all": "pass"}, ledger["status_by_id"]
+        print_table(args.tests, runs, ledger["network_enforcement"])
+    return 0
+
+
+def print_table(count: int, runs: dict[str, list[Run]], enforcement: str) -> None:
+    baseline = median_seconds(runs["plain pytest"])
+    print(f"{count} trivial tests, {len(runs['plain pytest'])} runs each; "
+          f"network ban: {enforcement}\n")  # fmt: skip
+    print("| command | median s | min-max s | ratio to plain pytest | peak RSS MiB |")
+    print("|---|---|---|---|---|")
+    for name, measured in runs.items():
+        median = median_seconds(measured)
+        peak = max(run.peak_rss_kib for run in measured) / 1024
+        ratio = median / baseline
+        print(f"| {name} | {median:.3f} | {spread(measured)} | {ratio:.2f}x | {peak:.0f} |")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

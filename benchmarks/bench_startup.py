@@ -1,0 +1,79 @@
+"""Time `three-ledger --version` against a bare interpreter start (`python -c pass`).
+
+Both run as subprocesses, in alternation, after warm-up runs. Prints a Markdown table and
+the issue 6 target: a median of at most 100 ms.
+
+    .venv/bin/python benchmarks/bench_startup.py [--runs 21]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench_digest import default_tool
+from timing import CommandFailed, Run, median_seconds, peak_rss_mib, run_measured, spread
+
+TARGET_MS = 100.0
+VERSION = "three-ledger --version"
+BARE = "python -c pass"
+
+
+def bench(args: argparse.Namespace) -> dict[str, list[Run]]:
+    commands = {
+        VERSION: [str(args.three_ledger), "--version"],
+        BARE: [str(args.python), "-c", "pass"],
+    }
+    runs: dict[str, list[Run]] = {name: [] for name in commands}
+    for round_number in range(args.warmup + args.runs):
+        for name, argv in commands.items():
+            run = run_measured(args.python, argv, Path.cwd())
+            if round_number >= args.warmup:
+                runs[name].append(run)
+    wrong = {run.stdout for run in runs[VERSION] if not run.stdout.startswith(b"three-ledger ")}
+    if wrong:
+        raise CommandFailed(f"{VERSION} printed {wrong}")
+    return runs
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        runs = bench(args)
+    except CommandFailed as exc:
+        print(f"bench_startup: {exc}", file=sys.stderr)
+        return 1
+    bare = median_seconds(runs[BARE])
+    rows = [
+        f"| {name} | {median_seconds(timed) * 1000:.1f} | {spread(timed, 1000, 1)} "
+        f"| {median_seconds(timed) / bare:.2f}x | {peak_rss_mib(timed):.0f} |"
+        for name, timed in runs.items()
+    ]
+    median_ms = median_seconds(runs[VERSION]) * 1000
+    verdict = "met" if median_ms <= TARGET_MS else "**missed**"
+    print(
+        f"{args.runs} timed runs each after {args.warmup} warm-up round(s), in alternation.\n\n"
+        "| command | median ms | min-max ms | ratio to bare python | peak RSS MiB |\n"
+        "|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        f"Target (issue 6): `{VERSION}` median <= {TARGET_MS:.0f} ms: "
+        f"{median_ms:.1f} ms, {verdict}."
+    )
+    return 0
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21, help="timed runs per command")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed rounds first")
+    parser.add_argument("--three-ledger", type=Path, default=default_tool(), help="executable")
+    parser.add_argument("--python", type=Path, default=Path(sys.executable), help="interpreter")
+    args = parser.parse_args(argv)
+    if args.runs < 1 or args.warmup < 0:
+        parser.error("--runs must be at least 1 and --warmup at least 0")
+    return args
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

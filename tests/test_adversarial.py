@@ -1,0 +1,389 @@
+"""Changes written to get past the gate, each caught, each test naming what catches it: a row
+of the merge table (SPEC 4.5) or a refusal of a command.
+
+Every ledger comes from the real commands run over a copy of examples/orders in a real git
+repository. `test_an_honest_change_passes` is the control: the same flow, without the trick,
+ends in `review`, so each rejection below is the trick's doing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import EXAMPLE, CliResult, RunCli, git, write_json
+
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider properties/test_orders.py"
+FLAKY_ID = "orders.boundary.timeout"
+# In the base, a test that is not a property and always fails: a tempting flake to declare.
+COLD_CACHE_TEST = '''
+
+def test_cache_warm() -> None:
+    """Not a property: a performance check that the cache is warm."""
+    assert False, "cache is cold"
+'''
+COLD_CACHE_FLAKE = {
+    "test_id": "orders.cache.warm",
+    "test": "properties/test_orders.py::test_cache_warm",
+    "review_by": "2099-12-31",
+}
+
+
+def later(days: int) -> str:
+    return (
+        datetime.datetime.now(datetime.timezone.utc).date() + datetime.timedelta(days)
+    ).isoformat()
+
+
+@pytest.fixture(scope="module")
+def base_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example with a reviewed flake pin, committed: the base every change is judged against."""
+    repo = tmp_path_factory.mktemp("base") / "repo"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    tests = repo / "properties/test_orders.py"
+    tests.write_text(tests.read_text() + COLD_CACHE_TEST)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "orders, properties, pins")
+    flakes = json.loads((repo / "pins/flakes.json").read_text())
+    flakes["flakes"][0].update(
+        accepted_revision=git(repo, "rev-parse", "HEAD"), review_by=later(90)
+    )
+    write_json(repo / "pins/flakes.json", flakes)
+    git(repo, "commit", "-q", "-am", "flake pin: orders.boundary.timeout, reviewed")
+    return repo
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A private copy of the base repository, and the CI steps run over it."""
+
+    repo: Path
+    ledgers: Path
+    base: str
+    run_cli: RunCli
+
+    def cli(self, *argv: str | Path) -> CliResult:
+        return self.run_cli(*argv)
+
+    def digest(self, out: str = "f.json", pin: str = "pins/fixtures.json") -> CliResult:
+        return self.cli("digest", "--pin", self.repo / pin, "--root", self.repo,
+                        "--out", self.ledgers / out)  # fmt: skip
+
+    def properties(
+        self, out: str = "p.json", fixture: str = "f.json", pin: str = "pins/fixtures.json"
+    ) -> CliResult:
+        digest = json.loads((self.ledgers / fixture).read_text())["digest"]
+        return self.properties_expecting(digest, out, pin)
+
+    def properties_expecting(
+        self, digest: str, out: str = "p.json", pin: str = "pins/fixtures.json"
+    ) -> CliResult:
+        return self.cli(
+            "properties", "--pin", self.repo / pin, "--expect-digest", digest,
+            "--properties", self.repo / "pins/properties.json", "--command", PYTEST,
+            "--root", self.repo, "--base", self.base, "--out", self.ledgers / out,
+            "--flake-pin", self.repo / "pins/flakes.json",
+        )  # fmt: skip
+
+    def observe(self, test_id: str, *extra: str | Path, out: str = "fl.json") -> CliResult:
+        return self.cli(
+            "flake-observe", "--fixture-ledger", self.ledgers / "f.json",
+            "--property-ledger", self.ledgers / "p.json",
+            "--flake-pin", self.repo / "pins/flakes.json", "--test-id", test_id,
+            "--root", self.repo, "--out", self.ledgers / out, *extra,
+        )  # fmt: skip
+
+    def merge(self, *extra: str | Path, dual_pin: str | None = "d.json") -> dict[str, Any]:
+        """Run merge with every check it offers; return the decision after checking its exit."""
+        out = self.ledgers / "decision.json"
+        dual: list[str | Path] = ["--dual-pin", self.ledgers / dual_pin] if dual_pin else []
+        result = self.cli(
+            "merge", "--fixture-ledger", self.ledgers / "f.json",
+            "--property-ledger", self.ledgers / "p.json", *dual,
+            "--flake-pin", self.repo / "pins/flakes.json",
+            "--pin", self.repo / "pins/fixtures.json", "--root", self.repo,
+            "--pins-dir", self.repo / "pins", "--base", self.base,
+            "--out", out, *extra,
+        )  # fmt: skip
+        decision: dict[str, Any] = json.loads(out.read_text())
+        assert result.code == (1 if decision["posture"] == "reject" else 0), result.err
+        return decision
+
+    def edit(self, relative: str, old: str, new: str) -> None:
+        path = self.repo / relative
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new))
+
+
+@pytest.fixture
+def gate(base_repo: Path, tmp_path: Path, run_cli: RunCli) -> Gate:
+    repo = tmp_path / "repo"
+    shutil.copytree(base_repo, repo)
+    ledgers = tmp_path / "ledgers"
+    ledgers.mkdir()
+    return Gate(repo, ledgers, git(repo, "rev-parse", "HEAD"), run_cli)
+
+
+@pytest.fixture
+def flaky_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pre-listed flaky test misses its budget on this run."""
+    monkeypatch.setenv("ORDERS_SUMMARY_BUDGET_MS", "0")
+
+
+def score_one_pin(gate: Gate) -> None:
+    """The CI steps up to merge with one fixture pin: the dual-pin step is recorded as not run."""
+    assert gate.digest().code == 0
+    gate.properties()
+    gate.cli("dual-pin", "--not-run", "--out", gate.ledgers / "d.json")
+
+
+def score_both_pins(gate: Gate) -> None:
+    """The CI steps up to merge: both fixture pins scored, then compared."""
+    for suffix, pin in (("", "pins/fixtures.json"), ("_b", "pins/fixtures_b.json")):
+        assert gate.digest(f"f{suffix}.json", pin).code == 0
+        gate.properties(f"p{suffix}.json", f"f{suffix}.json", pin)
+    gate.cli("dual-pin", "--left", gate.ledgers / "p.json", "--right", gate.ledgers / "p_b.json",
+             "--out", gate.ledgers / "d.json")  # fmt: skip
+
+
+def break_the_product(gate: Gate) -> None:
+    """A patch that really breaks `orders.total.non_negative`: refunds go negative."""
+    gate.edit("orders.py", "def order_total(order", "def _order_total(order")
+    with (gate.repo / "orders.py").open("a") as product:
+        product.write("\n\ndef order_total(order):\n    return _order_total(order) - 10**12\n")
+
+
+# --- the control ----------------------------------------------------------------------------------
+
+
+def test_an_honest_change_passes(gate: Gate) -> None:
+    with (gate.repo / "orders.py").open("a") as product:
+        product.write("\n# A harmless comment.\n")
+    score_both_pins(gate)
+    decision = gate.merge()
+    assert (decision["posture"], decision["row"]) == ("review", 9)
+
+
+def test_the_broken_product_alone_is_row_7(gate: Gate) -> None:
+    """What the tricks below try to hide: the property miss stands (row 7)."""
+    break_the_product(gate)
+    score_one_pin(gate)
+    decision = gate.merge()
+    assert (decision["posture"], decision["row"]) == ("reject", 7)
+    assert "orders.total.non_negative is fail" in decision["reason"]
+
+
+# --- oracle edits: row 5 --------------------------------------------------------------------------
+
+
+def test_a_test_edited_to_always_pass_is_row_5(gate: Gate) -> None:
+    break_the_product(gate)
+    gate.edit("properties/test_orders.py", "assert order_total(order) >= 0", "assert True")
+    git(gate.repo, "commit", "-qam", "fix the flaky total check")  # committed or not: the same
+    score_one_pin(gate)
+    prop = json.loads((gate.ledgers / "p.json").read_text())
+    assert prop["status_by_id"]["orders.total.non_negative"] == "pass"  # the edit worked...
+    assert prop["oracle_changes"] == ["properties/test_orders.py"]
+    decision = gate.merge()
+    assert (decision["posture"], decision["row"]) == ("reject", 5)  # ...and is caught
+    assert "properties/test_orders.py" in decision["reason"]
+
+
+SKIP_EVERYTHING = """
+import pytest
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.add_marker(pytest.mark.skip(reason="flaky on CI"))
+"""
+
+
+def test_a_conftest_under_an_oracle_path_that_skips_everything_is_row_5(gate: Gate) -> None:
+    break_the_product(gate)
+    (gate.repo / "properties/conftest.py").write_text(SKIP_EVERYTHING)  # untracked, not ignored
+    assert gate.digest().code == 0
+    result = gate.properties()
+    assert result.code == 5, result.err
+    gate.cli("dual-pin", "--not-run", "--out", gate.ledgers / "d.json")
+    decision = gate.merge()
+    assert (decision["posture"], decision["row"]) == ("reject", 5)
+    assert "properties/conftest.py" in decision["reason"]
+
+
+def test_a_conftest_outside_the_oracle_paths_that_skips_everything_is_row_7(gate: Gate) -> None:
+    """Defence in depth: the oracle check misses it, but a skipped property is not a pass."""
+    break_the_product(gate)
+    (gate.repo / "conftest.py").write_text(SKIP_EVERYTHING)
+    assert gate.digest().code == 0
+    assert gate.properties().code == 1
+    gate.cli("dual-pin", "--not-run", "--out", gate.ledgers / "d.json")
+    decision = gate.merge()
+    assert (decision["posture"], decision["row"]) == ("reject", 7)
+    assert "orders.total.non_negative is skip" in decision["reason"]
+
+
+def test_an_oracle_file_whose_name_is_not_utf8_is_row_5(gate: Gate) -> None:
+    """Found here: this once crashed `properties` (exit 70) after the run, instead of exit 5."""
+    with open(os.path.join(os.fsencode(gate.repo / "properties"), b"conftest\xff.py"), "w"):
+        pass
+    assert gate.digest().code == 0
+    assert gate.properties().code == 5
+    assert json.loads((gate.ledgers / "p.json").read_text())["oracle_changes"] == [
+        "properties/conftest\\xff.py"
+    ]
+    decision = gate.merge(dual_pin=None)
+    assert (decision["posture"], decision["row"]) == ("reject", 5)
+
+
+# --- fixture tricks: digest refusal, row 1, a stale ledger ----------------------------------------
+
+
+def test_a_fixture_replaced_by_a_link_to_the_same_bytes_elsewhere_is_refused(
+    gate: Gate, tmp_path: Path
+) -> None:
+    assert gate.digest().code == 0  # the fixture ledger CI wrote before the swap
+    elsewhere = tmp_path / "elsewhere.json"
+    fixture = gate.repo / "fixtures/orders_min.json"
+    shutil.copyfile(fixture, elsewhere)
+    fixture.unlink()
+    fixture.symlink_to(elsewhere)
+    refused = gate.digest("f_after.json")  # caught by: digest refusal (exit 2)
+    assert refused.code == 2
+    assert "fixtures/orders_min.json: is a symbolic link" in refused.first_error_line
+    assert not (gate.ledgers / "f_after.json").exists()
+    digest = json.loads((gate.ledgers / "f.json").read_text())["digest"]
+    assert gate.properties_expecting(digest).code == 2  # the same refusal, before any test runs
+    # Evidence from before the swap does not carry it: merge recomputes the tree (row 1).
+    write_json(gate.ledgers / "p.json", {"kind": "property"})
+    decision = gate.merge(dual_pin=None)
+    assert (decision["posture"], decision["row"]) == ("reject", 1)
+    assert "is a symbolic link" in decision["reason"]
+
+
+def test_an_old_passing_ledger_left_at_out_is_removed_on_refusal(gate: Gate) -> None:
+    score_one_pin(gate)  # yesterday's passing ledgers, still on the runner's disk
+    old_digest = json.loads((gate.ledgers / "f.json").read_text())["digest"]
+    gate.edit("fixtures/orders_boundary.json", "0", "1")  # today's change moves a fixture
+    digest = gate.digest()
+    assert digest.code == 2  # caught by: digest refusal, and the stale ledger goes with it
+    assert f"removed the stale file at {gate.ledgers / 'f.json'}" in digest.err
+    props = gate.properties_expecting(old_digest)
+    assert props.code == 2
+    assert f"removed the stale file at {gate.ledgers / 'p.json'}" in props.err
+    # A CI script that ignores both exits and merges anyway: no ledger, no score (row 1).
+    decision = gate.merge()
+    assert (decision["posture"], decision["row"]) == ("reject", 1)
+
+
+# --- forged and replayed ledgers: rows 3 and 2, dual-pin refusal ----------------------------------
+
+
+def test_a_forged_property_ledger_sharing_the_fixture_clock_is_row_3(gate: Gate) -> None:
+    break_the_product(gate)
+    score_one_pin(gate)
+    fixture = json.loads((gate.ledgers / "f.json").read_text())
+    forged = json.loads((gate.ledgers / "p.json").read_text())
+    forged["status_by_id"] = dict.fromkeys(forged["status_by_id"], "pass")
+    forged["recorded_at"] = fixture["recorded_at"]  # copied, as a hasty forger would
+    assert forged["fixture_digest"] == fixture["digest"]  # the digest matches
+    write_json(gate.ledgers / "p.json", forged)
+    decision = gate.merge()
+    assert (decision["posture"], decision["row"]) == ("reject", 3)
+    assert "share recorded_at" in decision["reason"]
+
+
+def test_a_property_ledger_replayed_as_the_second_pin_is_refused(gate: Gate) -> None:
+    assert gate.digest().code == 0
+    assert gate.properties().code == 0
+    scored = json.loads((gate.ledgers / "p.json").read_text())
+    restamped = {"recorded_at": "2026-01-01T00:00:00.000000Z", "ledger_id": "e" * 32}
+    replays = {
+        "copied": scored,
+        "restamped": {**scored, **restamped},
+        "renamed": {**scored, **restamped, "pin_id": "fixpin-orders-b"},
+    }
+    for name, replay in replays.items():
+        right = write_json(gate.ledgers / f"{name}.json", replay)
+        out = gate.ledgers / "d.json"
+        result = gate.cli(
+            "dual-pin", "--left", gate.ledgers / "p.json", "--right", right, "--out", out
+        )
+        assert result.code == 2, name  # caught by: dual-pin refusal (exit 2), nothing written
+        assert not (gate.ledgers / "d.json").exists()
+
+
+# --- flake pin mutations: row 4 -------------------------------------------------------------------
+
+
+def test_a_flake_id_appended_to_the_pin_is_row_4(gate: Gate) -> None:
+    flakes = json.loads((gate.repo / "pins/flakes.json").read_text())
+    flakes["flakes"].append({**COLD_CACHE_FLAKE, "accepted_revision": gate.base})
+    write_json(gate.repo / "pins/flakes.json", flakes)
+    score_one_pin(gate)
+    assert json.loads((gate.ledgers / "p.json").read_text())["flake_results"][
+        "orders.cache.warm"
+    ] == ("fail")
+    refused = gate.observe("orders.cache.warm", "--base", gate.base)
+    assert refused.code == 3  # flake-observe, given the base, already refuses it
+    assert "pins/flakes.json" in refused.first_error_line
+    assert gate.observe("orders.cache.warm").code == 0  # ...but not without it
+    decision = gate.merge("--flake-ledger", gate.ledgers / "fl.json")
+    assert (decision["posture"], decision["row"]) == ("reject", 4)
+    assert "pin mutation" in decision["reason"]
+    assert "pins/flakes.json" in decision["reason"]
+
+
+@pytest.mark.usefixtures("flaky_fails")
+def test_review_by_pushed_to_2099_is_row_4_pin_mutation(gate: Gate) -> None:
+    flakes = json.loads((gate.repo / "pins/flakes.json").read_text())
+    flakes["flakes"][0]["review_by"] = later(-1)  # the base: the label has expired
+    write_json(gate.repo / "pins/flakes.json", flakes)
+    git(gate.repo, "commit", "-qam", "time passes")
+    gate = Gate(gate.repo, gate.ledgers, git(gate.repo, "rev-parse", "HEAD"), gate.run_cli)
+    flakes["flakes"][0]["review_by"] = "2099-12-31"  # the change: extend it quietly
+    write_json(gate.repo / "pins/flakes.json", flakes)
+    score_one_pin(gate)
+    assert gate.observe(FLAKY_ID).code == 0  # without --base, the edited pin looks current
+    decision = gate.merge("--flake-ledger", gate.ledgers / "fl.json")
+    assert (decision["posture"], decision["row"]) == ("reject", 4)
+    assert "pins/flakes.json" in decision["reason"]
+
+
+# --- outside the default oracle paths -----------------------------------------------------------
+
+PASS_EVERYTHING = """
+import pytest
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+"""
+
+
+def test_a_root_conftest_that_passes_everything_is_row_5_once_listed(gate: Gate) -> None:
+    """The default oracle paths do not cover ROOT/conftest.py (see docs/threat-model.md);
+    listing it in `oracle_paths`, as the threat model advises, makes the trick row 5."""
+    pin = json.loads((gate.repo / "pins/properties.json").read_text())
+    pin["oracle_paths"] += ["conftest.py", "pytest.ini"]
+    write_json(gate.repo / "pins/properties.json", pin)
+    git(gate.repo, "commit", "-qam", "oracle paths: the root conftest and pytest.ini, reviewed")
+    gate = Gate(gate.repo, gate.ledgers, git(gate.repo, "rev-parse", "HEAD"), gate.run_cli)
+    break_the_product(gate)
+    (gate.repo / "conftest.py").write_text(PASS_EVERYTHING)
+    score_one_pin(gate)
+    prop = json.loads((gate.ledgers / "p.json").read_text())
+    assert prop["status_by_id"]["orders.total.non_negative"] == "pass"  # the trick worked...
+    decision = gate.merge()
+    assert (decision["posture"], decision["row"]) == ("reject", 5)  # ...and is caught
+    assert "conftest.py" in decision["reason"]

@@ -1,0 +1,75 @@
+"""The benchmarks in benchmarks/, on tiny trees: they run, and their agreement check bites.
+
+No timing is asserted: `make test` must not depend on how busy the machine is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+SHAPES = ["large-8x128MiB", "huge-1x2GiB", "small-100000x1KiB", "mixed-5000"]
+
+
+def run_script(name: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / name), *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def tree_fingerprint(root: Path) -> str:
+    """One hash over every file's relative path and bytes under ROOT."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_tiny_trees_agree_across_every_contender(tmp_path: Path) -> None:
+    result = run_script("bench_digest.py", "--data", tmp_path, "--tiny", "--runs", "1")
+    assert result.returncode == 0, result.stderr
+    assert "every digest agreed" in result.stdout
+    for shape in SHAPES:
+        assert f"| {shape} | three-ledger digest |" in result.stdout
+        assert f"| {shape} | baseline (read_bytes + rglob) |" in result.stdout
+    assert "| small-100000x1KiB | git hash-object --stdin-paths |" in result.stdout
+
+
+def test_a_tool_that_disagrees_is_caught(tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong-digest"
+    wrong.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        'out = sys.argv[sys.argv.index("--out") + 1]\n'
+        'open(out, "w").write(json.dumps({"digest": "0" * 64, "files": []}))\n'
+        'print("0" * 64)\n'
+    )
+    wrong.chmod(0o755)
+    data = tmp_path / "data"
+    result = run_script(
+        "bench_digest.py", "--data", data, "--tiny", "--runs", "1", "--warmup", "0",
+        "--shape", "mixed-5000", "--three-ledger", wrong,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "digest: three-ledger digest 0000" in result.stderr
+
+
+def test_trees_are_the_same_bytes_every_time(tmp_path: Path) -> None:
+    for data in (tmp_path / "first", tmp_path / "second"):
+        result = run_script("make_trees.py", "--data", data, "--tiny", "--shape", "mixed-5000")
+        assert result.returncode == 0, result.stderr
+    first, second = (tmp_path / name / "mixed-5000-tiny" for name in ("first", "second"))
+    assert tree_fingerprint(first) == tree_fingerprint(second)
+    assert len(list((first / "fixtures").rglob("*.dat"))) == 60
+
+
+def test_startup_benchmark_runs() -> None:
+    result = run_script("bench_startup.py", "--runs", "1", "--warmup", "0")
+    assert result.returncode == 0, result.stderr
+    assert "| three-ledger --version |" in result.stdout

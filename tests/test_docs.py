@@ -1,0 +1,50 @@
+"""The documentation cannot drift from the program: usage, links and schemas."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import RunCli
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+
+
+def usage_block(markdown: str) -> str:
+    match = re.search(r"## Usage\n\n```text\n(.*?)```\n", markdown, re.DOTALL)
+    assert match is not None, "README.md has no ```text block under '## Usage'"
+    return match.group(1)
+
+
+def test_readme_usage_is_the_program_help(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    result = run_cli("--help")
+    assert result.code == 0
+    assert usage_block(README.read_text(encoding="utf-8")) == result.out
+
+
+def test_readme_opens_with_the_two_commands() -> None:
+    start = README.read_text(encoding="utf-8").split("## ", 2)[1]
+    assert "make demo" in start
+    assert "make test" in start
+
+
+@pytest.mark.parametrize(
+    "document", [README, *sorted((REPO / "docs").glob("*.md"))], ids=lambda p: p.name
+)
+def test_relative_links_resolve(document: Path) -> None:
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", document.read_text(encoding="utf-8"))
+    relative = [link for link in links if "://" not in link]
+    missing = [link for link in relative if not (document.parent / link).exists()]
+    assert missing == []
+
+
+def test_every_subcommand_has_help(run_cli: RunCli) -> None:
+    help_text = run_cli("--help").out
+    commands = re.findall(r"^    ([a-z-]+)\s", help_text, re.MULTILINE)
+    assert "digest" in commands
+    for command in commands:
+        assert run_cli(command, "--help").code == 0, command

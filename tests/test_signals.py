@@ -1,0 +1,110 @@
+"""SIGINT and SIGTERM sent to `properties` while its child runs (SPEC 4.2 step 6): the whole
+process group dies, no property ledger is left (a stale one is removed), the exit is 4 and
+the message says the run was interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+
+# A background grandchild that ignores SIGINT, as `&` makes it in a non-interactive shell:
+# only the group-wide SIGKILL after the leader's exit can stop it.
+SHELL_CHILD = "sh -c 'sleep 600 & echo $! > grandchild.pid; wait'"
+SLEEPING_PROPERTY = """
+
+def test_slow_grandparent() -> None:
+    import subprocess, time
+    grandchild = subprocess.Popen(["sleep", "600"])
+    with open("grandchild.pid", "w") as pid_file:
+        pid_file.write(str(grandchild.pid))
+    time.sleep(600)
+"""
+PYTEST_CHILD = f"{sys.executable} -m pytest -q -p no:cacheprovider properties/test_orders.py"
+
+
+def gate(repo: Path, *argv: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "three_ledger", *argv],
+        cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def live_digest(repo: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
+         "--out", "../f.json"],
+        cwd=repo, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def wait_for_pid(path: Path) -> int:
+    deadline = time.monotonic() + 30
+    while not path.exists() or not path.read_text().strip():
+        assert time.monotonic() < deadline, f"{path} never appeared: the command did not start"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def assert_gone(pid: int) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state == "Z":  # dead, waiting for whoever adopted it to reap it
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail(f"process {pid} outlived the interrupted gate")
+
+
+@pytest.mark.parametrize(
+    ("signum", "child"),
+    [
+        (signal.SIGINT, "shell"),
+        (signal.SIGINT, "pytest"),
+        (signal.SIGTERM, "pytest"),
+    ],
+    ids=["SIGINT-shell", "SIGINT-pytest", "SIGTERM-pytest"],
+)
+def test_an_interrupted_gate_kills_the_group_and_leaves_no_ledger(
+    orders_repo: Path, signum: int, child: str
+) -> None:
+    if child == "pytest":
+        tests = orders_repo / "properties/test_orders.py"
+        tests.write_text(tests.read_text() + SLEEPING_PROPERTY)
+        git(orders_repo, "commit", "-qam", "a slow test, reviewed")
+    stale = orders_repo.parent / "ledgers/p.json"
+    stale.parent.mkdir()
+    stale.write_text('{"kind": "property", "status_by_id": {"x": "pass"}}\n')
+    running = gate(
+        orders_repo, "properties", "--pin", "pins/fixtures.json",
+        "--expect-digest", live_digest(orders_repo), "--properties", "pins/properties.json",
+        "--base", "HEAD", "--command", SHELL_CHILD if child == "shell" else PYTEST_CHILD,
+        "--out", "../ledgers/p.json",
+    )  # fmt: skip
+    grandchild = wait_for_pid(orders_repo / "grandchild.pid")
+    running.send_signal(signum)
+    _, err = running.communicate(timeout=40)
+    assert running.returncode == 4, err
+    name = signal.Signals(signum).name
+    assert err.splitlines()[-2].startswith(
+        f"three-ledger: infrastructure failure: interrupted by {name}; no property ledger written"
+    )
+    assert err.splitlines()[-1] == (
+        "three-ledger: removed the stale file at ../ledgers/p.json: it does not describe this run"
+    )
+    assert not stale.exists()
+    assert_gone(grandchild)
+    assert (orders_repo.parent / "ledgers/p.json.log").exists()  # the log is kept in every case
