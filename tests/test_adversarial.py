@@ -220,8 +220,18 @@ def test_a_conftest_under_an_oracle_path_that_skips_everything_is_row_5(gate: Ga
     assert "properties/conftest.py" in decision["reason"]
 
 
+def with_oracle_paths(gate: Gate, oracle_paths: list[str], message: str) -> Gate:
+    """The gate on a new base whose reviewed properties pin has these oracle paths."""
+    pin = json.loads((gate.repo / "pins/properties.json").read_text())
+    pin["oracle_paths"] = oracle_paths
+    write_json(gate.repo / "pins/properties.json", pin)
+    git(gate.repo, "commit", "-qam", message)
+    return Gate(gate.repo, gate.ledgers, git(gate.repo, "rev-parse", "HEAD"), gate.run_cli)
+
+
 def test_a_conftest_outside_the_oracle_paths_that_skips_everything_is_row_7(gate: Gate) -> None:
     """Defence in depth: the oracle check misses it, but a skipped property is not a pass."""
+    gate = with_oracle_paths(gate, ["properties", "tests"], "oracle paths: the default")
     break_the_product(gate)
     (gate.repo / "conftest.py").write_text(SKIP_EVERYTHING)
     assert gate.digest().code == 0
@@ -374,11 +384,8 @@ def pytest_runtest_makereport(item, call):
 def test_a_root_conftest_that_passes_everything_is_row_5_once_listed(gate: Gate) -> None:
     """The default oracle paths do not cover ROOT/conftest.py (see docs/threat-model.md);
     listing it in `oracle_paths`, as the threat model advises, makes the trick row 5."""
-    pin = json.loads((gate.repo / "pins/properties.json").read_text())
-    pin["oracle_paths"] += ["conftest.py", "pytest.ini"]
-    write_json(gate.repo / "pins/properties.json", pin)
-    git(gate.repo, "commit", "-qam", "oracle paths: the root conftest and pytest.ini, reviewed")
-    gate = Gate(gate.repo, gate.ledgers, git(gate.repo, "rev-parse", "HEAD"), gate.run_cli)
+    listed = ["properties", "tests", "conftest.py", "pytest.ini"]
+    gate = with_oracle_paths(gate, listed, "oracle paths: the root conftest and pytest.ini")
     break_the_product(gate)
     (gate.repo / "conftest.py").write_text(PASS_EVERYTHING)
     score_one_pin(gate)

@@ -267,11 +267,6 @@ def test_an_unreadable_pinned_file_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "ledgers/fixture.json").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect in digest.walk_entries (in progress elsewhere): os.scandir's PermissionError "
-    "on an unreadable folder under fixtures_dir is not caught, so the gate crashes (exit 70)",
-)
 def test_an_unreadable_folder_under_the_fixtures_folder_is_refused(tmp_path: Path) -> None:
     make_tree(tmp_path, {"fixtures/a.json": b"{}", "fixtures/locked/b.json": b"{}"})
     pin = fixture_pin(tmp_path, ["fixtures/a.json", "fixtures/locked/b.json"])

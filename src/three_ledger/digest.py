@@ -108,7 +108,13 @@ def walk_entries(folder: Path, shown_prefix: str) -> Iterator[tuple[str, str]]:
     stack = [(os.fsencode(folder), shown_prefix)]
     while stack:
         raw_folder, shown_folder = stack.pop()
-        with os.scandir(raw_folder) as entries:
+        try:
+            listing = os.scandir(raw_folder)
+        except OSError as exc:
+            # What cannot be listed cannot be shown to hold only pinned files.
+            yield shown_folder, f"folder that cannot be listed ({exc.strerror or exc})"
+            continue
+        with listing as entries:
             for entry in entries:
                 try:
                     name = entry.name.decode("utf-8")

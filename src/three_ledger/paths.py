@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def path_problem(path: str) -> str | None:
@@ -18,11 +21,11 @@ def path_problem(path: str) -> str | None:
         return "is absolute; pinned paths are relative to ROOT"
     if "\\" in path:
         return "contains a backslash; pinned paths use '/'"
-    if any(ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F for char in path):
+    if _CONTROL.search(path):
         return "contains a control character"
     if any(segment in ("", ".", "..") for segment in path.split("/")):
         return "has an empty, '.' or '..' segment"
-    if unicodedata.normalize("NFC", path) != path:
+    if not unicodedata.is_normalized("NFC", path):
         return "is not in Unicode NFC"
     return None
 

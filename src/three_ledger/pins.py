@@ -42,13 +42,11 @@ class FixturePin:
     def _check_paths(self) -> None:
         _refuse_bad_path(self.source, "$.fixtures_dir", self.fixtures_dir)
         for index, path in enumerate(self.files):
-            where = f"$.files[{index}]"
-            _refuse_bad_path(self.source, where, path)
-            if not is_under(path, self.fixtures_dir):
-                raise Refused(
-                    f"{self.source}: {where}: {path!r} is not under fixtures_dir "
-                    f"{self.fixtures_dir!r}"
-                )
+            problem = path_problem(path)
+            if problem is None and not is_under(path, self.fixtures_dir):
+                problem = f"is not under fixtures_dir {self.fixtures_dir!r}"
+            if problem is not None:
+                raise Refused(f"{self.source}: $.files[{index}]: {path!r} {problem}")
         for first, second in casefold_twins(self.files):
             raise Refused(
                 f"{self.source}: $.files: {first!r} and {second!r} differ only in case "
