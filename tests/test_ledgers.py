@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from conftest import write_json
 from three_ledger import jsonio
@@ -193,31 +191,3 @@ def test_nothing_left_on_failure_removes_stale_and_says_so(tmp_path: Path) -> No
         raise Refused("no")
     assert not out.exists()
     assert caught.value.notes == [f"removed the stale file at {out}: it does not describe this run"]
-
-
-@pytest.mark.parametrize(
-    "document",
-    [
-        {},
-        {"a": [], "b": {}, "c": [[], {}], "d": None},
-        {"kind": "fixture", "files": [{"path": "f/\u00e9\u65e5", "size": 0, "sha256": "ab"}]},
-        {"nested": {"x": [1, True, False, None, 'q"\\\n\t\u2028'], "y": {"z": -7}}},
-        {"t": "\ud7ff\ue000\U0001f600", "n": 12345678901234567890},
-    ],
-)
-def test_dumps_is_byte_identical_to_the_standard_encoder(document: dict[str, Any]) -> None:
-    assert jsonio.dumps(document) == json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-
-
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
-    max_leaves=25,
-)
-
-
-@given(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=5))
-def test_dumps_matches_the_standard_encoder_on_any_document(document: dict[str, Any]) -> None:
-    assert jsonio.dumps(document) == json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -207,28 +207,8 @@ def _validator(schema_name: str) -> Any:
 
 
 def dumps(document: Mapping[str, Any]) -> str:
-    """The on-disk form of every file the gate writes: 2-space indent, trailing newline.
-
-    Byte for byte `json.dumps(document, indent=2, ensure_ascii=False)`, built without the
-    standard library's indenting encoder, which is pure Python and dominated the cost of
-    writing a fixture ledger of 100,000 files.
-    """
-    return _indented(document, "\n") + "\n"
-
-
-def _indented(value: Any, newline: str) -> str:
-    inner = newline + "  "
-    if isinstance(value, dict) and value:
-        members = (f"{_scalar(key)}: {_indented(item, inner)}" for key, item in value.items())
-        return "{" + inner + ("," + inner).join(members) + newline + "}"
-    if isinstance(value, list) and value:
-        items = (_indented(item, inner) for item in value)
-        return "[" + inner + ("," + inner).join(items) + newline + "]"
-    return _scalar(value)
-
-
-def _scalar(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """The on-disk form of every file the gate writes: 2-space indent, trailing newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -7,10 +7,15 @@ import unicodedata
 from collections.abc import Iterable
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Segments of word characters that do not start with a dot: in NFC, such a path breaks no
+# rule, and checking it with one match keeps pins of 100,000 paths cheap to load.
+_PLAIN = re.compile(r"[\w+=,@~-][\w.+=,@~-]*(?:/[\w+=,@~-][\w.+=,@~-]*)*")
 
 
 def path_problem(path: str) -> str | None:
     """Say what is wrong with a pinned path, or return None when it is acceptable."""
+    if _PLAIN.fullmatch(path) and unicodedata.is_normalized("NFC", path):
+        return None
     if not path:
         return "is empty"
     try:
