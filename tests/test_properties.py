@@ -408,3 +408,20 @@ def test_a_command_that_is_not_pytest_leaves_no_results(run_cli: RunCli, orders_
     assert "no results could be read" in result.first_error_line
     assert "--junit-xml" in result.err
     assert_no_ledger(orders_repo)
+
+
+def test_digest_mismatch_names_the_files_that_moved_since_the_base(
+    run_cli: RunCli, orders_repo: Path
+) -> None:
+    reviewed = live_digest(run_cli, orders_repo)
+    pin = orders_repo / "pins/fixtures.json"
+    pin.write_text(pin.read_text().replace(f'"digest": "{reviewed}",\n', ""))
+    git(orders_repo, "commit", "-qam", "pin A without a reviewed digest")
+    (orders_repo / "fixtures/orders_min.json").write_text('{"orders": []}\n')
+    result = score(run_cli, orders_repo, "--base", "HEAD", digest=reviewed)
+    assert result.code == 2
+    assert f"not --expect-digest {reviewed}" in result.first_error_line
+    assert "  differs from the base " in result.err
+    assert result.err.count("differs from the base") == 1
+    assert ": fixtures/orders_min.json" in result.err
+    assert_no_ledger(orders_repo)

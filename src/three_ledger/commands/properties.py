@@ -99,7 +99,8 @@ def check_before_running(request: Request) -> Scored:
         raise Refused(
             f"live digest of {request.pin_path} under {request.root} is {live.digest}, "
             f"not --expect-digest {expected}: the tree moved since the fixture ledger was "
-            "written (`three-ledger explain OLD NEW` names the files)"
+            "written (`three-ledger explain OLD NEW` names the files)",
+            moved_since_base(request, fixture_pin),
         )
     refuse_unreviewed(request.root, fixture_pin, live, request.base)
     base_revision = git.resolve_base(request.root, request.base, os.environ)
@@ -117,6 +118,16 @@ def check_before_running(request: Request) -> Scored:
         head_revision,
         oracle_changes,
     )
+
+
+def moved_since_base(request: Request, fixture_pin: FixturePin) -> list[str]:
+    """Where a base revision resolves, the pinned files whose bytes differ from it."""
+    try:
+        base = git.resolve_base(request.root, request.base, os.environ)
+        moved = git.paths_differing_from(request.root, base, sorted(fixture_pin.files))
+    except Refused:
+        return []
+    return [f"differs from the base {base[:12]}: {path}" for path in moved]
 
 
 def network_enforcement(network: str, command: Sequence[str], probe: Future[str | None]) -> str:
