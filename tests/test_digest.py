@@ -267,3 +267,11 @@ def test_unreadable_pin_file(run_cli: RunCli, tmp_path: Path) -> None:
     result = run_cli("digest", "--pin", tmp_path / "pins/nope.json", "--out", out)
     assert result.code == 2
     assert "nope.json: cannot read fixture pin" in result.first_error_line
+
+
+def test_an_nfd_twin_on_disk_is_spelled_out(run_cli: RunCli, tmp_path: Path) -> None:
+    nfc, nfd = "fixtures/caf\u00e9.json", "fixtures/cafe\u0301.json"
+    make_tree(tmp_path, {nfd: b"{}"})
+    err = assert_refused(run_cli, tmp_path, fixture_pin(tmp_path, [nfc]))
+    assert f"{nfc}: pinned file is missing" in err
+    assert "its name is not in Unicode NFC: 'fixtures/cafe\\u0301.json'" in err

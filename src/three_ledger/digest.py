@@ -7,6 +7,7 @@ import os
 import queue
 import stat
 import threading
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +56,15 @@ def tree_problems(root: Path, pin: FixturePin) -> list[str]:
     unpinned = sorted(found.keys() - set(pin.files))
     return [
         *pinned_problems(root, pin.files, found),
-        *(f"{shown}: unpinned {found[shown]}" for shown in unpinned),
+        *(f"{shown}: unpinned {found[shown]}{_spelling(shown)}" for shown in unpinned),
     ]
+
+
+def _spelling(shown: str) -> str:
+    """Spell out a name that is not in NFC: it prints just like its NFC twin in the pin."""
+    if unicodedata.is_normalized("NFC", shown):
+        return ""
+    return f" (its name is not in Unicode NFC: {shown!a})"
 
 
 def pinned_problems(root: Path, paths: Iterable[str], found: Mapping[str, str]) -> list[str]:
