@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,3 +89,28 @@ def git(repo: Path, *args: str) -> str:
         ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
     )
     return completed.stdout.strip()
+
+
+def wait_for_pid(path: Path, timeout_s: float = 10.0) -> int:
+    """The pid a test's child wrote to `path` (as `echo $! > path` does), once it is there."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if text.endswith("\n"):
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never received a pid: the command did not start")
+
+
+def is_gone(pid: int, timeout_s: float = 5.0) -> bool:
+    """True once `pid` no longer runs; a zombie counts as gone (PID 1 here may not reap)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False

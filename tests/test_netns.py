@@ -10,36 +10,14 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from conftest import is_gone, wait_for_pid
 from three_ledger import netns
 from three_ledger.runner import run_command
-
-
-def pid_from(path: Path) -> int:
-    deadline = time.monotonic() + 10
-    while not (path.exists() and path.read_text().endswith("\n")):
-        assert time.monotonic() < deadline, f"{path} never received a pid"
-        time.sleep(0.02)
-    return int(path.read_text())
-
-
-def is_gone(pid: int) -> bool:
-    """True once `pid` no longer runs; a zombie counts as gone (PID 1 here may not reap)."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def _raw_unshare_problem() -> str | None:
@@ -252,4 +230,4 @@ def test_runner_timeout_kills_the_group_inside_the_namespace(tmp_path: Path) -> 
     )
     assert result.timed_out
     assert result.signal == signal.SIGTERM
-    assert is_gone(pid_from(tmp_path / "bg"))
+    assert is_gone(wait_for_pid(tmp_path / "bg"))

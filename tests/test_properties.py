@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import CliResult, RunCli, git
+from conftest import CliResult, RunCli, git, is_gone, wait_for_pid
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 
@@ -211,20 +211,7 @@ def test_timeout_kills_the_background_grandchild(run_cli: RunCli, orders_repo: P
     assert "timed out" in result.first_error_line
     assert time.monotonic() - started < 30
     assert_no_ledger(orders_repo)
-    assert_process_gone(int((orders_repo / "grandchild.pid").read_text()))
-
-
-def assert_process_gone(pid: int) -> None:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return
-        if state == "Z":  # killed, waiting to be reaped by whoever adopted it
-            return
-        time.sleep(0.05)
-    pytest.fail(f"process {pid} is still running")
+    assert is_gone(wait_for_pid(orders_repo / "grandchild.pid"))
 
 
 def test_command_not_found_exits_4(run_cli: RunCli, orders_repo: Path) -> None:
@@ -368,7 +355,7 @@ def test_sigterm_to_the_gate_kills_the_group_and_writes_nothing(orders_repo: Pat
     assert gate.returncode == 4
     assert "interrupted by SIGTERM" in err
     assert_no_ledger(orders_repo)
-    assert_process_gone(int(pid_file.read_text()))
+    assert is_gone(wait_for_pid(pid_file))
 
 
 def test_socket_guard_acts_where_no_namespace_can(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import is_gone, wait_for_pid
 from three_ledger.runner import RunResult, run_command
 
 GRACE_S = 0.5
@@ -31,38 +32,6 @@ def run(argv: list[str], tmp_path: Path, *, timeout_s: float = 20.0) -> RunResul
         console=io.BytesIO(),
         grace_s=GRACE_S,
     )
-
-
-def wait_for_pid(path: Path, timeout_s: float = 10.0) -> int:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        text = path.read_text() if path.exists() else ""
-        if text.endswith("\n"):
-            return int(text)
-        time.sleep(0.02)
-    raise AssertionError(f"{path} never received a pid")
-
-
-def is_gone(pid: int, timeout_s: float = 5.0) -> bool:
-    """True once `pid` no longer runs; a zombie counts as gone (PID 1 here may not reap)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        if _is_zombie(pid):
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 @pytest.mark.parametrize("code", [0, 1, 3])

@@ -5,16 +5,14 @@ the message says the run was interrupted.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import git, is_gone, wait_for_pid
 
 # A background grandchild that ignores SIGINT, as `&` makes it in a non-interactive shell:
 # only the group-wide SIGKILL after the leader's exit can stop it.
@@ -25,7 +23,7 @@ def test_slow_grandparent() -> None:
     import subprocess, time
     grandchild = subprocess.Popen(["sleep", "600"])
     with open("grandchild.pid", "w") as pid_file:
-        pid_file.write(str(grandchild.pid))
+        pid_file.write(f"{grandchild.pid}\\n")
     time.sleep(600)
 """
 PYTEST_CHILD = f"{sys.executable} -m pytest -q -p no:cacheprovider properties/test_orders.py"
@@ -45,28 +43,6 @@ def live_digest(repo: Path) -> str:
         cwd=repo, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return done.stdout.strip()
-
-
-def wait_for_pid(path: Path) -> int:
-    deadline = time.monotonic() + 30
-    while not path.exists() or not path.read_text().strip():
-        assert time.monotonic() < deadline, f"{path} never appeared: the command did not start"
-        time.sleep(0.05)
-    return int(path.read_text())
-
-
-def assert_gone(pid: int) -> None:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return
-        if state == "Z":  # dead, waiting for whoever adopted it to reap it
-            return
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-    pytest.fail(f"process {pid} outlived the interrupted gate")
 
 
 @pytest.mark.parametrize(
@@ -106,5 +82,5 @@ def test_an_interrupted_gate_kills_the_group_and_leaves_no_ledger(
         "three-ledger: removed the stale file at ../ledgers/p.json: it does not describe this run"
     )
     assert not stale.exists()
-    assert_gone(grandchild)
+    assert is_gone(grandchild), f"process {grandchild} outlived the interrupted gate"
     assert (orders_repo.parent / "ledgers/p.json.log").exists()  # the log is kept in every case
