@@ -73,3 +73,11 @@ def test_startup_benchmark_runs() -> None:
     result = run_script("bench_startup.py", "--runs", "1", "--warmup", "0")
     assert result.returncode == 0, result.stderr
     assert "| three-ledger --version |" in result.stdout
+
+
+def test_properties_benchmark_runs_and_scores_every_test() -> None:
+    result = run_script("bench_properties.py", "--tests", "5", "--runs", "1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("5 trivial tests, 1 runs each; network ban: ")
+    for contender in ("plain pytest", "pytest + plugin", "three-ledger properties"):
+        assert f"| {contender} | " in result.stdout
