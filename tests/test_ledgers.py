@@ -23,6 +23,7 @@ from three_ledger.ledgers import (
     PropertyLedger,
     StatusDifference,
     fresh_recorded_at,
+    new_ledger_id,
     nothing_left_on_failure,
     read_ledger,
     write_ledger,
@@ -191,3 +192,14 @@ def test_nothing_left_on_failure_removes_stale_and_says_so(tmp_path: Path) -> No
         raise Refused("no")
     assert not out.exists()
     assert caught.value.notes == [f"removed the stale file at {out}: it does not describe this run"]
+
+
+def test_ledger_ids_are_random_version_4_uuids() -> None:
+    import uuid
+
+    ids = {new_ledger_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    for ledger_id in ids:
+        parsed = uuid.UUID(hex=ledger_id)
+        assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
+        assert parsed.hex == ledger_id
