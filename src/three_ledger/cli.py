@@ -7,15 +7,17 @@ import os
 import shlex
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from three_ledger import __version__
 from three_ledger.errors import GateError, UsageError
 from three_ledger.exit_codes import ExitCode
 
 PROG = "three-ledger"
+# What `add_subparsers` returns; argparse does not export its class.
+Subparsers = Any
 
 _LABELS = {
     ExitCode.REFUSED: "refused",
@@ -61,7 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="subcommand", metavar="COMMAND", parser_class=_Parser)
+    for add_command in (
+        _add_digest,
+        _add_properties,
+        _add_dual_pin,
+        _add_flake_observe,
+        _add_merge,
+        _add_draft_pin,
+        _add_explain,
+        _add_demo,
+    ):
+        add_command(commands)
+    return parser
 
+
+def _add_digest(commands: Subparsers) -> None:
     digest = commands.add_parser("digest", help="write the fixture ledger for a fixture pin")
     digest.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
     digest.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
@@ -70,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--base", metavar="REV", help="on a digest mismatch, name files moved since REV"
     )
 
+
+def _add_properties(commands: Subparsers) -> None:
     props = commands.add_parser(
         "properties", help="score the pinned properties on a matching fixture digest"
     )
@@ -89,12 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
     props.add_argument("--log", type=Path, metavar="PATH", help="command log (default OUT.log)")
     props.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
 
+
+def _add_dual_pin(commands: Subparsers) -> None:
     dual = commands.add_parser("dual-pin", help="compare property ledgers from two fixture pins")
     dual.add_argument("--left", type=Path, help="property ledger scored on the first pin")
     dual.add_argument("--right", type=Path, help="property ledger scored on the second pin")
     dual.add_argument("--not-run", action="store_true", help="record that only one pin was run")
     dual.add_argument("--out", type=Path, required=True, help="dual-pin ledger to write")
 
+
+def _add_flake_observe(commands: Subparsers) -> None:
     flake = commands.add_parser(
         "flake-observe", help="note that a pre-listed flaky test fired again (or exit 3)"
     )
@@ -110,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     flake.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
     flake.add_argument("--base", metavar="REV", help="the flake pin must be unchanged since REV")
 
+
+def _add_merge(commands: Subparsers) -> None:
     merge = commands.add_parser("merge", help="apply the merge table and write the decision")
     merge.add_argument(
         "--fixture-ledger", type=Path, required=True, metavar="F", help="fixture ledger"
@@ -134,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--out", type=Path, required=True, help="merge decision to write")
     merge.add_argument("--summary-md", type=Path, metavar="PATH", help="Markdown report")
 
+
+def _add_draft_pin(commands: Subparsers) -> None:
     draft = commands.add_parser(
         "draft-pin",
         help="print a draft fixture pin listing every file of a fixtures folder",
@@ -148,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     draft.add_argument("--with-digest", action="store_true", help="fill in the reviewed digest")
 
+
+def _add_explain(commands: Subparsers) -> None:
     explain = commands.add_parser(
         "explain",
         help="say which pinned files moved between two fixture ledgers",
@@ -162,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("left", type=Path, metavar="LEFT", help="fixture ledger (before)")
     explain.add_argument("right", type=Path, metavar="RIGHT", help="fixture ledger (after)")
 
+
+def _add_demo(commands: Subparsers) -> None:
     demo = commands.add_parser(
         "demo",
         help="run the whole workflow on example patches and show each posture",
@@ -179,7 +209,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="keep everything here; must not exist or be empty (else exit 2)",
     )
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -200,88 +229,118 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    # Command modules are imported on use: `--version` and `--help` stay fast.
-    if args.subcommand == "digest":
-        from three_ledger.commands.digest import digest
+    if args.subcommand is None:
+        parser.print_usage(sys.stderr)
+        raise UsageError("choose a command")
+    return _RUNNERS[args.subcommand](args)
 
-        return digest(pin_path=args.pin, root=args.root, out=args.out, base=args.base)
-    if args.subcommand == "properties":
-        from three_ledger.commands.properties import Request, properties
 
-        return properties(
-            Request(
-                pin_path=args.pin,
-                expect_digest=args.expect_digest,
-                properties_path=args.properties,
-                command=args.command,
-                out=args.out,
-                root=args.root,
-                base=args.base,
-                timeout_s=args.timeout,
-                junit_xml=args.junit_xml,
-                log_path=args.log,
-                flake_pin_path=args.flake_pin,
-            )
-        )
-    if args.subcommand == "dual-pin":
-        from three_ledger.commands import dual_pin
+# Each runner imports its command module on use: `--version` and `--help` stay fast.
+def _run_digest(args: argparse.Namespace) -> int:
+    from three_ledger.commands.digest import digest
 
-        if args.not_run:
-            if args.left or args.right:
-                raise UsageError("dual-pin: --not-run takes no --left or --right")
-            return dual_pin.dual_pin_not_run(out=args.out)
-        if not (args.left and args.right):
-            raise UsageError("dual-pin: give --left and --right, or --not-run")
-        return dual_pin.dual_pin(left_path=args.left, right_path=args.right, out=args.out)
-    if args.subcommand == "flake-observe":
-        from three_ledger.commands.flake_observe import flake_observe
+    return digest(pin_path=args.pin, root=args.root, out=args.out, base=args.base)
 
-        return flake_observe(
-            fixture_path=args.fixture_ledger,
-            property_path=args.property_ledger,
-            flake_pin_path=args.flake_pin,
-            test_id=args.test_id,
-            out=args.out,
-            root=args.root,
-            base=args.base,
-        )
-    if args.subcommand == "merge":
-        from three_ledger.commands.merge import merge
 
-        if (args.pins_dir is None) != (args.base is None):
-            raise UsageError("merge: give --pins-dir and --base together, or neither")
-        return merge(
-            fixture_path=args.fixture_ledger,
-            property_path=args.property_ledger,
-            dual_pin_path=args.dual_pin,
-            flake_paths=args.flake_ledger,
-            flake_pin_path=args.flake_pin,
+def _run_properties(args: argparse.Namespace) -> int:
+    from three_ledger.commands.properties import Request, properties
+
+    return properties(
+        Request(
             pin_path=args.pin,
-            root=args.root,
-            pins_dir=args.pins_dir,
-            base=args.base,
+            expect_digest=args.expect_digest,
+            properties_path=args.properties,
+            command=args.command,
             out=args.out,
-            summary_md=args.summary_md,
-        )
-    if args.subcommand == "draft-pin":
-        from three_ledger.commands.draft_pin import draft_pin
-
-        return draft_pin(
-            fixtures_dir=args.fixtures_dir,
             root=args.root,
-            pin_id=args.pin_id,
-            with_digest=args.with_digest,
+            base=args.base,
+            timeout_s=args.timeout,
+            junit_xml=args.junit_xml,
+            log_path=args.log,
+            flake_pin_path=args.flake_pin,
         )
-    if args.subcommand == "explain":
-        from three_ledger.commands.explain import explain
+    )
 
-        return explain(left_path=args.left, right_path=args.right)
-    if args.subcommand == "demo":
-        from three_ledger.commands.demo import demo
 
-        return demo(directory=args.dir)
-    parser.print_usage(sys.stderr)
-    raise UsageError("choose a command")
+def _run_dual_pin(args: argparse.Namespace) -> int:
+    from three_ledger.commands import dual_pin
+
+    if args.not_run:
+        if args.left or args.right:
+            raise UsageError("dual-pin: --not-run takes no --left or --right")
+        return dual_pin.dual_pin_not_run(out=args.out)
+    if not (args.left and args.right):
+        raise UsageError("dual-pin: give --left and --right, or --not-run")
+    return dual_pin.dual_pin(left_path=args.left, right_path=args.right, out=args.out)
+
+
+def _run_flake_observe(args: argparse.Namespace) -> int:
+    from three_ledger.commands.flake_observe import flake_observe
+
+    return flake_observe(
+        fixture_path=args.fixture_ledger,
+        property_path=args.property_ledger,
+        flake_pin_path=args.flake_pin,
+        test_id=args.test_id,
+        out=args.out,
+        root=args.root,
+        base=args.base,
+    )
+
+
+def _run_merge(args: argparse.Namespace) -> int:
+    from three_ledger.commands.merge import merge
+
+    if (args.pins_dir is None) != (args.base is None):
+        raise UsageError("merge: give --pins-dir and --base together, or neither")
+    return merge(
+        fixture_path=args.fixture_ledger,
+        property_path=args.property_ledger,
+        dual_pin_path=args.dual_pin,
+        flake_paths=args.flake_ledger,
+        flake_pin_path=args.flake_pin,
+        pin_path=args.pin,
+        root=args.root,
+        pins_dir=args.pins_dir,
+        base=args.base,
+        out=args.out,
+        summary_md=args.summary_md,
+    )
+
+
+def _run_draft_pin(args: argparse.Namespace) -> int:
+    from three_ledger.commands.draft_pin import draft_pin
+
+    return draft_pin(
+        fixtures_dir=args.fixtures_dir,
+        root=args.root,
+        pin_id=args.pin_id,
+        with_digest=args.with_digest,
+    )
+
+
+def _run_explain(args: argparse.Namespace) -> int:
+    from three_ledger.commands.explain import explain
+
+    return explain(left_path=args.left, right_path=args.right)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from three_ledger.commands.demo import demo
+
+    return demo(directory=args.dir)
+
+
+_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "digest": _run_digest,
+    "properties": _run_properties,
+    "dual-pin": _run_dual_pin,
+    "flake-observe": _run_flake_observe,
+    "merge": _run_merge,
+    "draft-pin": _run_draft_pin,
+    "explain": _run_explain,
+    "demo": _run_demo,
+}
 
 
 def _report(error: GateError) -> None:
