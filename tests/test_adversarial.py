@@ -38,9 +38,7 @@ COLD_CACHE_FLAKE = {
 
 
 def later(days: int) -> str:
-    return (
-        datetime.datetime.now(datetime.timezone.utc).date() + datetime.timedelta(days)
-    ).isoformat()
+    return (datetime.datetime.now(datetime.UTC).date() + datetime.timedelta(days)).isoformat()
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import pytest
 
 from conftest import RunCli, git
 from three_ledger.commands.demo import demo
-from three_ledger.demo_scenarios import SCENARIOS, Expected, Scenario
-from three_ledger.merge_table import Posture
+from three_ledger.demo.scenarios import SCENARIOS, Expected, Scenario
+from three_ledger.ledgers import Posture
 
 # Each scenario's table row: the exit of digest A, digest B, properties A, properties B,
 # dual-pin, flake-observe and merge ('-': not run), then expected and actual posture, mark.
@@ -106,7 +106,7 @@ def test_demo_flake_pin_names_an_earlier_commit_and_a_future_date(
     first, base = git(repo, "rev-list", "--reverse", "HEAD").split()
     entry = json.loads((repo / "pins" / "flakes.json").read_text())["flakes"][0]
     assert entry["accepted_revision"] == first != base
-    today = datetime.datetime.now(datetime.timezone.utc).date()
+    today = datetime.datetime.now(datetime.UTC).date()
     assert datetime.date.fromisoformat(entry["review_by"]) > today
     assert git(repo, "show", "--name-only", "--format=", base).split() == [
         "pins/fixtures.json",

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import CliResult, RunCli, fixture_pin, make_tree, write_json
 from three_ledger.digest import live_digest
-from three_ledger.fixture_diff import file_changes, moved_files
+from three_ledger.fixture_diff import file_changes
 from three_ledger.ledgers import FileEntry, FixtureLedger, read_ledger
 from three_ledger.pins import load_fixture_pin
 
@@ -184,13 +184,13 @@ def test_file_changes_ignores_unmoved_entries() -> None:
     assert file_changes([same], [same]) == []
 
 
-def test_moved_files_against_live_bytes(run_cli: RunCli, tmp_path: Path) -> None:
-    """The form `properties` uses: the ledger behind --expect-digest against the live tree."""
+def test_file_changes_against_live_bytes(run_cli: RunCli, tmp_path: Path) -> None:
+    """A ledger compared with the live tree, as `explain` compares two ledgers."""
     root = tmp_path / "repo"
     left = read_ledger(ledger_of(run_cli, root, BEFORE, "left"), FixtureLedger).record
     (root / "fixtures/valid/changed.json").write_bytes(b"{}")
     live = live_digest(root, load_fixture_pin(root / "pins/left.json"))
     before, after = sha(BEFORE["fixtures/valid/changed.json"]), sha(b"{}")
-    assert moved_files(left, live.files) == [
+    assert [change.line() for change in file_changes(left.files, live.files)] == [
         f"changed\tfixtures/valid/changed.json\tsize 8 -> 2\tsha256 {before} -> {after}"
     ]

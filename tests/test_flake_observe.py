@@ -32,7 +32,7 @@ ALWAYS_PASSES = "1000000000"
 
 
 def utc_today() -> datetime.date:
-    return datetime.datetime.now(datetime.timezone.utc).date()
+    return datetime.datetime.now(datetime.UTC).date()
 
 
 def flake_entry(test_id: str, test: str, accepted: str, review_by: datetime.date) -> dict[str, str]:

@@ -231,13 +231,13 @@ ALL_SOURCES = {
     ],
 )
 def test_base_resolution_order(explicit: str | None, env: dict[str, str], expected: str) -> None:
-    assert git.base_revision_spec(explicit, env) == expected
+    assert git.base_choice(explicit, env)[0] == expected
 
 
 @pytest.mark.parametrize("env", [{}, {key: "" for key in ALL_SOURCES}])
 def test_no_base_is_refused(env: dict[str, str]) -> None:
     with pytest.raises(Refused, match=r"no base revision: give --base REV .*oracles moved"):
-        git.base_revision_spec("", env)
+        git.base_choice("", env)
 
 
 def test_github_base_not_fetched_says_to_fetch(repo: Repo, base: str) -> None:
@@ -353,22 +353,30 @@ def test_a_link_in_place_of_a_file_differs(repo: Repo, fixtures_base: str) -> No
     (repo.root / "fixtures/twin.json").write_text("[1]\n")
     (repo.root / "fixtures/kept.json").unlink()
     (repo.root / "fixtures/kept.json").symlink_to("twin.json")
-    assert git.blob_differs(repo.root, fixtures_base, "fixtures/kept.json")
+    assert git.paths_differing_from(repo.root, fixtures_base, ["fixtures/kept.json"]) == [
+        "fixtures/kept.json"
+    ]
 
 
-def test_blob_differs(repo: Repo, fixtures_base: str) -> None:
-    assert not git.blob_differs(repo.root, fixtures_base, "fixtures/kept.json")
+def test_paths_differing_from_one_path(repo: Repo, fixtures_base: str) -> None:
+    assert not git.paths_differing_from(repo.root, fixtures_base, ["fixtures/kept.json"])
     repo.write("fixtures/kept.json", "[1 ]\n")
-    assert git.blob_differs(repo.root, fixtures_base, "fixtures/kept.json")
+    assert git.paths_differing_from(repo.root, fixtures_base, ["fixtures/kept.json"]) == [
+        "fixtures/kept.json"
+    ]
     repo.write("fixtures/added.json", "[5]\n")
-    assert git.blob_differs(repo.root, fixtures_base, "fixtures/added.json")
+    assert git.paths_differing_from(repo.root, fixtures_base, ["fixtures/added.json"]) == [
+        "fixtures/added.json"
+    ]
 
 
 def test_blob_comparison_ignores_line_ending_filters(repo: Repo, fixtures_base: str) -> None:
     # With autocrlf git would clean CRLF to LF before hashing; the gate compares raw bytes.
     repo.git("config", "core.autocrlf", "true")
     repo.write("fixtures/kept.json", "[1]\r\n")
-    assert git.blob_differs(repo.root, fixtures_base, "fixtures/kept.json")
+    assert git.paths_differing_from(repo.root, fixtures_base, ["fixtures/kept.json"]) == [
+        "fixtures/kept.json"
+    ]
 
 
 def test_file_at_present_and_absent(repo: Repo, fixtures_base: str) -> None:

@@ -20,14 +20,15 @@ from three_ledger.ledgers import (
     FlakeLedger,
     MergeDecision,
     MergeInputs,
+    Posture,
     PropertyLedger,
     StatusDifference,
     fresh_recorded_at,
     new_ledger_id,
-    nothing_left_on_failure,
     read_ledger,
     write_ledger,
 )
+from three_ledger.outcomes import Outcome
 
 HEX = "ab" * 32
 COMMIT = "cd" * 20
@@ -59,24 +60,43 @@ def property_ledger(**change: Any) -> PropertyLedger:
 
 RECORDS = [
     FixtureLedger(
-        "1" * 32, "fixpin-a", HEX, "fixtures", (FileEntry("fixtures/a", 3, HEX),), "0.1", STAMP
+        ledger_id="1" * 32,
+        pin_id="fixpin-a",
+        digest=HEX,
+        fixtures_dir="fixtures",
+        files=(FileEntry("fixtures/a", 3, HEX),),
+        recorded_at=STAMP,
     ),
     property_ledger(),
     DualPinLedger(
-        "2" * 32,
-        True,
-        True,
-        "a",
-        "b",
-        HEX,
-        "cd" * 32,
-        {"x.y": StatusDifference("pass", "absent")},
-        STAMP,
+        ledger_id="2" * 32,
+        drift=True,
+        left_pin_id="a",
+        right_pin_id="b",
+        left_digest=HEX,
+        right_digest="cd" * 32,
+        differences={"x.y": StatusDifference("pass", "absent")},
+        recorded_at=STAMP,
     ),
     DualPinLedger.not_run("3" * 32, STAMP),
-    FlakeLedger("4" * 32, "orders.slow", "flakepin", "abc", "2027-01-31", "fail", HEX, HEX, STAMP),
+    FlakeLedger(
+        ledger_id="4" * 32,
+        test_id="orders.slow",
+        flake_pin_id="flakepin",
+        accepted_revision="abc",
+        review_by="2027-01-31",
+        observed=Outcome.FAIL,
+        fixture_digest=HEX,
+        property_ledger_sha256=HEX,
+        recorded_at=STAMP,
+    ),
     MergeDecision(
-        "5" * 32, "reject", 7, "property miss stands", MergeInputs(HEX, HEX, None, ()), STAMP
+        ledger_id="5" * 32,
+        posture=Posture.REJECT,
+        row=7,
+        reason="property miss stands",
+        inputs=MergeInputs(HEX, HEX, None, ()),
+        recorded_at=STAMP,
     ),
 ]
 
@@ -136,7 +156,7 @@ def test_reader_refuses_malformed_property_ledgers(
 
 
 def test_recorded_at_differs_from_every_stamp_read() -> None:
-    fixed = datetime.datetime(2026, 9, 25, 12, 0, 0, 123456, tzinfo=datetime.timezone.utc)
+    fixed = datetime.datetime(2026, 9, 25, 12, 0, 0, 123456, tzinfo=datetime.UTC)
     ticks = iter([fixed, fixed, fixed + datetime.timedelta(microseconds=1)])
     stamp = fresh_recorded_at([STAMP], clock=lambda: next(ticks))
     assert stamp == "2026-09-25T12:00:00.123457Z"
@@ -183,15 +203,6 @@ def test_invalid_record_is_never_written(tmp_path: Path) -> None:
     with pytest.raises(Refused, match=r"\$\.fixture_digest: .not-hex. does not match"):
         write_ledger(path, property_ledger(fixture_digest="not-hex"))
     assert not path.exists()
-
-
-def test_nothing_left_on_failure_removes_stale_and_says_so(tmp_path: Path) -> None:
-    out = tmp_path / "l.json"
-    out.write_text("stale\n")
-    with pytest.raises(Refused) as caught, nothing_left_on_failure(out):
-        raise Refused("no")
-    assert not out.exists()
-    assert caught.value.notes == [f"removed the stale file at {out}: it does not describe this run"]
 
 
 def test_ledger_ids_are_random_version_4_uuids() -> None:

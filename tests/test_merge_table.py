@@ -15,6 +15,7 @@ from three_ledger.ledgers import (
     FileEntry,
     FixtureLedger,
     FlakeLedger,
+    Posture,
     StatusDifference,
 )
 from three_ledger.merge_table import (
@@ -22,7 +23,6 @@ from three_ledger.merge_table import (
     FlakePinView,
     LiveTree,
     PinChanges,
-    Posture,
     Reading,
     decide,
 )
@@ -43,14 +43,14 @@ def fixture_ledger(**change: Any) -> FixtureLedger:
     entry = FileEntry("fixtures/a.json", 2, DIGEST)
     fields: dict[str, Any] = {
         "ledger_id": "1" * 32, "pin_id": "fixpin-a", "digest": DIGEST, "fixtures_dir": "fixtures",
-        "files": (entry,), "tool_version": "0.1.0", "recorded_at": stamp(1),
+        "files": (entry,), "recorded_at": stamp(1),
     }  # fmt: skip
     return FixtureLedger(**{**fields, **change})
 
 
 def dual_pin(**change: Any) -> DualPinLedger:
     fields: dict[str, Any] = {
-        "ledger_id": "2" * 32, "run": True, "drift": False, "left_pin_id": "fixpin-a",
+        "ledger_id": "2" * 32, "drift": False, "left_pin_id": "fixpin-a",
         "right_pin_id": "fixpin-b", "left_digest": DIGEST, "right_digest": OTHER_DIGEST,
         "differences": {}, "recorded_at": stamp(3),
     }  # fmt: skip

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import is_gone, wait_for_pid
-from three_ledger import netns
+from three_ledger import network_namespace
 from three_ledger.runner import run_command
 
 
@@ -44,7 +44,7 @@ def host_netns_inode() -> int:
 
 
 def run_inside(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = netns.namespace_argv([sys.executable, "-c", textwrap.dedent(code), *args])
+    argv = network_namespace.namespace_argv([sys.executable, "-c", textwrap.dedent(code), *args])
     return subprocess.run(argv, capture_output=True, text=True, timeout=30)
 
 
@@ -59,21 +59,21 @@ def host_server() -> Iterator[socket.socket]:
 
 
 def test_namespace_argv_wraps_the_command_in_unshare_and_the_trampoline() -> None:
-    argv = netns.namespace_argv(["pytest", "-q"])
+    argv = network_namespace.namespace_argv(["pytest", "-q"])
     assert argv[:5] == ["unshare", "--user", "--map-root-user", "--net", "--"]
     assert argv[5:8] == [sys.executable, "-I", "-S"]
-    assert Path(argv[8]) == Path(netns.__file__).resolve()
+    assert Path(argv[8]) == Path(network_namespace.__file__).resolve()
     assert argv[9:] == ["--outer-netns", str(host_netns_inode()), "--", "pytest", "-q"]
 
 
 @needs_unshare
 def test_namespace_is_available_here() -> None:
-    assert netns.namespace_available() is None
+    assert network_namespace.namespace_available() is None
 
 
 def test_missing_unshare_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    reason = netns.namespace_available()
+    reason = network_namespace.namespace_available()
     assert reason is not None
     assert "`unshare`" in reason
 
@@ -87,7 +87,7 @@ def test_disabled_user_namespaces_are_explained(
     )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    reason = netns.namespace_available()
+    reason = network_namespace.namespace_available()
     assert reason is not None
     assert "Operation not permitted" in reason
     assert "kernel.unprivileged_userns_clone=1" in reason
@@ -105,7 +105,7 @@ def test_command_sees_only_lo_in_its_own_namespace_and_keeps_its_pid() -> None:
             "pgid": os.getpgid(0),
         }))
     """
-    argv = netns.namespace_argv([sys.executable, "-c", textwrap.dedent(code)])
+    argv = network_namespace.namespace_argv([sys.executable, "-c", textwrap.dedent(code)])
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, start_new_session=True)
     out, _ = child.communicate(timeout=30)
     seen = json.loads(out)
@@ -163,14 +163,22 @@ def test_host_loopback_is_unreachable_from_inside(host_server: socket.socket) ->
 
 def run_trampoline_directly(outer: str, *command: str) -> subprocess.CompletedProcess[str]:
     """The trampoline without `unshare`, as if the namespace had silently not been made."""
-    argv = [sys.executable, "-m", "three_ledger.netns", "--outer-netns", outer, "--", *command]
+    argv = [
+        sys.executable,
+        "-m",
+        "three_ledger.network_namespace",
+        "--outer-netns",
+        outer,
+        "--",
+        *command,
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=30)
 
 
 def test_trampoline_refuses_in_the_gates_own_namespace(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     done = run_trampoline_directly(str(host_netns_inode()), "touch", str(marker))
-    assert done.returncode == netns.ISOLATION_FAILED
+    assert done.returncode == network_namespace.ISOLATION_FAILED
     assert not marker.exists()
     assert done.stderr.count("\n") == 1
     assert "still in the gate's network namespace" in done.stderr
@@ -184,21 +192,21 @@ def test_trampoline_refuses_a_namespace_with_other_interfaces(tmp_path: Path) ->
     marker = tmp_path / "ran"
     # An outer inode that is not ours passes the first check; the host's interfaces fail the next.
     done = run_trampoline_directly("1", "touch", str(marker))
-    assert done.returncode == netns.ISOLATION_FAILED
+    assert done.returncode == network_namespace.ISOLATION_FAILED
     assert not marker.exists()
     assert "interfaces other than lo" in done.stderr
 
 
 def test_trampoline_rejects_a_malformed_command_line() -> None:
-    assert netns.main(["--outer-netns", "x", "--", "true"]) == netns.USAGE
-    assert netns.main(["--outer-netns", "1", "--"]) == netns.USAGE
+    assert network_namespace.main(["--outer-netns", "x", "--", "true"]) == network_namespace.USAGE
+    assert network_namespace.main(["--outer-netns", "1", "--"]) == network_namespace.USAGE
 
 
 @needs_unshare
 def test_missing_command_inside_the_namespace_exits_127() -> None:
-    argv = netns.namespace_argv(["no-such-command-3l"])
+    argv = network_namespace.namespace_argv(["no-such-command-3l"])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    assert done.returncode == netns.COMMAND_NOT_FOUND
+    assert done.returncode == network_namespace.COMMAND_NOT_FOUND
     assert "command not found: no-such-command-3l" in done.stderr
 
 
@@ -206,7 +214,7 @@ def test_missing_command_inside_the_namespace_exits_127() -> None:
 @pytest.mark.parametrize("code", [0, 1, 3])
 def test_runner_passes_exit_codes_through_the_namespace(tmp_path: Path, code: int) -> None:
     result = run_command(
-        netns.namespace_argv(["sh", "-c", f"exit {code}"]),
+        network_namespace.namespace_argv(["sh", "-c", f"exit {code}"]),
         cwd=tmp_path,
         env=dict(os.environ),
         timeout_s=30,
@@ -220,7 +228,7 @@ def test_runner_passes_exit_codes_through_the_namespace(tmp_path: Path, code: in
 def test_runner_timeout_kills_the_group_inside_the_namespace(tmp_path: Path) -> None:
     script = f"sleep 1000 & echo $! > {tmp_path}/bg; sleep 1000"
     result = run_command(
-        netns.namespace_argv(["sh", "-c", script]),
+        network_namespace.namespace_argv(["sh", "-c", script]),
         cwd=tmp_path,
         env=dict(os.environ),
         timeout_s=1.0,

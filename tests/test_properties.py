@@ -361,9 +361,11 @@ def test_sigterm_to_the_gate_kills_the_group_and_writes_nothing(orders_repo: Pat
 def test_socket_guard_acts_where_no_namespace_can(
     run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from three_ledger import netns
+    from three_ledger import network_namespace
 
-    monkeypatch.setattr(netns, "namespace_available", lambda: "user namespaces are disabled")
+    monkeypatch.setattr(
+        network_namespace, "namespace_available", lambda: "user namespaces are disabled"
+    )
     test = orders_repo / "properties/test_orders.py"
     test.write_text(
         test.read_text()
@@ -379,9 +381,11 @@ def test_socket_guard_acts_where_no_namespace_can(
 def test_no_namespace_and_not_pytest_exits_4(
     run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from three_ledger import netns
+    from three_ledger import network_namespace
 
-    monkeypatch.setattr(netns, "namespace_available", lambda: "user namespaces are disabled")
+    monkeypatch.setattr(
+        network_namespace, "namespace_available", lambda: "user namespaces are disabled"
+    )
     result = score(run_cli, orders_repo, "--base", "HEAD", command="make check")
     assert result.code == 4
     assert "user namespaces are disabled" in result.first_error_line

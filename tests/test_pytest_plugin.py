@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from three_ledger.results import Outcome, read_results_file
+from three_ledger.outcomes import Outcome
+from three_ledger.results import read_results_file
 
 INNER_SUITE = """
 import unittest

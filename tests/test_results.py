@@ -14,16 +14,15 @@ from hypothesis import strategies as st
 
 from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
+from three_ledger.outcomes import Outcome, worst
 from three_ledger.results import (
     MAX_JUNIT_BYTES,
-    Outcome,
     TestResult,
     flake_outcomes,
     merge_worst,
     property_statuses,
     read_junit_xml,
     read_results_file,
-    worst,
 )
 
 PASS, FAIL, ERROR, SKIP = Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.SKIP

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from three_ledger.results import Outcome, property_statuses, read_results_file
+from three_ledger.outcomes import Outcome
+from three_ledger.results import property_statuses, read_results_file
 
 FIXTURE_COUNT = 300
 NODE_ID = "test_conformance.py::ConformanceTest::test_every_valid_input_parses"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from test_merge_table import DIGEST, evidence
-from three_ledger.merge_table import Posture, Reading, Verdict
-from three_ledger.summary import (
+from three_ledger.ledgers import Posture
+from three_ledger.merge_report import (
     STEP_SUMMARY_LIMIT,
     TRUNCATION_NOTE,
     append_step_summary,
@@ -15,6 +15,7 @@ from three_ledger.summary import (
     markdown,
     verdict_text,
 )
+from three_ledger.merge_table import Reading, Verdict
 
 REJECT = Verdict(Posture.REJECT, 7, "property miss stands: orders.b is fail")
 

@@ -16,6 +16,10 @@ from three_ledger.errors import GateError, UsageError
 from three_ledger.exit_codes import ExitCode
 
 PROG = "three-ledger"
+# SPEC 4.2: `properties --timeout` defaults to half an hour.
+DEFAULT_TIMEOUT_S = 1800.0
+# SPEC 4.7: the pin id `draft-pin` writes when none is given.
+DEFAULT_PIN_ID = "fixpin-draft"
 # What `add_subparsers` returns; argparse does not export its class.
 Subparsers = Any
 
@@ -101,7 +105,11 @@ def _add_properties(commands: Subparsers) -> None:
     props.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
     props.add_argument("--base", metavar="REV", help="base revision the oracles are compared to")
     props.add_argument(
-        "--timeout", type=_positive_seconds, default=1800.0, metavar="S", help="default 1800"
+        "--timeout",
+        type=_positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"default {DEFAULT_TIMEOUT_S:g}",
     )
     props.add_argument("--junit-xml", type=Path, metavar="PATH", help="read results from JUnit XML")
     props.add_argument("--log", type=Path, metavar="PATH", help="command log (default OUT.log)")
@@ -170,7 +178,7 @@ def _add_draft_pin(commands: Subparsers) -> None:
     draft.add_argument("--fixtures-dir", required=True, metavar="DIR", help="folder under ROOT")
     draft.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
     draft.add_argument(
-        "--pin-id", default="fixpin-draft", metavar="ID", help="default fixpin-draft"
+        "--pin-id", default=DEFAULT_PIN_ID, metavar="ID", help=f"default {DEFAULT_PIN_ID}"
     )
     draft.add_argument("--with-digest", action="store_true", help="fill in the reviewed digest")
 

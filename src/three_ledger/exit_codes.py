@@ -7,14 +7,15 @@ import enum
 
 class ExitCode(enum.IntEnum):
     OK = 0
-    # `properties`: a pinned property is not `pass`; `merge`: posture `reject`.
-    PROPERTY_MISS = 1
-    REJECT = 1
+    # The same number means a different thing to each command that returns it.
+    PROPERTY_MISS = 1  # `properties`: a pinned property is not `pass`
+    REJECT = 1  # `merge`: the posture is `reject`
+    LEDGERS_DIFFER = 1  # `explain`: the two fixture ledgers have different digests
+    SCENARIO_FAILED = 1  # `demo`: a scenario did not end in its expected posture
     # A pin, ledger or fixture tree is invalid, or a digest does not match. Nothing is written.
     REFUSED = 2
-    # `dual-pin`: the two pins disagree; `flake-observe`: the write was refused.
-    DRIFT = 3
-    FLAKE_REFUSED = 3
+    DRIFT = 3  # `dual-pin`: the two pins disagree
+    FLAKE_REFUSED = 3  # `flake-observe`: the write was refused
     # `properties`: timeout, start failure, signal, or no readable results. No ledger.
     INFRA_FAILURE = 4
     # `properties`: the oracles moved against the base; the ledger is written and invalid.

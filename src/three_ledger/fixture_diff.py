@@ -6,7 +6,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from three_ledger.ledgers import FileEntry, FixtureLedger
+from three_ledger.ledgers import FileEntry
+from three_ledger.paths import printable
 
 # Stands for the side of a change where the file is absent.
 ABSENT = "-"
@@ -35,7 +36,7 @@ class FileChange:
         """
         sizes = _before_after(self.before, self.after, lambda entry: str(entry.size))
         hashes = _before_after(self.before, self.after, lambda entry: entry.sha256)
-        return f"{self.kind}\t{_printable(self.path)}\tsize {sizes}\tsha256 {hashes}"
+        return f"{self.kind}\t{printable(self.path)}\tsize {sizes}\tsha256 {hashes}"
 
 
 def file_changes(before: Sequence[FileEntry], after: Sequence[FileEntry]) -> list[FileChange]:
@@ -47,14 +48,6 @@ def file_changes(before: Sequence[FileEntry], after: Sequence[FileEntry]) -> lis
         for path in sorted(old.keys() | new.keys())
         if old.get(path) != new.get(path)
     ]
-
-
-def moved_files(left: FixtureLedger, right_files: Sequence[FileEntry]) -> list[str]:
-    """One line per file that moved from the ledger `left` to `right_files` (e.g. live bytes).
-
-    For a refusal message: `right_files` is typically `live_digest(...).files`.
-    """
-    return [change.line() for change in file_changes(left.files, right_files)]
 
 
 def repeated_paths(files: Sequence[FileEntry]) -> list[str]:
@@ -69,8 +62,3 @@ def _before_after(
     left = ABSENT if before is None else field(before)
     right = ABSENT if after is None else field(after)
     return f"{left} -> {right}"
-
-
-def _printable(path: str) -> str:
-    # A hand-edited ledger may hold a newline in a path; it must not forge a second line.
-    return path if path.isprintable() else ascii(path)

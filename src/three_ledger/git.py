@@ -7,13 +7,21 @@ be a subfolder of the work tree; git itself always runs in ROOT.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from three_ledger.errors import Refused
+from three_ledger.runner import Captured, ChildHung, run_captured
 
 CANNOT_TELL = "cannot tell whether oracles moved"
+# No git question the gate asks takes long; one that does is a hung git (a lock, a prompt,
+# a network filesystem), reported as a failure rather than waited for.
+GIT_TIMEOUT_S = float(os.environ.get("THREE_LEDGER_GIT_TIMEOUT_S", "120"))
+
+
+class GitHung(Refused):
+    """git did not answer within GIT_TIMEOUT_S; `properties` reports it as exit 4."""
+
 
 # These would point git at another repository than the one containing ROOT (they are set,
 # for example, when the gate runs inside a git hook), or would clash with literal pathspecs.
@@ -42,28 +50,32 @@ def _git_env() -> dict[str, str]:
     env["LC_ALL"] = "C"
     # A read-only question must not take the index lock a concurrent `git` may need.
     env["GIT_OPTIONAL_LOCKS"] = "0"
+    # `refs/replace` would let a change substitute the bytes git reports for the base.
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
+    # Never stop to ask for a password or a passphrase: there is nobody to answer.
+    env["GIT_TERMINAL_PROMPT"] = "0"
     return env
 
 
-def _run_git(
-    cwd: Path, args: Sequence[str], stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    """Run git in CWD; only a git that cannot start at all is refused here."""
+def _run_git(cwd: Path, args: Sequence[str], stdin: bytes | None = None) -> Captured:
+    """Run git in CWD; a git that cannot start or does not finish is refused here."""
     if not cwd.is_dir():
         raise Refused(f"cannot run git in {cwd}: no such folder")
     # Literal pathspecs: oracle and fixture paths are file names, never glob patterns.
     command = ["git", "-c", "core.quotepath=off", "--literal-pathspecs", *args]
     try:
-        return subprocess.run(
-            command, cwd=cwd, env=_git_env(), input=stdin, capture_output=True, check=False
-        )
+        return run_captured(command, cwd=cwd, env=_git_env(), timeout_s=GIT_TIMEOUT_S, stdin=stdin)
+    except ChildHung as hung:
+        raise GitHung(
+            f"git hung in {cwd}: {hung}; set THREE_LEDGER_GIT_TIMEOUT_S to wait longer"
+        ) from None
     except FileNotFoundError:
         raise Refused("git is not installed or not on PATH: the gate needs it") from None
     except OSError as err:
         raise Refused(f"cannot run git in {cwd}: {err.strerror}") from None
 
 
-def _failure(cwd: Path, args: Sequence[str], done: subprocess.CompletedProcess[bytes]) -> Refused:
+def _failure(cwd: Path, args: Sequence[str], done: Captured) -> Refused:
     stderr = done.stderr.decode("utf-8", "replace").strip()
     first_line = stderr.splitlines()[0] if stderr else "(no message)"
     return Refused(f"git {args[0]} failed in {cwd} (exit {done.returncode}): {first_line}")
@@ -106,7 +118,7 @@ def _unset_if_blank(value: str | None) -> str | None:
     return value.strip() if value and value.strip() else None
 
 
-def _base_choice(explicit: str | None, env: Mapping[str, str]) -> tuple[str, str | None]:
+def base_choice(explicit: str | None, env: Mapping[str, str]) -> tuple[str, str | None]:
     """The base revision and, when it came from GitHub, the branch name to fetch."""
     for given in (explicit, env.get("THREE_LEDGER_BASE")):
         rev = _unset_if_blank(given)
@@ -119,11 +131,6 @@ def _base_choice(explicit: str | None, env: Mapping[str, str]) -> tuple[str, str
     if gitlab_sha:
         return gitlab_sha, None
     raise Refused(f"no base revision: give --base REV or set THREE_LEDGER_BASE; {CANNOT_TELL}")
-
-
-def base_revision_spec(explicit: str | None, env: Mapping[str, str]) -> str:
-    """`--base`, else $THREE_LEDGER_BASE, else GitHub's `origin/$GITHUB_BASE_REF`, else GitLab's."""
-    return _base_choice(explicit, env)[0]
 
 
 def _commit_id(root: Path, rev: str) -> str | None:
@@ -158,7 +165,7 @@ def resolve_commit(root: Path, rev: str, *, github_base_ref: str | None = None) 
 
 def resolve_base(root: Path, explicit: str | None, env: Mapping[str, str]) -> str:
     """The full commit id of the base revision the oracles are compared with (SPEC 4.2 step 3)."""
-    rev, github_ref = _base_choice(explicit, env)
+    rev, github_ref = base_choice(explicit, env)
     work_tree_top(root)
     try:
         return resolve_commit(root, rev, github_base_ref=github_ref)
@@ -191,6 +198,30 @@ def changed_paths(root: Path, base: str, pathspecs: Sequence[str]) -> list[str]:
     untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *pathspecs)
     paths = set(_nul_split(tracked)) | set(_nul_split(untracked))
     return sorted(path for path in paths if not _is_cache(path))
+
+
+def changed_since(root: Path, base: str, path: Path) -> list[str]:
+    """What differs from BASE under PATH (a pin file or the pins folder), relative to the top.
+
+    The one rule behind "a pin changed against the base" (merge row 4, flake-observe
+    precondition 6): committed, staged, unstaged, deleted or new-and-not-ignored all count.
+    PATH is as the command line gave it; one outside the work tree is refused.
+    """
+    top = work_tree_top(root)
+    base_commit = resolve_commit(top, base)
+    return changed_paths(top, base_commit, [inside_work_tree(path, top)])
+
+
+def inside_work_tree(path: Path, top: Path) -> str:
+    """PATH relative to the work tree TOP (`.` for TOP itself); refused when outside it."""
+    try:
+        relative = path.resolve().relative_to(top.resolve()).as_posix()
+    except ValueError:
+        raise Refused(
+            f"{path} lies outside the git work tree {top}: "
+            "cannot tell whether it changed against the base"
+        ) from None
+    return relative or "."
 
 
 def is_ancestor_or_same(root: Path, ancestor: str, descendant: str) -> bool:
@@ -244,11 +275,6 @@ def paths_differing_from(root: Path, rev: str, paths: Sequence[str]) -> list[str
     at_rev = _blob_ids_at(root, rev, wanted)
     in_work_tree = _working_blob_ids(root, wanted)
     return [path for path in wanted if at_rev.get(path) != in_work_tree.get(path)]
-
-
-def blob_differs(root: Path, rev: str, path: str) -> bool:
-    """Whether the working file ROOT/PATH has other bytes than at REV (absent at REV only: True)."""
-    return bool(paths_differing_from(root, rev, [path]))
 
 
 def file_at(root: Path, rev: str, path: str) -> bytes | None:

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import datetime
+import enum
+import functools
 import hashlib
 import os
-import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+import types
+import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from three_ledger import __version__, jsonio
-from three_ledger.errors import GateError, Refused
+from three_ledger.errors import Refused
+from three_ledger.network_ban import Enforcement, Network
+from three_ledger.outcomes import Outcome, Status
 
 TOOL_NAME = "three-ledger"
 
 
 def utc_now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 def fresh_recorded_at(
@@ -47,56 +52,105 @@ def new_ledger_id() -> str:
     return raw.hex()
 
 
-@dataclass(frozen=True)
+# A ledger's JSON document is generated from its dataclass: one key per field, in field
+# order, after `kind`. Nested records, tuples, maps and enums convert by their declared type.
+
+
+def encode(value: Any) -> Any:
+    """A record (or any value inside one) as the JSON value a ledger holds."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {name: encode(getattr(value, name)) for name in _field_names(type(value))}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [encode(item) for item in value]
+    if isinstance(value, dict):
+        return {key: encode(item) for key, item in value.items()}
+    return value
+
+
+def decode(kind: Any, value: Any) -> Any:
+    """The inverse of `encode`, guided by the declared type KIND; absent keys take defaults."""
+    return _decoder(kind)(value)
+
+
+@functools.cache
+def _field_names(record_type: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(record_type))
+
+
+@functools.cache
+def _decoder(kind: Any) -> Callable[[Any], Any]:
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is tuple:
+        item = _decoder(args[0])
+        return lambda value: tuple(item(v) for v in value)
+    if origin is dict:
+        item = _decoder(args[1])
+        return lambda value: {key: item(v) for key, v in value.items()}
+    if origin in (types.UnionType, typing.Union):
+        present = _decoder(next(arg for arg in args if arg is not type(None)))
+        return lambda value: None if value is None else present(value)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return kind
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        return _record_decoder(kind)
+    return lambda value: value
+
+
+def _record_decoder(record_type: type) -> Callable[[Any], Any]:
+    hints = typing.get_type_hints(record_type)
+    fields = {name: _decoder(hints[name]) for name in _field_names(record_type)}
+
+    def build(document: dict[str, Any]) -> Any:
+        given = {name: fields[name](document[name]) for name in fields if name in document}
+        return record_type(**given)
+
+    return build
+
+
+class _Encoded:
+    """`to_json` and `from_json` for a ledger record, generated from its fields."""
+
+    KIND: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.KIND, **encode(self)}
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Any:
+        return decode(cls, {key: value for key, value in document.items() if key != "kind"})
+
+
+@dataclass(frozen=True, slots=True)
 class FileEntry:
     path: str
     size: int
     sha256: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "size": self.size, "sha256": self.sha256}
-
 
 @dataclass(frozen=True)
-class FixtureLedger:
+class Tool:
+    name: str
+    version: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixtureLedger(_Encoded):
     KIND: ClassVar[str] = "fixture"
     SCHEMA: ClassVar[str] = "fixture-ledger"
     ledger_id: str
     pin_id: str
     digest: str
+    algorithm: str = "sha256"
     fixtures_dir: str
     files: tuple[FileEntry, ...]
-    tool_version: str
+    tool: Tool = dataclasses.field(default_factory=lambda: Tool(TOOL_NAME, __version__))
     recorded_at: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.KIND,
-            "ledger_id": self.ledger_id,
-            "pin_id": self.pin_id,
-            "digest": self.digest,
-            "algorithm": "sha256",
-            "fixtures_dir": self.fixtures_dir,
-            "files": [entry.to_json() for entry in self.files],
-            "tool": {"name": TOOL_NAME, "version": self.tool_version},
-            "recorded_at": self.recorded_at,
-        }
 
-    @classmethod
-    def from_json(cls, document: dict[str, Any]) -> FixtureLedger:
-        return cls(
-            ledger_id=document["ledger_id"],
-            pin_id=document["pin_id"],
-            digest=document["digest"],
-            fixtures_dir=document["fixtures_dir"],
-            files=tuple(FileEntry(**entry) for entry in document["files"]),
-            tool_version=document["tool"]["version"],
-            recorded_at=document["recorded_at"],
-        )
-
-
-@dataclass(frozen=True)
-class PropertyLedger:
+@dataclass(frozen=True, kw_only=True)
+class PropertyLedger(_Encoded):
     KIND: ClassVar[str] = "property"
     SCHEMA: ClassVar[str] = "property-ledger"
     ledger_id: str
@@ -104,7 +158,7 @@ class PropertyLedger:
     property_pin_id: str
     property_pin_sha256: str
     fixture_digest: str
-    status_by_id: dict[str, str]
+    status_by_id: dict[str, Status]
     oracle_moved: bool
     oracle_changes: tuple[str, ...]
     base_revision: str
@@ -112,112 +166,62 @@ class PropertyLedger:
     command: tuple[str, ...]
     command_exit: int
     duration_ms: int
-    network: str
-    network_enforcement: str
-    flake_results: dict[str, str]
+    network: Network
+    network_enforcement: Enforcement
+    flake_results: dict[str, Outcome]
     recorded_at: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.KIND,
-            "ledger_id": self.ledger_id,
-            "pin_id": self.pin_id,
-            "property_pin_id": self.property_pin_id,
-            "property_pin_sha256": self.property_pin_sha256,
-            "fixture_digest": self.fixture_digest,
-            "status_by_id": dict(self.status_by_id),
-            "oracle_moved": self.oracle_moved,
-            "oracle_changes": list(self.oracle_changes),
-            "base_revision": self.base_revision,
-            "head_revision": self.head_revision,
-            "command": list(self.command),
-            "command_exit": self.command_exit,
-            "duration_ms": self.duration_ms,
-            "network": self.network,
-            "network_enforcement": self.network_enforcement,
-            "flake_results": dict(self.flake_results),
-            "recorded_at": self.recorded_at,
-        }
-
-    @classmethod
-    def from_json(cls, document: dict[str, Any]) -> PropertyLedger:
-        fields = {key: value for key, value in document.items() if key != "kind"}
-        fields["oracle_changes"] = tuple(fields["oracle_changes"])
-        fields["command"] = tuple(fields["command"])
-        return cls(**fields)
-
     def failing_ids(self) -> list[str]:
-        return [prop_id for prop_id, status in self.status_by_id.items() if status != "pass"]
+        return [prop_id for prop_id, status in self.status_by_id.items() if status != Status.PASS]
 
 
 @dataclass(frozen=True)
 class StatusDifference:
+    """One property's status on each side; `absent` where a side has no such property."""
+
     left: str
     right: str
 
 
-@dataclass(frozen=True)
-class DualPinLedger:
-    """A dual-pin comparison; `run` is False for the `--not-run` record."""
+class DualPinState(enum.StrEnum):
+    RUN = "run"
+    NOT_RUN = "not_run"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DualPinLedger(_Encoded):
+    """A dual-pin comparison; a `not_run` record holds only its identity and clock."""
 
     KIND: ClassVar[str] = "dual_pin"
     SCHEMA: ClassVar[str] = "dual-pin-ledger"
     ledger_id: str
-    run: bool
-    drift: bool
-    left_pin_id: str
-    right_pin_id: str
-    left_digest: str
-    right_digest: str
-    differences: dict[str, StatusDifference]
+    dual_pin: DualPinState = DualPinState.RUN
+    drift: bool = False
+    left_pin_id: str = ""
+    right_pin_id: str = ""
+    left_digest: str = ""
+    right_digest: str = ""
+    differences: dict[str, StatusDifference] = dataclasses.field(default_factory=dict)
     recorded_at: str
 
     @classmethod
     def not_run(cls, ledger_id: str, recorded_at: str) -> DualPinLedger:
-        return cls(ledger_id, False, False, "", "", "", "", {}, recorded_at)
+        return cls(ledger_id=ledger_id, dual_pin=DualPinState.NOT_RUN, recorded_at=recorded_at)
+
+    @property
+    def run(self) -> bool:
+        return self.dual_pin is DualPinState.RUN
 
     def to_json(self) -> dict[str, Any]:
-        head = {"kind": self.KIND, "ledger_id": self.ledger_id}
-        if not self.run:
-            return {**head, "dual_pin": "not_run", "recorded_at": self.recorded_at}
-        differences = {
-            prop_id: {"left": diff.left, "right": diff.right}
-            for prop_id, diff in self.differences.items()
-        }
-        return {
-            **head,
-            "dual_pin": "run",
-            "drift": self.drift,
-            "left_pin_id": self.left_pin_id,
-            "right_pin_id": self.right_pin_id,
-            "left_digest": self.left_digest,
-            "right_digest": self.right_digest,
-            "differences": differences,
-            "recorded_at": self.recorded_at,
-        }
-
-    @classmethod
-    def from_json(cls, document: dict[str, Any]) -> DualPinLedger:
-        if document["dual_pin"] == "not_run":
-            return cls.not_run(document["ledger_id"], document["recorded_at"])
-        differences = {
-            prop_id: StatusDifference(**diff) for prop_id, diff in document["differences"].items()
-        }
-        return cls(
-            ledger_id=document["ledger_id"],
-            run=True,
-            drift=document["drift"],
-            left_pin_id=document["left_pin_id"],
-            right_pin_id=document["right_pin_id"],
-            left_digest=document["left_digest"],
-            right_digest=document["right_digest"],
-            differences=differences,
-            recorded_at=document["recorded_at"],
-        )
+        document = super().to_json()
+        if self.run:
+            return document
+        kept = ("kind", "ledger_id", "dual_pin", "recorded_at")
+        return {key: document[key] for key in kept}
 
 
-@dataclass(frozen=True)
-class FlakeLedger:
+@dataclass(frozen=True, kw_only=True)
+class FlakeLedger(_Encoded):
     KIND: ClassVar[str] = "flake"
     SCHEMA: ClassVar[str] = "flake-ledger"
     ledger_id: str
@@ -225,17 +229,18 @@ class FlakeLedger:
     flake_pin_id: str
     accepted_revision: str
     review_by: str
-    observed: str
+    observed: Outcome
     fixture_digest: str
     property_ledger_sha256: str
     recorded_at: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.KIND, **self.__dict__}
 
-    @classmethod
-    def from_json(cls, document: dict[str, Any]) -> FlakeLedger:
-        return cls(**{key: value for key, value in document.items() if key != "kind"})
+class Posture(enum.StrEnum):
+    """What the merge table tells the people merging (SPEC 4.5)."""
+
+    REJECT = "reject"
+    HUMAN_REVIEW = "human_review"
+    REVIEW = "review"
 
 
 @dataclass(frozen=True)
@@ -245,50 +250,17 @@ class MergeInputs:
     dual_pin: str | None
     flakes: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "fixture": self.fixture,
-            "property": self.property,
-            "dual_pin": self.dual_pin,
-            "flakes": list(self.flakes),
-        }
 
-
-@dataclass(frozen=True)
-class MergeDecision:
+@dataclass(frozen=True, kw_only=True)
+class MergeDecision(_Encoded):
     KIND: ClassVar[str] = "merge"
     SCHEMA: ClassVar[str] = "merge-decision"
     ledger_id: str
-    posture: str
+    posture: Posture
     row: int
     reason: str
     inputs: MergeInputs
     recorded_at: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.KIND,
-            "ledger_id": self.ledger_id,
-            "posture": self.posture,
-            "row": self.row,
-            "reason": self.reason,
-            "inputs": self.inputs.to_json(),
-            "recorded_at": self.recorded_at,
-        }
-
-    @classmethod
-    def from_json(cls, document: dict[str, Any]) -> MergeDecision:
-        inputs = document["inputs"]
-        return cls(
-            ledger_id=document["ledger_id"],
-            posture=document["posture"],
-            row=document["row"],
-            reason=document["reason"],
-            inputs=MergeInputs(
-                inputs["fixture"], inputs["property"], inputs["dual_pin"], tuple(inputs["flakes"])
-            ),
-            recorded_at=document["recorded_at"],
-        )
 
 
 class Record(Protocol):
@@ -324,7 +296,8 @@ def read_ledger(path: Path, kind: type[RecordT]) -> LedgerFile[RecordT]:
         raise Refused(f"{path}: $.kind: expected {kind.KIND!r}, found {document.get('kind')!r}")
     jsonio.validate(document, kind.SCHEMA, path, what)
     _check_recorded_at(document["recorded_at"], path)
-    return LedgerFile(path, hashlib.sha256(data).hexdigest(), kind.from_json(document))
+    record: RecordT = kind.from_json(document)
+    return LedgerFile(path, hashlib.sha256(data).hexdigest(), record)
 
 
 def _check_recorded_at(stamp: str, path: Path) -> None:
@@ -339,44 +312,3 @@ def write_ledger(path: Path, record: Record) -> None:
     document = record.to_json()
     jsonio.validate(document, record.SCHEMA, path, "ledger about to be written")
     jsonio.write_atomic(path, jsonio.dumps(document))
-
-
-def tool_version() -> str:
-    return __version__
-
-
-@contextlib.contextmanager
-def nothing_left_on_failure(out: Path) -> Iterator[None]:
-    """On any failure, leave no file at `out`: a stale ledger from an earlier run is removed."""
-    try:
-        yield
-    except BaseException as exc:
-        note = remove_stale(out)
-        if note is not None:
-            if isinstance(exc, GateError):
-                exc.notes.append(note)
-            else:
-                print(f"three-ledger: {note}", file=sys.stderr)
-        raise
-
-
-def remove_stale(out: Path) -> str | None:
-    """Remove whatever sits at `out`, and say so; None when nothing was there."""
-    try:
-        out.unlink()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        # A read-only filesystem refuses the unlink (EROFS) even when nothing is there.
-        if not os.path.lexists(out):
-            return None
-        return f"could not remove the stale file at {out}: {exc.strerror or exc}"
-    return f"removed the stale file at {out}: it does not describe this run"
-
-
-def refuse_out_over_inputs(out: Path, inputs: Iterable[Path]) -> None:
-    """Refuse an `--out` that would overwrite one of the ledgers being read."""
-    target = out.resolve()
-    for path in inputs:
-        if path.resolve() == target:
-            raise Refused(f"--out {out} is also an input ledger: it would be overwritten")

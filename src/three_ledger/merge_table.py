@@ -7,7 +7,6 @@ reads the `Evidence` it is given, so each row can be tested on its own.
 from __future__ import annotations
 
 import datetime
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,16 +16,11 @@ from three_ledger.ledgers import (
     DualPinLedger,
     FixtureLedger,
     FlakeLedger,
+    Posture,
     PropertyLedger,
     RecordT,
 )
 from three_ledger.pins import FlakePin
-
-
-class Posture(str, enum.Enum):
-    REJECT = "reject"
-    HUMAN_REVIEW = "human_review"
-    REVIEW = "review"
 
 
 @dataclass(frozen=True)

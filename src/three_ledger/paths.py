@@ -51,3 +51,9 @@ def casefold_twins(paths: Iterable[str]) -> list[tuple[str, str]]:
 def is_under(path: str, folder: str) -> bool:
     """Whether relative POSIX `path` lies strictly inside relative POSIX `folder`."""
     return path.startswith(folder.rstrip("/") + "/")
+
+
+def printable(text: str) -> str:
+    """TEXT as one safe line: a name holding a newline or other control character is shown
+    escaped, so that it can neither split a one-per-line list nor forge a line of its own."""
+    return text if text.isprintable() else ascii(text)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from three_ledger import jsonio
+from three_ledger import git, jsonio
 from three_ledger.errors import Refused
+from three_ledger.network_ban import Network
 from three_ledger.paths import casefold_twins, is_under, path_problem
 
 DEFAULT_FIXTURES_DIR = "fixtures"
@@ -68,7 +68,7 @@ class PropertiesPin:
     sha256: str
     pin_id: str
     fixture_pins: tuple[str, ...]
-    network: str
+    network: Network
     oracle_paths: tuple[str, ...]
     properties: tuple[Property, ...]
 
@@ -88,7 +88,7 @@ class PropertiesPin:
             sha256=sha256,
             pin_id=document["pin_id"],
             fixture_pins=tuple(document["fixture_pins"]),
-            network=document.get("network", "banned"),
+            network=Network(document.get("network", Network.BANNED)),
             oracle_paths=tuple(document.get("oracle_paths", DEFAULT_ORACLE_PATHS)),
             properties=properties,
         )
@@ -177,9 +177,31 @@ class FlakePin:
     def entry(self, test_id: str) -> FlakeEntry | None:
         return next((entry for entry in self.flakes if entry.test_id == test_id), None)
 
+    def unaccepted(self, root: Path, base: str) -> dict[str, str]:
+        """Why each entry fails SPEC 3.3's rule: accepted at the base or one of its ancestors.
+
+        Keyed by test_id; an entry that holds is absent. Refused when BASE itself does not
+        resolve in the work tree that contains ROOT.
+        """
+        top = git.work_tree_top(root)
+        base_commit = git.resolve_commit(top, base)
+        reasons: dict[str, str] = {}
+        for entry in self.flakes:
+            revision = f"accepted_revision {entry.accepted_revision!r}"
+            try:
+                git.resolve_commit(top, entry.accepted_revision)
+            except Refused:
+                reasons[entry.test_id] = f"{revision} does not resolve to a commit"
+                continue
+            if not git.is_ancestor_or_same(top, entry.accepted_revision, base_commit):
+                reasons[entry.test_id] = (
+                    f"{revision} is neither the base {base} nor one of its ancestors"
+                )
+        return reasons
+
 
 def utc_today() -> datetime.date:
-    return datetime.datetime.now(datetime.timezone.utc).date()
+    return datetime.datetime.now(datetime.UTC).date()
 
 
 def load_fixture_pin(path: Path) -> FixturePin:
@@ -195,18 +217,6 @@ def load_properties_pin(path: Path) -> PropertiesPin:
 def load_flake_pin(path: Path) -> FlakePin:
     document, sha256 = _load(path, "flake-pin")
     return FlakePin.from_json(document, path, sha256)
-
-
-def refuse_out_near_pins(out: Path, pin_paths: Iterable[Path], flag: str = "--out") -> None:
-    """Refuse an output path that is a pin or lies in the folder of any pin (SPEC 3)."""
-    target = out.resolve()
-    for pin_path in pin_paths:
-        pin_file = pin_path.resolve()
-        if target == pin_file or target.is_relative_to(pin_file.parent):
-            raise Refused(
-                f"{flag} {out} lies in the folder of pin {pin_path}: "
-                "three-ledger never writes beside a pin"
-            )
 
 
 def _load(path: Path, schema_name: str) -> tuple[dict[str, Any], str]:

@@ -5,7 +5,6 @@ SPEC section 4.2 steps 6-7 and section 6 are the contract for everything here.
 
 from __future__ import annotations
 
-import enum
 import json
 import stat
 import xml.etree.ElementTree as ET
@@ -15,27 +14,11 @@ from pathlib import Path
 from typing import ClassVar
 
 from three_ledger.errors import InfraFailure
+from three_ledger.outcomes import Outcome, Status, status_of, worst
 
-# A property whose selector and markers matched no result.
-MISSING = "missing"
 # JUnit files larger than this are refused unread: no honest test run needs more.
 MAX_JUNIT_BYTES = 64 * 1024 * 1024
-
-
-class Outcome(str, enum.Enum):
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-    SKIP = "skip"
-
-
-_SEVERITY = {Outcome.PASS: 0, Outcome.SKIP: 1, Outcome.FAIL: 2, Outcome.ERROR: 3}
 _OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
-
-
-def worst(outcomes: Iterable[Outcome]) -> Outcome:
-    """The worst outcome (error > fail > skip > pass); `pass` when there is none."""
-    return max(outcomes, key=_SEVERITY.__getitem__, default=Outcome.PASS)
 
 
 @dataclass(frozen=True)
@@ -83,7 +66,7 @@ def _united(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
 
 def property_statuses(
     selectors: Mapping[str, str | None], results: Sequence[TestResult]
-) -> dict[str, str]:
+) -> dict[str, Status]:
     """Status of each property (keyed by id, in input order) from its selector and markers.
 
     `pass` only when every matched result passed; else the worst outcome; `missing` when
@@ -95,22 +78,24 @@ def property_statuses(
     }
 
 
-def _status(property_id: str, selector: str | None, results: Sequence[TestResult]) -> str:
-    matched = [
+def _status(property_id: str, selector: str | None, results: Sequence[TestResult]) -> Status:
+    matched = (
         result.outcome
         for result in results
         if property_id in result.property_ids or (selector is not None and result.matches(selector))
-    ]
-    return worst(matched).value if matched else MISSING
+    )
+    return status_of(matched)
 
 
-def flake_outcomes(selectors: Mapping[str, str], results: Sequence[TestResult]) -> dict[str, str]:
+def flake_outcomes(
+    selectors: Mapping[str, str], results: Sequence[TestResult]
+) -> dict[str, Outcome]:
     """Worst outcome of each flaky test (keyed by test_id) that ran; absent when none matched."""
-    outcomes: dict[str, str] = {}
+    outcomes: dict[str, Outcome] = {}
     for test_id, selector in selectors.items():
         matched = [result.outcome for result in results if result.matches(selector)]
         if matched:
-            outcomes[test_id] = worst(matched).value
+            outcomes[test_id] = worst(matched)
     return outcomes
 
 

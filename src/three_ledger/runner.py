@@ -282,3 +282,56 @@ def _stop_group(process: subprocess.Popen[bytes], first: int, grace_s: float) ->
 def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
     with suppress(ProcessLookupError):  # the group is already empty
         os.killpg(process.pid, signum)
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A short child's exit code and its whole output (git answers, probes)."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+class ChildHung(Exception):
+    """A short child did not finish within its timeout; its whole group was killed."""
+
+    def __init__(self, argv: Sequence[str], timeout_s: float) -> None:
+        self.command = " ".join(argv)
+        self.timeout_s = timeout_s
+        super().__init__(f"`{self.command}` did not finish in {timeout_s:g} s and was killed")
+
+
+def run_captured(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    timeout_s: float,
+    stdin: bytes | None = None,
+) -> Captured:
+    """Run a short child to completion and keep its output; ChildHung after `timeout_s`.
+
+    For questions whose answers are small (git, the namespace probe), so the output is held
+    in memory. Like `run_command`, the child gets a process group of its own, and a timeout
+    kills the whole group: a hung child never hangs the gate. OSError when it cannot start.
+    """
+    process = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(stdin, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _signal_group(process, signal.SIGKILL)
+        process.communicate()
+        raise ChildHung(argv, timeout_s) from None
+    finally:
+        # Whatever the leader left behind in its group goes with it.
+        _signal_group(process, signal.SIGKILL)
+    return Captured(process.returncode, stdout, stderr)

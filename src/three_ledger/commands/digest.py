@@ -10,15 +10,14 @@ from three_ledger.ledgers import (
     FixtureLedger,
     fresh_recorded_at,
     new_ledger_id,
-    nothing_left_on_failure,
-    tool_version,
     write_ledger,
 )
-from three_ledger.pins import load_fixture_pin, refuse_out_near_pins
+from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
+from three_ledger.pins import load_fixture_pin
 
 
 def digest(*, pin_path: Path, root: Path, out: Path, base: str | None) -> int:
-    refuse_out_near_pins(out, [pin_path])
+    refuse_unwritable([Output("--out", out)], pins=[pin_path])
     with nothing_left_on_failure(out):
         pin = load_fixture_pin(pin_path)
         live = live_digest(root, pin)
@@ -29,7 +28,6 @@ def digest(*, pin_path: Path, root: Path, out: Path, base: str | None) -> int:
             digest=live.digest,
             fixtures_dir=pin.fixtures_dir,
             files=live.files,
-            tool_version=tool_version(),
             recorded_at=fresh_recorded_at(),
         )
         write_ledger(out, ledger)

@@ -14,9 +14,8 @@ from three_ledger import jsonio
 from three_ledger.digest import REGULAR_FILE, hash_files, is_real_directory, walk_entries
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
-from three_ledger.paths import casefold_twins, path_problem
+from three_ledger.paths import casefold_twins, path_problem, printable
 
-DEFAULT_PIN_ID = "fixpin-draft"
 REVIEW_NOTE = (
     "this is a draft, not a pin: it becomes a pin only after a person has read every path "
     "and committed it in a commit of its own"
@@ -68,9 +67,9 @@ def survey(root: Path, folder: str) -> tuple[list[str], list[str]]:
     offenders: list[str] = []
     for shown, kind in walk_entries(root / folder, folder):
         if kind != REGULAR_FILE:
-            offenders.append(f"{_printable(shown)}: {kind}")
+            offenders.append(f"{printable(shown)}: {kind}")
         elif (problem := path_problem(shown)) is not None:
-            offenders.append(f"{_printable(shown)}: {problem}")
+            offenders.append(f"{printable(shown)}: {problem}")
         else:
             files.append(shown)
     offenders.extend(
@@ -78,11 +77,6 @@ def survey(root: Path, folder: str) -> tuple[list[str], list[str]]:
         for first, second in casefold_twins(sorted(files))
     )
     return sorted(files), sorted(offenders)
-
-
-def _printable(path: str) -> str:
-    # A newline or other control character in a name must not split the one-per-line list.
-    return path if path.isprintable() else ascii(path)
 
 
 def _refuse_bad_pin_id(pin_id: str) -> None:

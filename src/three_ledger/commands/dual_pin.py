@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from three_ledger.errors import Refused
@@ -13,11 +14,11 @@ from three_ledger.ledgers import (
     StatusDifference,
     fresh_recorded_at,
     new_ledger_id,
-    nothing_left_on_failure,
     read_ledger,
-    refuse_out_over_inputs,
     write_ledger,
 )
+from three_ledger.outcomes import Status
+from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 
 
 def dual_pin_not_run(*, out: Path) -> int:
@@ -28,7 +29,7 @@ def dual_pin_not_run(*, out: Path) -> int:
 
 
 def dual_pin(*, left_path: Path, right_path: Path, out: Path) -> int:
-    refuse_out_over_inputs(out, [left_path, right_path])
+    refuse_unwritable([Output("--out", out)], inputs=[left_path, right_path])
     with nothing_left_on_failure(out):
         left = read_ledger(left_path, PropertyLedger)
         right = read_ledger(right_path, PropertyLedger)
@@ -36,7 +37,6 @@ def dual_pin(*, left_path: Path, right_path: Path, out: Path) -> int:
         differences = status_differences(left.record.status_by_id, right.record.status_by_id)
         ledger = DualPinLedger(
             ledger_id=new_ledger_id(),
-            run=True,
             drift=bool(differences),
             left_pin_id=left.record.pin_id,
             right_pin_id=right.record.pin_id,
@@ -75,7 +75,9 @@ def refuse_unpaired(left: LedgerFile[PropertyLedger], right: LedgerFile[Property
         raise Refused(f"{left.path} and {right.path}: $.{field} {reason}")
 
 
-def status_differences(left: dict[str, str], right: dict[str, str]) -> dict[str, StatusDifference]:
+def status_differences(
+    left: Mapping[str, Status], right: Mapping[str, Status]
+) -> dict[str, StatusDifference]:
     """Every id whose status differs, `absent` standing in for a missing side; sorted by id."""
     return {
         prop_id: StatusDifference(left.get(prop_id, "absent"), right.get(prop_id, "absent"))

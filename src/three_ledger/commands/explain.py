@@ -26,7 +26,7 @@ def explain(*, left_path: Path, right_path: Path) -> int:
     if left.digest == right.digest and not changes:
         return ExitCode.OK
     # Equal digests over different file lists cannot both be honest: that is not "equal".
-    return ExitCode.PROPERTY_MISS
+    return ExitCode.LEDGERS_DIFFER
 
 
 def _read(path: Path) -> FixtureLedger:

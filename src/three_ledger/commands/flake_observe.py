@@ -21,12 +21,12 @@ from three_ledger.ledgers import (
     PropertyLedger,
     fresh_recorded_at,
     new_ledger_id,
-    nothing_left_on_failure,
     read_ledger,
-    refuse_out_over_inputs,
     write_ledger,
 )
-from three_ledger.pins import FlakeEntry, FlakePin, load_flake_pin, refuse_out_near_pins, utc_today
+from three_ledger.outcomes import Outcome
+from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
+from three_ledger.pins import FlakeEntry, FlakePin, load_flake_pin, utc_today
 
 # The six preconditions of SPEC 4.4, as the refusal message names them.
 DIGESTS_AGREE = "precondition 1 (valid ledgers whose digests agree)"
@@ -63,8 +63,9 @@ def flake_observe(
     # The --out checks come first and outside the cleanup: an --out that is a pin or an
     # input must be refused, never removed as if it were a stale ledger.
     with _as_flake_refusal("--out check"):
-        refuse_out_near_pins(out, [flake_pin_path])
-        refuse_out_over_inputs(out, [fixture_path, property_path])
+        refuse_unwritable(
+            [Output("--out", out)], pins=[flake_pin_path], inputs=[fixture_path, property_path]
+        )
     with nothing_left_on_failure(out):
         ledger = _observe(fixture_path, property_path, flake_pin_path, test_id, root, base)
         with _as_flake_refusal("writing the flake ledger"):
@@ -149,21 +150,15 @@ def _current_entry(
         )
     if base is not None:
         with _as_flake_refusal(LISTED_AND_CURRENT):
-            _refuse_unaccepted(flake_pin_path, entry, root, base)
+            _refuse_unaccepted(pin, entry, root, base)
     return pin, entry
 
 
-def _refuse_unaccepted(flake_pin_path: Path, entry: FlakeEntry, root: Path, base: str) -> None:
+def _refuse_unaccepted(pin: FlakePin, entry: FlakeEntry, root: Path, base: str) -> None:
     """The label must have been accepted at the base or before it (SPEC 3.3)."""
-    git.work_tree_top(root)
-    base_commit = git.resolve_commit(root, base)
-    where = f"{flake_pin_path}: {entry.test_id!r}: accepted_revision {entry.accepted_revision!r}"
-    try:
-        git.resolve_commit(root, entry.accepted_revision)
-    except Refused:
-        raise Refused(f"{where} does not resolve to a commit") from None
-    if not git.is_ancestor_or_same(root, entry.accepted_revision, base_commit):
-        raise Refused(f"{where} is neither the base {base} nor one of its ancestors")
+    reason = pin.unaccepted(root, base).get(entry.test_id)
+    if reason is not None:
+        raise Refused(f"{pin.source}: {entry.test_id!r}: {reason}")
 
 
 def _refuse_property_id(prop: LedgerFile[PropertyLedger], test_id: str) -> None:
@@ -174,14 +169,14 @@ def _refuse_property_id(prop: LedgerFile[PropertyLedger], test_id: str) -> None:
         )
 
 
-def _observed_outcome(prop: LedgerFile[PropertyLedger], test_id: str) -> str:
+def _observed_outcome(prop: LedgerFile[PropertyLedger], test_id: str) -> Outcome:
     observed = prop.record.flake_results.get(test_id)
     if observed is None:
         raise FlakeRefused(
             f"{OBSERVED} failed: {prop.path}: $.flake_results holds no outcome for "
             f"{test_id!r}: nothing observed, nothing written"
         )
-    if observed == "pass":
+    if observed is Outcome.PASS:
         raise FlakeRefused(
             f"{OBSERVED} failed: {prop.path}: $.flake_results records {test_id!r} as pass: "
             "there is no flake to note"
@@ -191,23 +186,9 @@ def _observed_outcome(prop: LedgerFile[PropertyLedger], test_id: str) -> str:
 
 def _refuse_changed_pin(flake_pin_path: Path, root: Path, base: str) -> None:
     with _as_flake_refusal(PIN_UNCHANGED):
-        top = git.work_tree_top(root)
-        git.resolve_commit(top, base)
-        relative = _inside_work_tree(flake_pin_path, top)
-        changed = git.changed_paths(top, base, [relative])
+        changed = git.changed_since(root, base, flake_pin_path)
     if changed:
         raise FlakeRefused(
             f"{PIN_UNCHANGED} failed: {flake_pin_path} differs from the base {base}: "
             "pin mutation; a flake pin changes only in its own reviewed commit"
         )
-
-
-def _inside_work_tree(path: Path, top: Path) -> str:
-    """PATH relative to the work tree top, refused when it lies outside that work tree."""
-    try:
-        return path.resolve().relative_to(top.resolve()).as_posix()
-    except ValueError:
-        raise Refused(
-            f"{path} lies outside the git work tree {top}: "
-            "cannot tell whether it changed against the base"
-        ) from None

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import assert_never
 
 from three_ledger import git, jsonio
 from three_ledger.digest import live_digest, refuse_unreviewed
@@ -23,34 +24,31 @@ from three_ledger.ledgers import (
     FlakeLedger,
     MergeDecision,
     MergeInputs,
+    Posture,
     PropertyLedger,
     RecordT,
     fresh_recorded_at,
     new_ledger_id,
-    nothing_left_on_failure,
     read_ledger,
-    refuse_out_over_inputs,
     write_ledger,
 )
+from three_ledger.merge_report import append_step_summary, error_annotation, markdown, verdict_text
 from three_ledger.merge_table import (
     Evidence,
     FlakePinView,
     LiveTree,
     PinChanges,
-    Posture,
     Reading,
     Verdict,
     decide,
     ledger_stamps,
 )
+from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import (
-    FlakePin,
     load_fixture_pin,
     load_flake_pin,
-    refuse_out_near_pins,
     utc_today,
 )
-from three_ledger.summary import append_step_summary, error_annotation, markdown, verdict_text
 
 
 @dataclass(frozen=True)
@@ -109,27 +107,28 @@ def merge(
         if summary_md is not None:
             jsonio.write_atomic(summary_md, markdown(evidence, verdict))
     _report(evidence, verdict, env)
-    return ExitCode.REJECT if verdict.posture is Posture.REJECT else ExitCode.OK
+    return exit_code(verdict.posture)
+
+
+def exit_code(posture: Posture) -> ExitCode:
+    """SPEC 2: reject exits 1; both review postures exit 0."""
+    match posture:
+        case Posture.REJECT:
+            return ExitCode.REJECT
+        case Posture.HUMAN_REVIEW | Posture.REVIEW:
+            return ExitCode.OK
+        case _:
+            assert_never(posture)
 
 
 def refuse_unwritable_outputs(sources: Sources, out: Path, summary_md: Path | None) -> None:
     """Exit 2 for an output that is an input, a pin, or inside a pin folder (SPEC 3)."""
-    refuse_out_over_inputs(out, sources.ledgers())
-    _refuse_in_pin_folders("--out", out, sources)
-    if summary_md is None:
-        return
-    _refuse_in_pin_folders("--summary-md", summary_md, sources)
-    if summary_md.resolve() in {path.resolve() for path in [out, *sources.ledgers()]}:
-        raise Refused(
-            f"--summary-md {summary_md} is also --out or an input ledger: it would be overwritten"
-        )
-
-
-def _refuse_in_pin_folders(flag: str, target: Path, sources: Sources) -> None:
-    refuse_out_near_pins(target, sources.pins(), flag)
-    pins_dir = sources.pins_dir
-    if pins_dir is not None and target.resolve().is_relative_to(pins_dir.resolve()):
-        raise Refused(f"{flag} {target} lies in --pins-dir {pins_dir}: pins are never written")
+    outputs = [Output("--out", out)]
+    if summary_md is not None:
+        outputs.append(Output("--summary-md", summary_md))
+    refuse_unwritable(
+        outputs, pins=sources.pins(), pins_dir=sources.pins_dir, inputs=sources.ledgers()
+    )
 
 
 def gather(sources: Sources) -> Evidence:
@@ -180,9 +179,7 @@ def _pin_changes(sources: Sources) -> PinChanges | None:
     if sources.pins_dir is None or sources.base is None:
         return None
     try:
-        top = git.work_tree_top(sources.root)
-        git.resolve_commit(top, sources.base)
-        changed = git.changed_paths(top, sources.base, [_under_top(sources.pins_dir, top)])
+        changed = git.changed_since(sources.root, sources.base, sources.pins_dir)
     except Refused as exc:
         return PinChanges(sources.pins_dir, sources.base, (), _one_line(exc))
     if not changed and not sources.pins_dir.is_dir():
@@ -192,14 +189,6 @@ def _pin_changes(sources: Sources) -> PinChanges | None:
     return PinChanges(sources.pins_dir, sources.base, tuple(changed))
 
 
-def _under_top(path: Path, top: Path) -> str:
-    try:
-        relative = path.resolve().relative_to(top.resolve()).as_posix()
-    except ValueError:
-        raise Refused(f"{path} lies outside the git work tree {top}") from None
-    return relative or "."
-
-
 def _flake_pin_view(sources: Sources) -> FlakePinView | None:
     if sources.flake_pin is None:
         return None
@@ -207,22 +196,13 @@ def _flake_pin_view(sources: Sources) -> FlakePinView | None:
         pin = load_flake_pin(sources.flake_pin)
     except Refused as exc:
         return FlakePinView(sources.flake_pin, None, _one_line(exc))
-    unaccepted = _unaccepted(pin, sources.root, sources.base) if sources.base else {}
-    return FlakePinView(sources.flake_pin, pin, None, unaccepted)
-
-
-def _unaccepted(pin: FlakePin, root: Path, base: str) -> dict[str, str]:
-    """Each listed id whose accepted_revision is not the base or an ancestor (SPEC 3.3)."""
+    if sources.base is None:
+        return FlakePinView(sources.flake_pin, pin)
     try:
-        base_commit = git.resolve_commit(root, base)
-        return {
-            entry.test_id: f"its accepted_revision {entry.accepted_revision!r} is neither "
-            f"{base} nor one of its ancestors"
-            for entry in pin.flakes
-            if not git.is_ancestor_or_same(root, entry.accepted_revision, base_commit)
-        }
+        unaccepted = pin.unaccepted(sources.root, sources.base)
     except Refused as exc:
-        return {entry.test_id: _one_line(exc) for entry in pin.flakes}
+        unaccepted = {entry.test_id: _one_line(exc) for entry in pin.flakes}
+    return FlakePinView(sources.flake_pin, pin, None, unaccepted)
 
 
 def _decision(evidence: Evidence, verdict: Verdict) -> MergeDecision:
@@ -235,7 +215,7 @@ def _decision(evidence: Evidence, verdict: Verdict) -> MergeDecision:
     )
     return MergeDecision(
         ledger_id=new_ledger_id(),
-        posture=verdict.posture.value,
+        posture=verdict.posture,
         row=verdict.row,
         reason=verdict.reason,
         inputs=inputs,

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from three_ledger import git, netns
+from three_ledger import git, network_namespace
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
@@ -19,10 +18,11 @@ from three_ledger.ledgers import (
     PropertyLedger,
     fresh_recorded_at,
     new_ledger_id,
-    nothing_left_on_failure,
     write_ledger,
 )
+from three_ledger.network_ban import Enforcement, choose_enforcement
 from three_ledger.oracles import rewriting_flag
+from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import (
     FixturePin,
     FlakePin,
@@ -30,12 +30,10 @@ from three_ledger.pins import (
     load_fixture_pin,
     load_flake_pin,
     load_properties_pin,
-    refuse_out_near_pins,
 )
 from three_ledger.results import TestResult, flake_outcomes, property_statuses
 
 PLUGIN_MODULE = "three_ledger.pytest_plugin"
-DEFAULT_TIMEOUT_S = 1800.0
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
 _PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
 
@@ -72,19 +70,26 @@ def properties(request: Request) -> int:
     pin_paths = [request.pin_path, request.properties_path]
     if request.flake_pin_path is not None:
         pin_paths.append(request.flake_pin_path)
-    refuse_out_near_pins(request.out, pin_paths)
     log_path = request.log_path or request.out.with_name(request.out.name + ".log")
-    refuse_out_near_pins(log_path, pin_paths, flag="--log")
+    refuse_unwritable([Output("--out", request.out), Output("--log", log_path)], pins=pin_paths)
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         # The namespace probe is a child process of its own: start it now, so that it
         # overlaps the pin and tree checks instead of adding to the gate's cost.
-        probe = background.submit(netns.namespace_available)
-        scored = check_before_running(request)
-        enforcement = network_enforcement(scored.properties_pin.network, request.command, probe)
+        probe = background.submit(network_namespace.namespace_available)
+        scored = _git_hang_is_infra(check_before_running, request)
+        enforcement = choose_enforcement(scored.properties_pin.network, request.command, probe)
         results, command_exit, duration_ms = run_and_read(request, scored, enforcement, log_path)
         ledger = build_ledger(request, scored, enforcement, results, command_exit, duration_ms)
         write_ledger(request.out, ledger)
     return report(ledger, request.out)
+
+
+def _git_hang_is_infra(check: Callable[[Request], Scored], request: Request) -> Scored:
+    """A git that hangs is the machine failing, not the change: exit 4, as for the command."""
+    try:
+        return check(request)
+    except git.GitHung as hung:
+        raise InfraFailure(hung.message, hung.details) from None
 
 
 def check_before_running(request: Request) -> Scored:
@@ -130,38 +135,8 @@ def moved_since_base(request: Request, fixture_pin: FixturePin) -> list[str]:
     return [f"differs from the base {base[:12]}: {path}" for path in moved]
 
 
-def network_enforcement(network: str, command: Sequence[str], probe: Future[str | None]) -> str:
-    """Which mechanism enforces the pin's network policy: `netns`, `socket-guard` or `none`.
-
-    `probe` resolves to None when a network namespace works here, else to the reason why not.
-    """
-    if network == "allowed":
-        return "none"
-    reason = probe.result()
-    if reason is None:
-        return "netns"
-    if runs_pytest(command):
-        return "socket-guard"
-    raise InfraFailure(
-        f"the properties pin bans the network, but no network namespace is available "
-        f"({reason}) and the command is not pytest, so the socket guard cannot act either; "
-        "enable unprivileged user namespaces (e.g. `sysctl kernel.unprivileged_userns_clone=1`) "
-        "or run the properties through pytest"
-    )
-
-
-def runs_pytest(command: Sequence[str]) -> bool:
-    program = os.path.basename(command[0])
-    if program.startswith(("pytest", "py.test")):
-        return True
-    return any(
-        first == "-m" and second in ("pytest", "py.test")
-        for first, second in itertools.pairwise(command)
-    )
-
-
 def run_and_read(
-    request: Request, scored: Scored, enforcement: str, log_path: Path
+    request: Request, scored: Scored, enforcement: Enforcement, log_path: Path
 ) -> tuple[list[TestResult], int, int]:
     from three_ledger.results import read_junit_xml
     from three_ledger.runner import run_command
@@ -170,8 +145,8 @@ def run_and_read(
         results_path = Path(private) / "results.jsonl"
         env = child_environment(os.environ, request.root, scored, enforcement, results_path)
         argv = request.command
-        if enforcement == "netns":
-            argv = netns.namespace_argv(argv)
+        if enforcement is Enforcement.NETNS:
+            argv = network_namespace.namespace_argv(argv)
         run = run_command(
             argv, cwd=request.root, env=env, timeout_s=request.timeout_s, log_path=log_path
         )
@@ -201,10 +176,10 @@ def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
         raise
 
 
-def exit_meaning(code: int, enforcement: str) -> str:
-    if enforcement == "netns" and code == netns.ISOLATION_FAILED:
+def exit_meaning(code: int, enforcement: Enforcement) -> str:
+    if enforcement is Enforcement.NETNS and code == network_namespace.ISOLATION_FAILED:
         return "the network namespace failed its isolation check; the command did not run"
-    if enforcement == "netns" and code == netns.COMMAND_NOT_FOUND:
+    if enforcement is Enforcement.NETNS and code == network_namespace.COMMAND_NOT_FOUND:
         return "the command could not start: not found"
     meaning = _PYTEST_EXITS.get(code, "neither 0 (all passed) nor 1 (some failed)")
     return f"the command exited {code} ({meaning}): its results cannot be trusted"
@@ -214,7 +189,7 @@ def child_environment(
     inherited: Mapping[str, str],
     root: Path,
     scored: Scored,
-    enforcement: str,
+    enforcement: Enforcement,
     results_path: Path,
 ) -> dict[str, str]:
     """The inherited environment plus what the plugin and the property tests read (SPEC 6)."""
@@ -227,7 +202,7 @@ def child_environment(
     env["THREE_LEDGER_FIXTURES"] = str((root / scored.fixture_pin.fixtures_dir).resolve())
     env["THREE_LEDGER_PIN_ID"] = scored.fixture_pin.pin_id
     env.pop("THREE_LEDGER_NETWORK", None)
-    if enforcement == "socket-guard":
+    if enforcement is Enforcement.SOCKET_GUARD:
         env["THREE_LEDGER_NETWORK"] = "ban"
     return env
 
@@ -235,7 +210,7 @@ def child_environment(
 def build_ledger(
     request: Request,
     scored: Scored,
-    enforcement: str,
+    enforcement: Enforcement,
     results: list[TestResult],
     command_exit: int,
     duration_ms: int,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from three_ledger.merge_table import Posture
+from three_ledger.ledgers import Posture
 
 ORDERS = "orders.py"
 ORACLE = "properties/test_orders.py"

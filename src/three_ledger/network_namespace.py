@@ -1,4 +1,4 @@
-"""The network ban: run a command in a fresh Linux user+network namespace with only loopback.
+"""A fresh Linux user+network namespace with only loopback, the network ban's first choice.
 
 `namespace_argv` wraps a command in `unshare` and this module's trampoline, which brings
 `lo` up and checks the isolation before it execs the command. Stdlib only, because the
@@ -50,7 +50,8 @@ def namespace_available() -> str | None:
     """None when a probe runs through the namespace trampoline, else a one-line reason."""
     # Imported here: the trampoline itself must start fast and needs neither.
     import shutil
-    import subprocess
+
+    from three_ledger.runner import ChildHung, run_captured
 
     if not sys.platform.startswith("linux") or not os.path.exists(_NET_NS):
         return "network namespaces need Linux with /proc mounted"
@@ -58,10 +59,8 @@ def namespace_available() -> str | None:
         return "the `unshare` program (util-linux) is not installed"
     probe = namespace_argv([sys.executable, "-c", "pass"])
     try:
-        done = subprocess.run(
-            probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired:
+        done = run_captured(probe, cwd=None, env=None, timeout_s=_PROBE_TIMEOUT_S)
+    except ChildHung:
         return f"the network namespace probe did not finish in {_PROBE_TIMEOUT_S:.0f} s"
     except OSError as error:
         return f"the network namespace probe could not start: {error}"

@@ -1,0 +1,1 @@
+"""The built-in demo: the example repository, its scenarios, their workflow and table."""

@@ -1,0 +1,69 @@
+"""The network ban: which mechanism enforces a properties pin's `network` policy.
+
+Two mechanisms exist, tried in this order: a fresh network namespace around the whole
+command (`network_namespace.py`), else the pytest plugin's in-process socket guard
+(`socket_guard.py`). Where neither can act, the run is refused before it starts.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import os
+from collections.abc import Sequence
+from concurrent.futures import Future
+from typing import assert_never
+
+from three_ledger.errors import InfraFailure
+
+
+class Network(enum.StrEnum):
+    """A properties pin's network policy (SPEC 3.2)."""
+
+    BANNED = "banned"
+    ALLOWED = "allowed"
+
+
+class Enforcement(enum.StrEnum):
+    """What enforced the policy in one run, as the property ledger records it."""
+
+    NETNS = "netns"
+    SOCKET_GUARD = "socket-guard"
+    NONE = "none"
+
+
+def choose_enforcement(
+    network: Network, command: Sequence[str], probe: Future[str | None]
+) -> Enforcement:
+    """The mechanism for this run; InfraFailure when the ban is pinned and none can act.
+
+    `probe` resolves to None when a network namespace works here, else to the reason why not.
+    """
+    match network:
+        case Network.ALLOWED:
+            return Enforcement.NONE
+        case Network.BANNED:
+            reason = probe.result()
+            if reason is None:
+                return Enforcement.NETNS
+            if runs_pytest(command):
+                return Enforcement.SOCKET_GUARD
+            raise InfraFailure(
+                f"the properties pin bans the network, but no network namespace is available "
+                f"({reason}) and the command is not pytest, so the socket guard cannot act "
+                "either; enable unprivileged user namespaces (e.g. `sysctl "
+                "kernel.unprivileged_userns_clone=1`) or run the properties through pytest"
+            )
+        case _:
+            assert_never(network)
+
+
+def runs_pytest(command: Sequence[str]) -> bool:
+    """Whether COMMAND starts pytest, so that the plugin (and its socket guard) loads."""
+    program = os.path.basename(command[0])
+    if program.startswith(("pytest", "py.test")):
+        return True
+    return any(
+        first == "-m" and second in ("pytest", "py.test")
+        for first, second in itertools.pairwise(command)
+    )
