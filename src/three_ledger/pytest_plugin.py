@@ -1,6 +1,7 @@
 """The pytest plugin: records one worst-of outcome per test item and enforces the network ban.
 
-Loaded in every pytest run (``pytest11`` entry point and ``PYTEST_PLUGINS``), so it imports only
+The gate loads a private copy of it in each run (``plugin_staging.py``); the ``pytest11`` entry
+point loads it for people who run pytest with the plugin directly. Either way it imports only
 the standard library and pytest, and does nothing unless ``THREE_LEDGER_*`` variables are set.
 """
 
@@ -13,8 +14,10 @@ from typing import IO
 
 import pytest
 
-from three_ledger.outcomes import SEVERITY, Outcome
-from three_ledger.socket_guard import install_socket_guard_if_banned
+# Relative: the gate runs a private copy of this package under a random name
+# (plugin_staging.py), and the copy must import the copy.
+from .outcomes import SEVERITY, Outcome
+from .socket_guard import install_socket_guard_if_banned
 
 RESULTS_ENV = "THREE_LEDGER_RESULTS"
 # The user_properties name that carries a marker's property id from an xdist worker to the

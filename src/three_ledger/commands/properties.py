@@ -31,9 +31,9 @@ from three_ledger.pins import (
     load_flake_pin,
     load_properties_pin,
 )
+from three_ledger.plugin_staging import plugin_environment, stage_plugin
 from three_ledger.results import TestResult, flake_outcomes, property_statuses
 
-PLUGIN_MODULE = "three_ledger.pytest_plugin"
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
 _PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
 
@@ -143,7 +143,9 @@ def run_and_read(
 
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
+        plugin = stage_plugin(Path(private))
         env = child_environment(os.environ, request.root, scored, enforcement, results_path)
+        env = plugin_environment(env, plugin)
         argv = request.command
         if enforcement is Enforcement.NETNS:
             argv = network_namespace.namespace_argv(argv)
@@ -170,8 +172,9 @@ def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
         return read_results_file(results_path)
     except InfraFailure as failure:
         failure.details.append(
-            f"the plugin {PLUGIN_MODULE} wrote nothing: is the command pytest, run where "
-            f"three-ledger is installed? Other runners need --junit-xml (log: {log_path})"
+            "the plugin wrote nothing: is the command pytest, and does it keep the "
+            f"environment (PYTHONPATH, PYTEST_PLUGINS)? Other runners need --junit-xml "
+            f"(log: {log_path})"
         )
         raise
 
@@ -194,10 +197,6 @@ def child_environment(
 ) -> dict[str, str]:
     """The inherited environment plus what the plugin and the property tests read (SPEC 6)."""
     env = dict(inherited)
-    plugins = [name for name in env.get("PYTEST_PLUGINS", "").split(",") if name.strip()]
-    if PLUGIN_MODULE not in plugins:
-        plugins.append(PLUGIN_MODULE)
-    env["PYTEST_PLUGINS"] = ",".join(plugins)
     env["THREE_LEDGER_RESULTS"] = str(results_path)
     env["THREE_LEDGER_FIXTURES"] = str((root / scored.fixture_pin.fixtures_dir).resolve())
     env["THREE_LEDGER_PIN_ID"] = scored.fixture_pin.pin_id

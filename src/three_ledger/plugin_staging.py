@@ -1,0 +1,60 @@
+"""How the test child gets the plugin: copied, by path, under a module name fresh for each run.
+
+The project under test must not be able to stand in for the gate's plugin. A file in ROOT
+named like the plugin, an installed distribution, or a `pytest11` entry point of the
+patch's own could otherwise shadow it. So each run copies the plugin's modules into a private
+folder as a package whose name is random, puts that folder on the child's PYTHONPATH, names
+it in PYTEST_PLUGINS, and blocks an installed copy of the entry point. The child's
+environment then needs pytest, not three-ledger.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# The plugin and everything it imports: standard library and pytest only, and relative
+# imports among themselves, so that the copy imports the copy.
+PLUGIN_SIDE_MODULES = ("pytest_plugin.py", "outcomes.py", "socket_guard.py")
+# The name the `pytest11` entry point registers (SPEC 6), blocked in the gate's runs.
+ENTRY_POINT_MODULE = "three_ledger.pytest_plugin"
+
+
+@dataclass(frozen=True)
+class StagedPlugin:
+    """A private copy of the plugin: the folder for PYTHONPATH and the module to load."""
+
+    folder: Path
+    module: str
+
+
+def stage_plugin(private: Path) -> StagedPlugin:
+    """Copy the plugin's modules under PRIVATE as a package with a random name."""
+    package = f"_three_ledger_{os.urandom(8).hex()}"
+    folder = private / "plugin"
+    target = folder / package
+    target.mkdir(parents=True)
+    (target / "__init__.py").write_text('"""three-ledger\'s plugin, staged for one run."""\n')
+    source = Path(__file__).resolve().parent
+    for name in PLUGIN_SIDE_MODULES:
+        shutil.copyfile(source / name, target / name)
+    return StagedPlugin(folder, f"{package}.pytest_plugin")
+
+
+def plugin_environment(inherited: Mapping[str, str], staged: StagedPlugin) -> dict[str, str]:
+    """INHERITED with the staged plugin loadable and loaded, and any installed copy blocked."""
+    env = dict(inherited)
+    paths = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    env["PYTHONPATH"] = os.pathsep.join([str(staged.folder), *paths])
+    plugins = [
+        name.strip()
+        for name in env.get("PYTEST_PLUGINS", "").split(",")
+        if name.strip() and name.strip() != ENTRY_POINT_MODULE
+    ]
+    env["PYTEST_PLUGINS"] = ",".join([*plugins, staged.module])
+    addopts = env.get("PYTEST_ADDOPTS", "")
+    env["PYTEST_ADDOPTS"] = f"{addopts} -p no:{ENTRY_POINT_MODULE}".strip()
+    return env
