@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shlex
+import sys
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import RunCli, write_json
+from conftest import HONEST_SENTINELS, RunCli, write_json
 from three_ledger import jsonio
 from three_ledger.errors import GateError, InfraFailure, Refused
 from three_ledger.ledgers import (
@@ -264,6 +265,7 @@ PROPERTY_LEDGER = {
     "network": "banned",
     "network_enforcement": "netns",
     "flake_results": {"t.slow": "fail"},
+    "tripwire": "sentinels",
     "recorded_at": STAMP,
 }
 DUAL_PIN_LEDGER = {
@@ -818,6 +820,12 @@ def scoring_repo(orders_repo: Path, run_cli: RunCli) -> tuple[Path, str]:
     return orders_repo, result.out.strip()
 
 
+COPY_IN = """
+with open(os.environ["THREE_LEDGER_RESULTS"], "ab") as out, open(sys.argv[1], "rb") as src:
+    out.write(src.read())
+"""
+
+
 def score_with(
     run_cli: RunCli, repo: Path, digest: str, command: list[str], *extra: str | Path
 ) -> tuple[int, str, Path]:
@@ -866,13 +874,20 @@ def test_properties_turns_any_results_file_into_exit_4_or_a_true_ledger(
     repo, digest = scoring_repo
     source = repo.parent / "results.src"
     source.write_bytes(data)
-    copy_in = ["sh", "-c", 'cat "$0" > "$THREE_LEDGER_RESULTS"', str(source)]
+    # What pytest with the plugin would write: the tripwire's two lines, then the results.
+    copy_in = [sys.executable, "-c", HONEST_SENTINELS + COPY_IN, str(source)]
     code, err, out = score_with(run_cli, repo, digest, copy_in)
     try:
         results = read_results_file(source)
     except InfraFailure:
         assert code == 4, err
-        assert err.startswith("three-ledger: infrastructure failure: results file ")
+        # The file's own refusal, or, when it holds nothing, that only the tripwire spoke.
+        assert err.startswith(
+            (
+                "three-ledger: infrastructure failure: results file ",
+                "three-ledger: infrastructure failure: the run recorded no result besides",
+            )
+        )
         assert not out.exists()
         return
     assert code in (0, 1), err

@@ -53,6 +53,7 @@ def property_ledger(**change: Any) -> PropertyLedger:
         "network": "banned",
         "network_enforcement": "netns",
         "flake_results": {},
+        "tripwire": "sentinels",
         "recorded_at": STAMP,
     }
     return PropertyLedger(**{**fields, **change})

@@ -20,6 +20,7 @@ from three_ledger import __version__, jsonio
 from three_ledger.errors import Refused
 from three_ledger.network_ban import Enforcement, Network
 from three_ledger.outcomes import Outcome, Status
+from three_ledger.tripwire import Tripwire
 
 TOOL_NAME = "three-ledger"
 
@@ -169,6 +170,7 @@ class PropertyLedger(_Encoded):
     network: Network
     network_enforcement: Enforcement
     flake_results: dict[str, Outcome]
+    tripwire: Tripwire
     recorded_at: str
 
     def failing_ids(self) -> list[str]:

@@ -33,6 +33,7 @@ from three_ledger.pins import (
 )
 from three_ledger.plugin_staging import plugin_environment, stage_plugin
 from three_ledger.results import TestResult, flake_outcomes, property_statuses
+from three_ledger.tripwire import Sentinels, Tripwire, checked_and_removed
 
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
 _PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -78,8 +79,8 @@ def properties(request: Request) -> int:
         probe = background.submit(network_namespace.namespace_available)
         scored = _git_hang_is_infra(check_before_running, request)
         enforcement = choose_enforcement(scored.properties_pin.network, request.command, probe)
-        results, command_exit, duration_ms = run_and_read(request, scored, enforcement, log_path)
-        ledger = build_ledger(request, scored, enforcement, results, command_exit, duration_ms)
+        observed = run_and_read(request, scored, enforcement, log_path)
+        ledger = build_ledger(request, scored, enforcement, observed)
         write_ledger(request.out, ledger)
     return report(ledger, request.out)
 
@@ -135,17 +136,30 @@ def moved_since_base(request: Request, fixture_pin: FixturePin) -> list[str]:
     return [f"differs from the base {base[:12]}: {path}" for path in moved]
 
 
+@dataclass(frozen=True)
+class Observed:
+    """What one run of the command left as evidence."""
+
+    results: list[TestResult]
+    command_exit: int
+    duration_ms: int
+    tripwire: Tripwire
+
+
 def run_and_read(
     request: Request, scored: Scored, enforcement: Enforcement, log_path: Path
-) -> tuple[list[TestResult], int, int]:
+) -> Observed:
     from three_ledger.results import read_junit_xml
     from three_ledger.runner import run_command
 
+    sentinels = Sentinels.fresh()
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
         plugin = stage_plugin(Path(private))
         env = child_environment(os.environ, request.root, scored, enforcement, results_path)
         env = plugin_environment(env, plugin)
+        if request.junit_xml is None:
+            env.update(sentinels.environment())
         argv = request.command
         if enforcement is Enforcement.NETNS:
             argv = network_namespace.namespace_argv(argv)
@@ -160,9 +174,14 @@ def run_and_read(
             raise InfraFailure(f"{exit_meaning(run.exit_code, enforcement)} (log: {log_path})")
         if request.junit_xml is not None:
             results = read_junit_xml(request.junit_xml)
-        else:
-            results = read_plugin_results(results_path, log_path)
-    return results, run.exit_code, run.duration_ms
+            return Observed(results, run.exit_code, run.duration_ms, Tripwire.NONE)
+        recorded = read_plugin_results(results_path, log_path)
+    try:
+        results = checked_and_removed(recorded, sentinels)
+    except InfraFailure as tampered:
+        tampered.details.append(f"no property ledger written (log: {log_path})")
+        raise
+    return Observed(results, run.exit_code, run.duration_ms, Tripwire.SENTINELS)
 
 
 def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
@@ -210,10 +229,9 @@ def build_ledger(
     request: Request,
     scored: Scored,
     enforcement: Enforcement,
-    results: list[TestResult],
-    command_exit: int,
-    duration_ms: int,
+    observed: Observed,
 ) -> PropertyLedger:
+    results = observed.results
     selectors = {prop.id: prop.test for prop in scored.properties_pin.properties}
     flakes = {}
     if scored.flake_pin is not None:
@@ -231,11 +249,12 @@ def build_ledger(
         base_revision=scored.base_revision,
         head_revision=scored.head_revision,
         command=ledger_text(request.command),
-        command_exit=command_exit,
-        duration_ms=duration_ms,
+        command_exit=observed.command_exit,
+        duration_ms=observed.duration_ms,
         network=scored.properties_pin.network,
         network_enforcement=enforcement,
         flake_results=flakes,
+        tripwire=observed.tripwire,
         recorded_at=fresh_recorded_at(),
     )
 
