@@ -10,11 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from three_ledger import git, network_namespace
+from three_ledger import git, junit_evidence, network_namespace
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import (
+    FileEntry,
     PropertyLedger,
     fresh_recorded_at,
     new_ledger_id,
@@ -33,6 +34,7 @@ from three_ledger.pins import (
 )
 from three_ledger.plugin_staging import plugin_environment, stage_plugin
 from three_ledger.results import TestResult, flake_outcomes, property_statuses
+from three_ledger.runner_config import runner_oracle_changes
 
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
 _PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -78,8 +80,8 @@ def properties(request: Request) -> int:
         probe = background.submit(network_namespace.namespace_available)
         scored = _git_hang_is_infra(check_before_running, request)
         enforcement = choose_enforcement(scored.properties_pin.network, request.command, probe)
-        results, command_exit, duration_ms = run_and_read(request, scored, enforcement, log_path)
-        ledger = build_ledger(request, scored, enforcement, results, command_exit, duration_ms)
+        evidence = run_and_read(request, scored, enforcement, log_path)
+        ledger = build_ledger(request, scored, enforcement, evidence)
         write_ledger(request.out, ledger)
     return report(ledger, request.out)
 
@@ -111,7 +113,9 @@ def check_before_running(request: Request) -> Scored:
     base_revision = git.resolve_base(request.root, request.base, os.environ)
     head_revision = git.head_revision(request.root)
     oracle_changes = git.changed_paths(request.root, base_revision, properties_pin.oracle_paths)
-    flag = rewriting_flag(request.command)
+    implicit = runner_oracle_changes(request.root, base_revision, request.command)
+    oracle_changes = sorted(set(oracle_changes) | set(implicit))
+    flag = rewriting_flag(request.command, request.root)
     if flag is not None:
         raise Refused(f"--command carries {flag!r}, which rewrites the oracles it is judged by")
     return Scored(
@@ -135,12 +139,27 @@ def moved_since_base(request: Request, fixture_pin: FixturePin) -> list[str]:
     return [f"differs from the base {base[:12]}: {path}" for path in moved]
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What the run left: its results, how it exited, and the JUnit report read (if any)."""
+
+    results: list[TestResult]
+    command_exit: int
+    duration_ms: int
+    junit_report: FileEntry | None
+
+
 def run_and_read(
     request: Request, scored: Scored, enforcement: Enforcement, log_path: Path
-) -> tuple[list[TestResult], int, int]:
-    from three_ledger.results import read_junit_xml
+) -> Evidence:
     from three_ledger.runner import run_command
 
+    report = None
+    if request.junit_xml is not None:
+        outputs = {"--out": request.out, "--log": log_path}
+        fixtures_dir = scored.fixture_pin.fixtures_dir
+        report = junit_evidence.prepare(request.junit_xml, request.root, fixtures_dir, outputs)
+    started_ns = junit_evidence.started_at()
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
         plugin = stage_plugin(Path(private))
@@ -156,13 +175,15 @@ def run_and_read(
         if failure is not None:
             raise InfraFailure(f"{failure}; no property ledger written (log: {log_path})")
         assert run.exit_code is not None  # no failure means the command exited
+        if report is not None:
+            results, entry = junit_evidence.read_after_run(
+                report, started_ns, run.exit_code, log_path
+            )
+            return Evidence(results, run.exit_code, run.duration_ms, entry)
         if run.exit_code not in (0, 1):
             raise InfraFailure(f"{exit_meaning(run.exit_code, enforcement)} (log: {log_path})")
-        if request.junit_xml is not None:
-            results = read_junit_xml(request.junit_xml)
-        else:
-            results = read_plugin_results(results_path, log_path)
-    return results, run.exit_code, run.duration_ms
+        results = read_plugin_results(results_path, log_path)
+    return Evidence(results, run.exit_code, run.duration_ms, None)
 
 
 def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
@@ -207,13 +228,9 @@ def child_environment(
 
 
 def build_ledger(
-    request: Request,
-    scored: Scored,
-    enforcement: Enforcement,
-    results: list[TestResult],
-    command_exit: int,
-    duration_ms: int,
+    request: Request, scored: Scored, enforcement: Enforcement, evidence: Evidence
 ) -> PropertyLedger:
+    results = evidence.results
     selectors = {prop.id: prop.test for prop in scored.properties_pin.properties}
     flakes = {}
     if scored.flake_pin is not None:
@@ -231,8 +248,9 @@ def build_ledger(
         base_revision=scored.base_revision,
         head_revision=scored.head_revision,
         command=ledger_text(request.command),
-        command_exit=command_exit,
-        duration_ms=duration_ms,
+        command_exit=evidence.command_exit,
+        junit_report=evidence.junit_report,
+        duration_ms=evidence.duration_ms,
         network=scored.properties_pin.network,
         network_enforcement=enforcement,
         flake_results=flakes,
