@@ -9,6 +9,9 @@ import pytest
 from three_ledger.junit_report import Reading, parse_report
 from three_ledger.results import Outcome, property_statuses
 
+# jest's ancestor separator, as the recommended options set it (U+203A).
+SEP = "\u203a"
+
 DATA = Path(__file__).resolve().parent / "data" / "junit"
 # Where tests/data/junit/suites/capture.sh ran each runner.
 CAPTURED_IN = Path("/tmp/three-ledger-junit")
@@ -158,8 +161,8 @@ def test_jest_junit_recommended_options() -> None:
     expected = {
         # A failing afterAll becomes a testcase jest-junit cannot tie to a describe: it
         # counts against every test of its file, including those that passed.
-        "__tests__/suite.test.js::Outer › Inner adds": "fail",
-        "__tests__/suite.test.js::Outer › Inner is skipped": "fail",
+        f"__tests__/suite.test.js::Outer {SEP} Inner adds": "fail",
+        f"__tests__/suite.test.js::Outer {SEP} Inner is skipped": "fail",
         "__tests__/suite.test.js::after hook second": "fail",
         "__tests__/suite.test.js::Outer tab\there and\nnewline": "fail",
         # A test file that cannot load is an error, thanks to reportTestSuiteErrors.
@@ -184,10 +187,10 @@ def test_jest_junit_hook_failures_of_each_test_stay_on_the_test() -> None:
     end = data.index(b"</testcase>", start) + len(b"</testcase>")
     results = parse_report("x", data[:start] + data[end:], CAPTURED_IN / "jest").results
     outcomes = {result.id.split("::", 1)[1]: result.outcome for result in results}
-    assert outcomes["Outer › Inner adds"] is Outcome.PASS
-    assert outcomes["Outer › Inner fails"] is Outcome.FAIL
-    assert outcomes["Outer › Inner is skipped"] is Outcome.SKIP
-    assert outcomes["Outer › Inner is todo"] is Outcome.PASS  # jest-junit writes todo so
+    assert outcomes[f"Outer {SEP} Inner adds"] is Outcome.PASS
+    assert outcomes[f"Outer {SEP} Inner fails"] is Outcome.FAIL
+    assert outcomes[f"Outer {SEP} Inner is skipped"] is Outcome.SKIP
+    assert outcomes[f"Outer {SEP} Inner is todo"] is Outcome.PASS  # jest-junit writes todo so
     assert outcomes["after hook torn down"] is Outcome.FAIL
     assert outcomes["after hook second"] is Outcome.PASS
     assert outcomes["before hook never runs either"] is Outcome.FAIL
@@ -252,12 +255,13 @@ def test_a_passing_hook_testcase_changes_nothing() -> None:
         '<testcase classname="s" name="t"/>'
         '<testcase classname="s" name="&quot;after each&quot; hook for &quot;t&quot;"/>'
     )
-    assert [(r.id, r.outcome) for r in read.results][0] == ("s::t", Outcome.PASS)
+    assert (read.results[0].id, read.results[0].outcome) == ("s::t", Outcome.PASS)
 
 
 def test_a_skipped_suite_level_testcase_does_not_turn_its_tests_into_skips() -> None:
     read = parse(
-        '<testcase classname="f.js" name="d > t"/><testcase classname="f.js" name="d"><skipped/></testcase>'
+        '<testcase classname="f.js" name="d > t"/>'
+        '<testcase classname="f.js" name="d"><skipped/></testcase>'
     )
     assert read.results[0].outcome is Outcome.PASS
 
