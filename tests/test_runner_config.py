@@ -141,6 +141,12 @@ def test_a_new_npmrc_and_the_file_its_node_options_preload(js_repo: Path) -> Non
     ("change", "command", "listed"),
     [
         (lambda p: p["mocha"].update(timeout=1), "npx mocha", ["package.json:mocha"]),
+        (
+            lambda p: p.update({"jest-junit": {"outputName": "x.xml"}}),
+            "npx jest --ci",
+            ["package.json:jest-junit"],
+        ),
+        (lambda p: p.update({"jest-junit": {"outputName": "x.xml"}}), "npx mocha", []),
         (lambda p: p.update(version="2.0.0"), "npx mocha", []),
         (
             lambda p: p["scripts"].update(test="mocha --grep nothing"),

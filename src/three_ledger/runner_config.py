@@ -41,8 +41,8 @@ CONFIG_FILES = {
 }
 # npm reads these for every script it runs: `node-options` can preload code.
 NPM_FILES = (".npmrc",)
-# The runner's own key of package.json (vitest reads none).
-PACKAGE_KEYS = {"mocha": "mocha", "jest": "jest"}
+# The keys of package.json the runner or its reporter reads (vitest reads none).
+PACKAGE_KEYS = {"mocha": ("mocha",), "jest": ("jest", "jest-junit"), "vitest": ()}
 # Reporters and plugins whose version decides what is run or what the report says.
 KNOWN_PACKAGES = {
     "mocha": ("mocha", "mocha-junit-reporter"),
@@ -261,8 +261,8 @@ def _yaml_list_values(text: str) -> Iterator[str]:
 
 def _package_key_values(run: RunnerCommand, package: Mapping[str, Any]) -> list[str]:
     values: list[str] = []
-    for runner in sorted(run.runners):
-        section = package.get(PACKAGE_KEYS.get(runner, ""))
+    for key in sorted({key for runner in run.runners for key in PACKAGE_KEYS[runner]}):
+        section = package.get(key)
         if isinstance(section, dict):
             values.extend(_strings_under(section, _FILE_KEYS))
     return values
@@ -338,7 +338,7 @@ def package_keys(
     run: RunnerCommand, package: Mapping[str, Any], base_package: Mapping[str, Any]
 ) -> set[str]:
     """Dotted keys of package.json that steer RUN."""
-    keys = {PACKAGE_KEYS[runner] for runner in run.runners if runner in PACKAGE_KEYS}
+    keys = {key for runner in run.runners for key in PACKAGE_KEYS[runner]}
     for name in run.scripts:
         keys.update(f"scripts.{hook}{name}" for hook in ("pre", "", "post"))
     for name in dependency_names(run, package, base_package):
