@@ -203,10 +203,11 @@ def test_a_relative_report_path_is_read_from_the_current_directory_and_the_error
 @pytest.mark.parametrize(
     ("flag_path", "problem"),
     [
-        ("ledgers/p.json", "is also --out: the gate would remove it"),
-        ("ledgers/p.json.log", "is also --log: the gate would remove it"),
+        ("ledgers/p.json", "is also --out"),
+        ("ledgers/p.json.log", "is also --log"),
         ("orders/fixtures/new.xml", "lies in the fixtures folder 'fixtures'"),
         ("orders/properties", "is a folder, not a report file"),
+        ("orders/pins/junit.xml", "lies in the folder of pin"),
     ],
 )
 def test_a_report_path_the_gate_may_not_clear_is_refused(

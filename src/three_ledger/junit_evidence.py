@@ -1,10 +1,11 @@
 """`properties --junit-xml`: a report is evidence only when this run wrote it.
 
-Before the command: the report path may not be tracked by git, nor be a folder, an output of
-the gate or a fixture; whatever file sits there is removed. After it: the report must exist,
-be a regular file with one link, and be no older than the run. Its statuses then stand for
-any exit code the runner may give for failing tests, except the few that mean "the command
-could not run" (`docs/runners.md` states the rule).
+Before the command: the report path may not be tracked by git, nor be a folder or lie among
+the fixtures (nor, as `outputs` checks, be a pin or another output); whatever file sits
+there is removed. After it: the report must exist, be a regular file with one link, and be
+no older than the run. Its statuses then stand for any exit code the runner may give for
+failing tests, except the few that mean "the command could not run" (`docs/runners.md`
+states the rule).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -68,22 +68,19 @@ def _exists(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-def prepare(given: Path, root: Path, fixtures_dir: str, outputs: Mapping[str, Path]) -> ReportPlace:
+def prepare(given: Path, root: Path, fixtures_dir: str) -> ReportPlace:
     """Refuse an unusable report path (exit 2), then remove any file already there.
 
-    `outputs` maps the gate's own output flags (`--out`, `--log`) to their paths. Returns
-    the place, to be read by `read_after_run` once the command has exited.
+    The output guards (`outputs.refuse_unwritable`) have already kept it off the pins and
+    the gate's other outputs. Returns the place, for `read_after_run` once the command exits.
     """
     place = ReportPlace(given, Path(os.path.abspath(given)), root)
-    refuse_unusable(place, fixtures_dir, outputs)
+    refuse_unusable(place, fixtures_dir)
     return remove_stale(place)
 
 
-def refuse_unusable(place: ReportPlace, fixtures_dir: str, outputs: Mapping[str, Path]) -> None:
+def refuse_unusable(place: ReportPlace, fixtures_dir: str) -> None:
     where = place.label
-    for flag, path in outputs.items():
-        if Path(os.path.abspath(path)) == place.absolute:
-            raise Refused(f"--junit-xml {where} is also {flag}: the gate would remove it")
     if place.absolute.is_dir() and not place.absolute.is_symlink():
         raise Refused(f"--junit-xml {where} is a folder, not a report file")
     if _inside_fixtures(place, fixtures_dir):

@@ -73,7 +73,10 @@ def properties(request: Request) -> int:
     if request.flake_pin_path is not None:
         pin_paths.append(request.flake_pin_path)
     log_path = request.log_path or request.out.with_name(request.out.name + ".log")
-    refuse_unwritable([Output("--out", request.out), Output("--log", log_path)], pins=pin_paths)
+    outputs = [Output("--out", request.out), Output("--log", log_path)]
+    if request.junit_xml is not None:  # the gate removes what is there before the run
+        outputs.append(Output("--junit-xml", request.junit_xml))
+    refuse_unwritable(outputs, pins=pin_paths)
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         # The namespace probe is a child process of its own: start it now, so that it
         # overlaps the pin and tree checks instead of adding to the gate's cost.
@@ -156,9 +159,8 @@ def run_and_read(
 
     report = None
     if request.junit_xml is not None:
-        outputs = {"--out": request.out, "--log": log_path}
         fixtures_dir = scored.fixture_pin.fixtures_dir
-        report = junit_evidence.prepare(request.junit_xml, request.root, fixtures_dir, outputs)
+        report = junit_evidence.prepare(request.junit_xml, request.root, fixtures_dir)
     started_ns = junit_evidence.started_at()
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
