@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from three_ledger.junit_report import Reading, parse_report
-from three_ledger.results import Outcome, property_statuses
+from three_ledger.outcomes import Outcome
+from three_ledger.results import property_statuses
 
 # jest's ancestor separator, as the recommended options set it (U+203A).
 SEP = "\u203a"
