@@ -109,6 +109,7 @@ def test_a_file_that_steers_the_runner_is_an_oracle(js_repo: Path, path: str, co
         ("jest.config.js", "npx mocha"),  # another runner's config
         (".mocharc.json", "python -m pytest"),
         (".mocharc.json", "npm run lint"),
+        ("src/lib.js", "npx mocha -c src"),  # mocha's -c is --colors; src is a folder
     ],
 )
 def test_what_does_not_steer_the_run_is_not_listed(js_repo: Path, path: str, command: str) -> None:

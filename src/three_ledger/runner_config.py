@@ -210,7 +210,10 @@ def implicit_oracle_paths(
     for name in sorted(paths) + [value for value in referenced if _is_path_like(value)]:
         referenced.extend(config_values(root, name))
     referenced.extend(_package_key_values(run, package))
-    paths.update(filter(None, (relative_file(root, value) for value in referenced)))
+    files = filter(None, (relative_file(root, value) for value in referenced))
+    # A flag value that names a folder is a spec folder or an option's value (mocha's `-c` is
+    # `--colors`), not code that steers the run: making it an oracle would flag the library.
+    paths.update(path for path in files if not (root / path).is_dir())
     paths.update(snapshot_folders(root, base))
     return sorted(paths)
 
