@@ -106,18 +106,41 @@ def _parse_xml(label: str, data: bytes) -> ET.Element:
 
 
 def _cases(document: ET.Element, root: Path | None) -> Iterator[Case]:
-    """Every testcase in document order, with the index of its innermost <testsuite>."""
-    suites = [document, *(suite for suite in document.iter("testsuite") if suite is not document)]
-    for index, suite in enumerate(suites):
-        for element in suite.findall("testcase"):
-            yield Case(
-                suite=index,
-                suite_name=normalised(suite.get("name") or ""),
-                classname=normalised(element.get("classname") or ""),
-                name=normalised(element.get("name") or ""),
-                file=_relative_file(normalised(element.get("file") or ""), root),
-                outcome=worst(_child_outcome(child) for child in element),
-            )
+    """Every testcase in document order, wherever it is, with its innermost <testsuite>."""
+    suite_names: dict[int, str] = {}
+    for index, suite, element in _testcases(document):
+        if index not in suite_names:
+            suite_names[index] = normalised(suite.get("name") or "")
+        yield Case(
+            suite=index,
+            suite_name=suite_names[index],
+            classname=normalised(element.get("classname") or ""),
+            name=normalised(element.get("name") or ""),
+            file=_relative_file(normalised(element.get("file") or ""), root),
+            outcome=worst(_child_outcome(child) for child in element),
+        )
+
+
+def _testcases(document: ET.Element) -> Iterator[tuple[int, ET.Element, ET.Element]]:
+    """(index of the innermost testsuite, that testsuite, testcase), in document order.
+
+    Iterative, not recursive: a report may nest elements deeper than Python's stack.
+    """
+    suites = 0
+    stack: list[tuple[Iterator[ET.Element], int, ET.Element]] = [(iter(document), 0, document)]
+    while stack:
+        children, index, suite = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            continue
+        if child.tag == "testcase":
+            yield index, suite, child
+        if child.tag == "testsuite":
+            suites += 1
+            stack.append((iter(child), suites, child))
+        else:
+            stack.append((iter(child), index, suite))
 
 
 def _relative_file(file: str, root: Path | None) -> str:
@@ -179,7 +202,7 @@ def merged(results: Sequence[TestResult]) -> list[TestResult]:
     groups: dict[tuple[str, tuple[str, ...]], list[TestResult]] = {}
     for result in results:
         groups.setdefault((result.id, result.aliases), []).append(result)
-    return [merge_worst(group)[0] for group in groups.values()]
+    return [group[0] if len(group) == 1 else merge_worst(group)[0] for group in groups.values()]
 
 
 def name_unnamed(label: str, cases: Sequence[Case]) -> tuple[list[Case], list[str]]:
@@ -218,42 +241,81 @@ def hook_consequences(cases: Sequence[Case]) -> list[Case]:
     Merged by id with the tests themselves, they make a failing setup or teardown count
     against those tests. Where the report names a test that it does not hold (mocha skips the
     rest of a describe after a failing `beforeEach`), the copy stands for that test. The hook
-    testcase itself is kept as a result too.
+    testcase itself is kept as a result too. Each testcase is classified once, and only the
+    failing hooks look at the others, so a large report costs little more than its parse.
     """
+    mocha_hooks = [_mocha_hook(case) for case in cases]
+    tests = [
+        case
+        for case, mocha in zip(cases, mocha_hooks, strict=True)
+        if mocha is None and _JEST_SUITE_FAILURE not in case.name
+    ]
+    failing = [
+        (hook, mocha)
+        for hook, mocha in zip(cases, mocha_hooks, strict=True)
+        if hook.outcome in _COUNTING
+    ]
+    # Indexes built only when a failing testcase needs them: most reports need neither.
+    by_title = _by_title(tests) if any(mocha for _, mocha in failing) else {}
+    describes = _vitest_describes(tests) if any(not mocha for _, mocha in failing) else set()
     consequences: list[Case] = []
-    for hook in cases:
-        if hook.outcome in _COUNTING:
-            consequences.extend(_consequences_of(hook, cases))
+    for hook, mocha in failing:
+        if mocha is not None:
+            # A hook that ran for one test can only concern the tests of that title.
+            one_test = mocha.each and mocha.target is not None
+            pool = by_title.get(mocha.target or "", []) if one_test else tests
+            consequences.extend(_mocha_consequences(hook, mocha, pool))
+        elif _suite_level(hook, describes):
+            governed = (case for case in tests if case is not hook and _governs(hook, case))
+            consequences.extend(replace(case, outcome=hook.outcome) for case in governed)
     return consequences
 
 
-def _consequences_of(hook: Case, cases: Sequence[Case]) -> list[Case]:
-    mocha = _mocha_hook(hook)
-    if mocha is not None:
-        return _mocha_consequences(hook, mocha, cases)
-    governed = [case for case in cases if case is not hook and _governs(hook, case)]
-    return [replace(case, outcome=hook.outcome) for case in governed]
+def _by_title(tests: Sequence[Case]) -> dict[str, list[Case]]:
+    """The tests by each of their name and classname (one holds the title in every mocha
+    reporter)."""
+    titles: dict[str, list[Case]] = {}
+    for case in tests:
+        for text in dict.fromkeys((case.name, case.classname)):
+            titles.setdefault(text, []).append(case)
+    return titles
+
+
+def _vitest_describes(tests: Sequence[Case]) -> set[tuple[int, str, str]]:
+    """(suite, classname, describe path) of every describe that holds a test, vitest-style."""
+    describes: set[tuple[int, str, str]] = set()
+    for case in tests:
+        parts = case.name.split(_VITEST_SEPARATOR)
+        for depth in range(1, len(parts)):
+            describes.add((case.suite, case.classname, _VITEST_SEPARATOR.join(parts[:depth])))
+    return describes
+
+
+def _suite_level(hook: Case, describes: set[tuple[int, str, str]]) -> bool:
+    """Whether HOOK is a failure of a whole file, package or describe, not of one test."""
+    return (
+        _JEST_SUITE_FAILURE in hook.name  # jest-junit: a failing afterAll, describe unknown
+        or (hook.classname == "" and hook.name == "TestMain")  # gotestsum: a package's TestMain
+        or hook.name == hook.classname == hook.suite_name  # vitest: the file itself failed
+        or (hook.suite, hook.classname, hook.name) in describes  # vitest: a describe's hook
+    )
 
 
 def _governs(hook: Case, case: Case) -> bool:
-    """Whether a suite-level failure testcase of jest-junit, vitest or gotestsum covers CASE."""
-    if case.suite != hook.suite or _is_hook(case):
+    """Whether the suite-level failure HOOK (see `_suite_level`) covers the test CASE."""
+    if case.suite != hook.suite:
         return False
-    if _JEST_SUITE_FAILURE in hook.name:
+    if _JEST_SUITE_FAILURE in hook.name or hook.name == hook.classname == hook.suite_name:
         return True
-    if hook.classname == "" and hook.name == "TestMain":  # gotestsum: a package's TestMain
-        return True
-    if hook.name == hook.classname == hook.suite_name:  # vitest: a failure of the file itself
+    if hook.classname == "" and hook.name == "TestMain":
         return True
     return case.classname == hook.classname and case.name.startswith(hook.name + _VITEST_SEPARATOR)
 
 
-def _is_hook(case: Case) -> bool:
-    return _mocha_hook(case) is not None or _JEST_SUITE_FAILURE in case.name
-
-
 def _mocha_hook(case: Case) -> _MochaHook | None:
     for text in (case.name, case.classname):
+        if '" hook' not in text:  # the regular expression costs more than this test
+            continue
         match = _MOCHA_HOOK.search(text)
         if match is not None:
             each = match["scope"] == "each"
@@ -262,12 +324,11 @@ def _mocha_hook(case: Case) -> _MochaHook | None:
     return None
 
 
-def _mocha_consequences(hook: Case, mocha: _MochaHook, cases: Sequence[Case]) -> list[Case]:
+def _mocha_consequences(hook: Case, mocha: _MochaHook, tests: Sequence[Case]) -> list[Case]:
     governed = [
         case
-        for case in cases
-        if not _is_hook(case)
-        and (not hook.file or not case.file or case.file == hook.file)
+        for case in tests
+        if (not hook.file or not case.file or case.file == hook.file)
         and _in_scope(hook.name, case.name, mocha)
         and _in_scope(hook.classname, case.classname, mocha)
     ]
