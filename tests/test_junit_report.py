@@ -290,3 +290,12 @@ def test_parametrised_names_still_match_by_their_base() -> None:
     read = parse('<testcase file="t.py" classname="t" name="test_x[1]"/>')
     assert read.results[0].matches("t.py::test_x")
     assert not read.results[0].matches("t.py::test_")
+
+
+def test_a_testcase_deep_inside_other_elements_is_read_without_recursion() -> None:
+    depth = 5000  # deeper than Python's recursion limit
+    nested = (
+        "<x>" * depth + '<testcase classname="c" name="t"><failure/></testcase>' + "</x>" * depth
+    )
+    read = parse(nested)
+    assert [(r.id, r.outcome) for r in read.results] == [("c::t", Outcome.FAIL)]
