@@ -281,3 +281,21 @@ def file_at(root: Path, rev: str, path: str) -> bytes | None:
     """The bytes of PATH at REV, or None when REV has no file there."""
     blob_id = _blob_ids_at(root, rev, [path]).get(path)
     return None if blob_id is None else _git_bytes(root, "cat-file", "blob", blob_id)
+
+
+def is_tracked(root: Path, path: Path) -> bool:
+    """Whether git tracks PATH (staged or committed) in the work tree that contains ROOT."""
+    done = _run_git(root, ["ls-files", "-z", "--error-unmatch", "--", os.fspath(path)])
+    # Exit 1: not tracked; 128: PATH lies outside the work tree (or ROOT is in none).
+    return done.returncode == 0 and bool(done.stdout)
+
+
+def files_at(root: Path, rev: str) -> list[str]:
+    """Every file path under ROOT at REV."""
+    _refuse_option_like(rev)
+    return _nul_split(_git(root, "ls-tree", "-r", "-z", "--name-only", rev))
+
+
+def work_tree_files(root: Path) -> list[str]:
+    """Every file path under ROOT that git tracks, or that is new and not ignored."""
+    return _nul_split(_git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"))

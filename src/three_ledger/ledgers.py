@@ -166,6 +166,9 @@ class PropertyLedger(_Encoded):
     head_revision: str
     command: tuple[str, ...]
     command_exit: int
+    # The --junit-xml report the statuses were read from (path relative to ROOT); None when
+    # they came from the pytest plugin.
+    junit_report: FileEntry | None
     duration_ms: int
     network: Network
     network_enforcement: Enforcement

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import stat
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,12 @@ _OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
 
 @dataclass(frozen=True)
 class TestResult:
-    """One test's outcome. `aliases` are other ids it answers to (JUnit's `classname.name`)."""
+    """One test's outcome. `aliases` are other ids it answers to (JUnit's `classname.name`).
+
+    `groups` is None for the plugin's results, whose ids are pytest node ids: every `::` in
+    them is a boundary. A JUnit result lists instead the only prefixes that select it along
+    with others (its file and its classname), because a `::` inside a title is no boundary.
+    """
 
     __test__: ClassVar[bool] = False  # a record, not a test class for pytest to collect
 
@@ -31,15 +35,39 @@ class TestResult:
     property_ids: tuple[str, ...]
     outcome: Outcome
     aliases: tuple[str, ...] = ()
+    groups: tuple[str, ...] | None = None
 
     def matches(self, selector: str) -> bool:
         """True when `selector` selects this result by its id or one of its aliases."""
-        return any(_selects(selector, name) for name in (self.id, *self.aliases))
+        names = (self.id, *self.aliases)
+        if self.groups is None:
+            return any(_selects(selector, name) for name in names)
+        wanted = normalised(selector)
+        return (
+            wanted in names or wanted in self.groups or any(_parametrised(wanted, n) for n in names)
+        )
 
 
 def _selects(selector: str, test_id: str) -> bool:
     # `[`: a parametrised instance; `::`: what a file or class selector holds.
     return test_id == selector or test_id.startswith((selector + "[", selector + "::"))
+
+
+def _parametrised(selector: str, name: str) -> bool:
+    return name.startswith(selector + "[") and name.endswith("]")
+
+
+_WHITESPACE = str.maketrans({"\t": " ", "\n": " ", "\r": " "})
+
+
+def normalised(text: str) -> str:
+    """TEXT as XML attribute normalisation leaves it: tab, CR and LF read as spaces.
+
+    A reporter that writes a tab or a newline in an attribute literally loses it on parsing,
+    one that writes `&#9;` keeps it: both a JUnit id and the selector compared with it get
+    this form.
+    """
+    return text.replace("\r\n", "\n").translate(_WHITESPACE)
 
 
 def merge_worst(results: Iterable[TestResult]) -> list[TestResult]:
@@ -52,11 +80,15 @@ def merge_worst(results: Iterable[TestResult]) -> list[TestResult]:
 
 
 def _merge_pair(earlier: TestResult, later: TestResult) -> TestResult:
+    groups = None
+    if earlier.groups is not None or later.groups is not None:
+        groups = _united(earlier.groups or (), later.groups or ())
     return TestResult(
         id=earlier.id,
         property_ids=_united(earlier.property_ids, later.property_ids),
         outcome=worst((earlier.outcome, later.outcome)),
         aliases=_united(earlier.aliases, later.aliases),
+        groups=groups,
     )
 
 
@@ -169,24 +201,17 @@ def _result_from_json(label: str, number: int, record: object) -> TestResult:
     return TestResult(id=test_id, property_ids=tuple(property_ids), outcome=Outcome(outcome))
 
 
-def read_junit_xml(path: Path) -> list[TestResult]:
-    """Read a JUnit XML report (SPEC 6), merged worst-first per id.
+def read_junit_xml(path: Path, root: Path | None = None) -> list[TestResult]:
+    """Read a JUnit XML report (SPEC 6), merged worst-first per id; see `junit_report`.
 
     Refused (InfraFailure): a DOCTYPE or ENTITY declaration, more than 64 MiB, malformed XML,
     a root other than testsuites/testsuite, no testcase. Nothing is ever fetched. JUnit cannot
     tell a non-strict xpass from a pass (pytest writes both as a plain testcase).
     """
+    from three_ledger.junit_report import parse_report
+
     label = f"JUnit XML {path}"
-    data = _read_bounded(path, label)
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        raise InfraFailure(f"{label}: DOCTYPE and ENTITY declarations are refused")
-    root = _parse_xml(label, data)
-    if root.tag not in ("testsuites", "testsuite"):
-        raise InfraFailure(f"{label}: root element is <{root.tag}>, not testsuites or testsuite")
-    results = [_testcase_result(label, case) for case in root.iter("testcase")]
-    if not results:
-        raise InfraFailure(f"{label}: no testcase, so no results could be read")
-    return merge_worst(results)
+    return parse_report(label, _read_bounded(path, label), root).results
 
 
 def _read_bounded(path: Path, label: str) -> bytes:
@@ -206,62 +231,3 @@ def _read_bounded(path: Path, label: str) -> bytes:
     if len(data) > MAX_JUNIT_BYTES:
         raise InfraFailure(f"{label}: over the 64 MiB limit")
     return data
-
-
-class _DoctypeFound(Exception):
-    """Raised from inside the parser when a DOCTYPE starts."""
-
-
-class _RefusingTreeBuilder(ET.TreeBuilder):
-    # Second line of defence: the byte check above misses a DOCTYPE in UTF-16 or UTF-32.
-    def doctype(self, name: str, pubid: str, system: str) -> None:
-        raise _DoctypeFound
-
-
-def _parse_xml(label: str, data: bytes) -> ET.Element:
-    parser = ET.XMLParser(target=_RefusingTreeBuilder())
-    try:
-        parser.feed(data)
-        root: ET.Element = parser.close()
-    except _DoctypeFound:
-        raise InfraFailure(f"{label}: DOCTYPE and ENTITY declarations are refused") from None
-    except ET.ParseError as error:
-        raise InfraFailure(f"{label}: malformed XML ({error})") from None
-    except LookupError as error:  # the XML declaration names an encoding Python does not know
-        raise InfraFailure(f"{label}: malformed XML ({error})") from None
-    return root
-
-
-_CHILD_OUTCOMES = {
-    "failure": Outcome.FAIL,
-    "error": Outcome.ERROR,
-    "skipped": Outcome.SKIP,
-    # nextest's retries: a test that failed on any attempt is not a pass.
-    "flakyFailure": Outcome.FAIL,
-    "rerunFailure": Outcome.FAIL,
-    "flakyError": Outcome.ERROR,
-    "rerunError": Outcome.ERROR,
-}
-
-
-def _testcase_result(label: str, case: ET.Element) -> TestResult:
-    name = case.get("name")
-    if not name:
-        raise InfraFailure(f"{label}: a testcase has no name")
-    classname = case.get("classname") or ""
-    file = case.get("file")
-    owner = file or classname
-    return TestResult(
-        id=f"{owner}::{name}" if owner else name,
-        property_ids=(),
-        outcome=worst(_child_outcome(child) for child in case),
-        aliases=(f"{classname}.{name}",) if classname else (),
-    )
-
-
-def _child_outcome(child: ET.Element) -> Outcome:
-    if child.tag == "skipped" and child.get("type") == "pytest.xfail":
-        # As in the plugin: an expected failure is still a failure.
-        return Outcome.FAIL
-    # system-out, properties and other children say nothing about the outcome.
-    return _CHILD_OUTCOMES.get(str(child.tag), Outcome.PASS)

@@ -10,11 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from three_ledger import git, network_namespace
+from three_ledger import git, junit_evidence, network_namespace
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import (
+    FileEntry,
     PropertyLedger,
     fresh_recorded_at,
     new_ledger_id,
@@ -33,6 +34,7 @@ from three_ledger.pins import (
 )
 from three_ledger.plugin_staging import plugin_environment, stage_plugin
 from three_ledger.results import TestResult, flake_outcomes, property_statuses
+from three_ledger.runner_config import runner_oracle_changes
 from three_ledger.tripwire import Sentinels, Tripwire, checked_and_removed
 
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
@@ -72,7 +74,10 @@ def properties(request: Request) -> int:
     if request.flake_pin_path is not None:
         pin_paths.append(request.flake_pin_path)
     log_path = request.log_path or request.out.with_name(request.out.name + ".log")
-    refuse_unwritable([Output("--out", request.out), Output("--log", log_path)], pins=pin_paths)
+    outputs = [Output("--out", request.out), Output("--log", log_path)]
+    if request.junit_xml is not None:  # the gate removes what is there before the run
+        outputs.append(Output("--junit-xml", request.junit_xml))
+    refuse_unwritable(outputs, pins=pin_paths)
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         # The namespace probe is a child process of its own: start it now, so that it
         # overlaps the pin and tree checks instead of adding to the gate's cost.
@@ -112,7 +117,9 @@ def check_before_running(request: Request) -> Scored:
     base_revision = git.resolve_base(request.root, request.base, os.environ)
     head_revision = git.head_revision(request.root)
     oracle_changes = git.changed_paths(request.root, base_revision, properties_pin.oracle_paths)
-    flag = rewriting_flag(request.command)
+    implicit = runner_oracle_changes(request.root, base_revision, request.command)
+    oracle_changes = sorted(set(oracle_changes) | set(implicit))
+    flag = rewriting_flag(request.command, request.root)
     if flag is not None:
         raise Refused(f"--command carries {flag!r}, which rewrites the oracles it is judged by")
     return Scored(
@@ -138,20 +145,26 @@ def moved_since_base(request: Request, fixture_pin: FixturePin) -> list[str]:
 
 @dataclass(frozen=True)
 class Observed:
-    """What one run of the command left as evidence."""
+    """What the run left: its results, how it exited, the JUnit report read (if any), and
+    what checked its reports."""
 
     results: list[TestResult]
     command_exit: int
     duration_ms: int
+    junit_report: FileEntry | None
     tripwire: Tripwire
 
 
 def run_and_read(
     request: Request, scored: Scored, enforcement: Enforcement, log_path: Path
 ) -> Observed:
-    from three_ledger.results import read_junit_xml
     from three_ledger.runner import run_command
 
+    report = None
+    if request.junit_xml is not None:
+        fixtures_dir = scored.fixture_pin.fixtures_dir
+        report = junit_evidence.prepare(request.junit_xml, request.root, fixtures_dir)
+    started_ns = junit_evidence.started_at()
     sentinels = Sentinels.fresh()
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
@@ -170,18 +183,20 @@ def run_and_read(
         if failure is not None:
             raise InfraFailure(f"{failure}; no property ledger written (log: {log_path})")
         assert run.exit_code is not None  # no failure means the command exited
+        if report is not None:
+            results, entry = junit_evidence.read_after_run(
+                report, started_ns, run.exit_code, log_path
+            )
+            return Observed(results, run.exit_code, run.duration_ms, entry, Tripwire.NONE)
         if run.exit_code not in (0, 1):
             raise InfraFailure(f"{exit_meaning(run.exit_code, enforcement)} (log: {log_path})")
-        if request.junit_xml is not None:
-            results = read_junit_xml(request.junit_xml)
-            return Observed(results, run.exit_code, run.duration_ms, Tripwire.NONE)
         recorded = read_plugin_results(results_path, log_path)
     try:
         results = checked_and_removed(recorded, sentinels)
     except InfraFailure as tampered:
         tampered.details.append(f"no property ledger written (log: {log_path})")
         raise
-    return Observed(results, run.exit_code, run.duration_ms, Tripwire.SENTINELS)
+    return Observed(results, run.exit_code, run.duration_ms, None, Tripwire.SENTINELS)
 
 
 def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
@@ -250,6 +265,7 @@ def build_ledger(
         head_revision=scored.head_revision,
         command=ledger_text(request.command),
         command_exit=observed.command_exit,
+        junit_report=observed.junit_report,
         duration_ms=observed.duration_ms,
         network=scored.properties_pin.network,
         network_enforcement=enforcement,
