@@ -57,7 +57,7 @@ def test_seed_workflow_steps_1_and_3_end_to_end(orders_repo: Path) -> None:
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in pins.iterdir()}
     for pin, out in (("fixtures.json", "fixture_a.json"), ("fixtures_b.json", "fixture_b.json")):
         completed = subprocess.run(
-            [sys.executable, "-m", "three_ledger", "digest", "--pin", f"pins/{pin}",
+            [sys.executable, "-P", "-m", "three_ledger", "digest", "--pin", f"pins/{pin}",
              "--root", ".", "--out", f"ledgers/{out}"],
             cwd=orders_repo, capture_output=True, text=True, check=False,
         )  # fmt: skip
@@ -65,7 +65,8 @@ def test_seed_workflow_steps_1_and_3_end_to_end(orders_repo: Path) -> None:
         ledger = json.loads((orders_repo / "ledgers" / out).read_text())
         assert completed.stdout == ledger["digest"] + "\n"
     completed = subprocess.run(
-        [sys.executable, "-m", "three_ledger", "dual-pin", "--not-run", "--out", "ledgers/d.json"],
+        [sys.executable, "-P", "-m", "three_ledger", "dual-pin", "--not-run",
+         "--out", "ledgers/d.json"],
         cwd=orders_repo, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert completed.returncode == 0

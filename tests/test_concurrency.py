@@ -32,8 +32,8 @@ def tree(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def digest_argv(root: Path, pin: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "three_ledger", "digest", "--pin", str(pin), "--root", str(root),
-            "--out", str(out)]  # fmt: skip
+    return [sys.executable, "-P", "-m", "three_ledger", "digest", "--pin", str(pin),
+            "--root", str(root), "--out", str(out)]  # fmt: skip
 
 
 class Watcher:

@@ -54,7 +54,7 @@ def demo_run(
     """One real run of `python -m three_ledger demo --dir DIR`, shared by the tests below."""
     folder = tmp_path_factory.mktemp("demo") / "kept"
     done = subprocess.run(
-        [sys.executable, "-m", "three_ledger", "demo", "--dir", str(folder)],
+        [sys.executable, "-P", "-m", "three_ledger", "demo", "--dir", str(folder)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -264,7 +264,9 @@ def test_out_inside_pin_folder_is_refused_and_pin_untouched(
 
 def test_unreadable_pin_file(run_cli: RunCli, tmp_path: Path) -> None:
     out = tmp_path / "out/l.json"
-    result = run_cli("digest", "--pin", tmp_path / "pins/nope.json", "--out", out)
+    result = run_cli(
+        "digest", "--pin", tmp_path / "pins/nope.json", "--root", tmp_path, "--out", out
+    )
     assert result.code == 2
     assert "nope.json: cannot read fixture pin" in result.first_error_line
 

@@ -59,8 +59,8 @@ def digest_in_child(
 ) -> subprocess.CompletedProcess[str]:
     """`digest` in its own process, so that a hang fails the test instead of stalling it."""
     return subprocess.run(
-        [sys.executable, "-m", "three_ledger", "digest", "--pin", str(pin), "--root", str(root),
-         "--out", str(root / "ledgers/fixture.json")],
+        [sys.executable, "-P", "-m", "three_ledger", "digest", "--pin", str(pin),
+         "--root", str(root), "--out", str(root / "ledgers/fixture.json")],
         capture_output=True, text=True, timeout=timeout_s, check=False,
     )  # fmt: skip
 
@@ -253,8 +253,8 @@ def run_without_privileges(root: Path, pin: Path) -> subprocess.CompletedProcess
     if probe.returncode != 0:
         pytest.skip(f"user namespaces are unavailable: {probe.stderr.decode().strip()}")
     return subprocess.run(
-        ["unshare", "--user", sys.executable, "-m", "three_ledger", "digest", "--pin", str(pin),
-         "--root", str(root), "--out", str(root / "ledgers/fixture.json")],
+        ["unshare", "--user", sys.executable, "-P", "-m", "three_ledger", "digest",
+         "--pin", str(pin), "--root", str(root), "--out", str(root / "ledgers/fixture.json")],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 

@@ -76,7 +76,7 @@ def run_gate(repo: Path, digest: str, blocks: int, kind: str) -> tuple[int, str,
 @pytest.fixture
 def repo_and_digest(orders_repo: Path) -> tuple[Path, str]:
     done = subprocess.run(
-        [sys.executable, "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
+        [sys.executable, "-P", "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
          "--out", "../f.json"],
         cwd=orders_repo, capture_output=True, text=True, check=True,
     )  # fmt: skip

@@ -342,11 +342,11 @@ def test_out_inside_a_pin_folder_is_refused(run_cli: RunCli, orders_repo: Path) 
 
 def test_sigterm_to_the_gate_kills_the_group_and_writes_nothing(orders_repo: Path) -> None:
     digest = subprocess.run(
-        [sys.executable, "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
+        [sys.executable, "-P", "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
          "--out", "../f.json"], cwd=orders_repo, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     gate = subprocess.Popen(
-        [sys.executable, "-m", "three_ledger", "properties", "--pin", "pins/fixtures.json",
+        [sys.executable, "-P", "-m", "three_ledger", "properties", "--pin", "pins/fixtures.json",
          "--expect-digest", digest, "--properties", "pins/properties.json", "--base", "HEAD",
          "--command", "sh -c 'sleep 600 & echo $! > grandchild.pid; wait'",
          "--out", "../ledgers/p.json"],

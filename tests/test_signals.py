@@ -31,14 +31,14 @@ PYTEST_CHILD = f"{sys.executable} -m pytest -q -p no:cacheprovider properties/te
 
 def gate(repo: Path, *argv: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "three_ledger", *argv],
+        [sys.executable, "-P", "-m", "three_ledger", *argv],
         cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 
 def live_digest(repo: Path) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
+        [sys.executable, "-P", "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
          "--out", "../f.json"],
         cwd=repo, capture_output=True, text=True, check=True,
     )  # fmt: skip

@@ -169,6 +169,12 @@ def _add_merge(commands: Subparsers) -> None:
     merge.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
     merge.add_argument("--pins-dir", type=Path, metavar="DIR", help="with --base: pin mutation")
     merge.add_argument("--base", metavar="REV", help="with --pins-dir: the reviewed revision")
+    merge.add_argument(
+        "--properties",
+        type=Path,
+        metavar="PIN",
+        help="with --pins-dir/--base: the properties pin the property ledger must be scored under",
+    )
     merge.add_argument("--out", type=Path, required=True, help="merge decision to write")
     merge.add_argument("--summary-md", type=Path, metavar="PATH", help="Markdown report")
 
@@ -307,6 +313,8 @@ def _run_merge(args: argparse.Namespace) -> int:
 
     if (args.pins_dir is None) != (args.base is None):
         raise UsageError("merge: give --pins-dir and --base together, or neither")
+    if args.properties is not None and args.base is None:
+        raise UsageError("merge: --properties needs --pins-dir and --base")
     return merge(
         fixture_path=args.fixture_ledger,
         property_path=args.property_ledger,
@@ -317,6 +325,7 @@ def _run_merge(args: argparse.Namespace) -> int:
         root=args.root,
         pins_dir=args.pins_dir,
         base=args.base,
+        properties_pin_path=args.properties,
         out=args.out,
         summary_md=args.summary_md,
     )

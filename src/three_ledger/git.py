@@ -299,3 +299,11 @@ def files_at(root: Path, rev: str) -> list[str]:
 def work_tree_files(root: Path) -> list[str]:
     """Every file path under ROOT that git tracks, or that is new and not ignored."""
     return _nul_split(_git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"))
+
+
+def tracked_files(root: Path, paths: Sequence[Path]) -> list[Path]:
+    """Those of PATHS (relative to ROOT) that git tracks."""
+    if not paths:
+        return []
+    listed = _git(root, "ls-files", "-z", "--", *(p.as_posix() for p in paths))
+    return [Path(item) for item in _nul_split(listed)]

@@ -68,6 +68,18 @@ class FlakePinView:
     unaccepted: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TreeBinding:
+    """What the ledgers must have been written about: ROOT's HEAD, `--base`'s commit and, with
+    `--properties`, that pin's bytes and ids as the base has them; or why git could not tell."""
+
+    head: str | None = None
+    base: str | None = None
+    pin_sha256: str | None = None
+    pin_ids: tuple[str, ...] | None = None
+    problem: str | None = None
+
+
 @dataclass(frozen=True)
 class Evidence:
     fixture: Reading[FixtureLedger]
@@ -78,6 +90,9 @@ class Evidence:
     pin_changes: PinChanges | None
     flake_pin: FlakePinView | None
     today: datetime.date
+    # Why the gate's own code cannot be trusted here (it runs code from ROOT), else None.
+    own_code: str | None = None
+    binding: TreeBinding | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +104,8 @@ class Verdict:
 
 def decide(evidence: Evidence) -> Verdict:
     """Apply the rows in order; the first that matches wins."""
+    if evidence.own_code is not None:
+        return _reject(1, f"do not score: {evidence.own_code}")
     fixture = evidence.fixture.record
     if fixture is None:
         return _reject(1, f"do not score: fixture ledger {evidence.fixture.why_unusable()}")
@@ -101,10 +118,13 @@ def decide(evidence: Evidence) -> Verdict:
     if (unmatched := _property_unmatched(fixture, prop, evidence.prop.path)) is not None:
         return _reject(2, f"do not score: {unmatched}")
 
+    if (elsewhere := _scored_elsewhere(evidence.binding, prop)) is not None:
+        return _reject(2, f"do not score: {elsewhere}")
+
     if (shared := _shared_clock(evidence)) is not None:
         return _reject(3, f"writer bug: {shared}")
 
-    if (mutation := _pin_mutation(evidence, fixture, prop)) is not None:
+    if mutation := _pin_mutation(evidence, fixture, prop) or _pin_bytes(evidence.binding, prop):
         return _reject(4, f"pin mutation: {mutation}")
 
     if prop.oracle_moved:
@@ -129,6 +149,45 @@ def decide(evidence: Evidence) -> Verdict:
         f"{dual.right_pin_id} agree{_flake_note(evidence)}"
     )
     return Verdict(Posture.REVIEW, 9, reason)
+
+
+def _scored_elsewhere(binding: TreeBinding | None, prop: PropertyLedger) -> str | None:
+    """Row 2: a property ledger about another commit, base or set of properties."""
+    if binding is None:
+        return None
+    if binding.problem is not None:
+        return f"cannot tell which tree the ledgers describe: {binding.problem}"
+    if binding.head is not None and prop.head_revision != binding.head:
+        return (
+            f"the property ledger scored head {prop.head_revision[:12]}, not ROOT's HEAD "
+            f"{binding.head[:12]}: a ledger replayed from another commit"
+        )
+    if binding.base is not None and prop.base_revision != binding.base:
+        return (
+            f"the property ledger compared oracles with base {prop.base_revision[:12]}, "
+            f"not --base {binding.base[:12]}"
+        )
+    if binding.pin_ids is not None and set(prop.status_by_id) != set(binding.pin_ids):
+        extra = sorted(set(prop.status_by_id) - set(binding.pin_ids))
+        absent = sorted(set(binding.pin_ids) - set(prop.status_by_id))
+        return (
+            "the property ledger's status map is not the properties pin's ids at the base "
+            f"(not in the pin: {', '.join(extra) or 'none'}; "
+            f"not scored: {', '.join(absent) or 'none'})"
+        )
+    return None
+
+
+def _pin_bytes(binding: TreeBinding | None, prop: PropertyLedger) -> str | None:
+    """Row 4: a ledger written under properties-pin bytes the base does not have."""
+    if binding is None or binding.pin_sha256 is None:
+        return None
+    if prop.property_pin_sha256 == binding.pin_sha256:
+        return None
+    return (
+        f"the property ledger was written under a properties pin whose sha256 is "
+        f"{prop.property_pin_sha256[:12]}, but the pin at the base has {binding.pin_sha256[:12]}"
+    )
 
 
 def _reject(row: int, reason: str) -> Verdict:

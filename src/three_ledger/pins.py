@@ -71,6 +71,8 @@ class PropertiesPin:
     network: Network
     oracle_paths: tuple[str, ...]
     properties: tuple[Property, ...]
+    # Entry-point names of the pytest plugins the run may load; None: autoload as usual.
+    plugins: tuple[str, ...] | None = None
 
     @classmethod
     def from_json(cls, document: dict[str, Any], source: Path, sha256: str) -> PropertiesPin:
@@ -91,6 +93,7 @@ class PropertiesPin:
             network=Network(document.get("network", Network.BANNED)),
             oracle_paths=tuple(document.get("oracle_paths", DEFAULT_ORACLE_PATHS)),
             properties=properties,
+            plugins=tuple(document["plugins"]) if "plugins" in document else None,
         )
         pin._check()
         return pin

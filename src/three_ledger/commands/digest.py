@@ -6,6 +6,7 @@ from pathlib import Path
 
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.exit_codes import ExitCode
+from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     FixtureLedger,
     fresh_recorded_at,
@@ -19,6 +20,7 @@ from three_ledger.pins import load_fixture_pin
 def digest(*, pin_path: Path, root: Path, out: Path, base: str | None) -> int:
     refuse_unwritable([Output("--out", out)], pins=[pin_path])
     with nothing_left_on_failure(out):
+        refuse_code_from_root(root)
         pin = load_fixture_pin(pin_path)
         live = live_digest(root, pin)
         refuse_unreviewed(root, pin, live, base)

@@ -14,6 +14,7 @@ from pathlib import Path
 from three_ledger import git
 from three_ledger.errors import FlakeRefused, GateError, Refused
 from three_ledger.exit_codes import ExitCode
+from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     FixtureLedger,
     FlakeLedger,
@@ -86,6 +87,9 @@ def _observe(
     base: str | None,
 ) -> FlakeLedger:
     """Check the six preconditions in order; the first that fails is the refusal."""
+    if base is not None:  # only then is ROOT consulted
+        with _as_flake_refusal("the gate's own code"):
+            refuse_code_from_root(root)
     fixture, prop = _agreeing_ledgers(fixture_path, property_path)
     _refuse_moved_oracles(prop)
     pin, entry = _current_entry(flake_pin_path, test_id, root, base)

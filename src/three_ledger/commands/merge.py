@@ -7,6 +7,7 @@ may not write is a refusal (exit 2).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ from three_ledger import git, jsonio
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
+from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     DualPinLedger,
     FixtureLedger,
@@ -39,6 +41,7 @@ from three_ledger.merge_table import (
     LiveTree,
     PinChanges,
     Reading,
+    TreeBinding,
     Verdict,
     decide,
     ledger_stamps,
@@ -64,13 +67,19 @@ class Sources:
     root: Path
     pins_dir: Path | None
     base: str | None
+    properties_pin: Path | None = None
 
     def ledgers(self) -> list[Path]:
         dual_pin = [self.dual_pin] if self.dual_pin is not None else []
         return [self.fixture, self.prop, *dual_pin, *self.flakes]
 
+    def consults_root(self) -> bool:
+        """Whether merge reads ROOT at all: a live digest, or git against the base."""
+        return self.pin is not None or self.base is not None
+
     def pins(self) -> list[Path]:
-        return [path for path in (self.pin, self.flake_pin) if path is not None]
+        named = (self.pin, self.flake_pin, self.properties_pin)
+        return [path for path in named if path is not None]
 
 
 def merge(
@@ -85,6 +94,7 @@ def merge(
     pins_dir: Path | None,
     base: str | None,
     out: Path,
+    properties_pin_path: Path | None = None,
     summary_md: Path | None,
     env: Mapping[str, str] = os.environ,
 ) -> int:
@@ -98,6 +108,7 @@ def merge(
         root=root,
         pins_dir=pins_dir,
         base=base,
+        properties_pin=properties_pin_path,
     )
     refuse_unwritable_outputs(sources, out, summary_md)
     evidence = gather(sources)
@@ -142,7 +153,49 @@ def gather(sources: Sources) -> Evidence:
         pin_changes=_pin_changes(sources),
         flake_pin=_flake_pin_view(sources),
         today=utc_today(),
+        own_code=_own_code_problem(sources.root) if sources.consults_root() else None,
+        binding=_tree_binding(sources),
     )
+
+
+def _tree_binding(sources: Sources) -> TreeBinding | None:
+    """ROOT's HEAD, the base's commit and the properties pin as the base has it (SPEC 4.5+)."""
+    if sources.base is None:
+        return None
+    try:
+        top = git.work_tree_top(sources.root)
+        head = git.head_revision(sources.root)
+        base = git.resolve_commit(top, sources.base)
+        pin = _pin_at_base(top, base, sources.properties_pin)
+    except Refused as exc:
+        return TreeBinding(problem=_one_line(exc))
+    if pin is None:
+        return TreeBinding(head=head, base=base)
+    sha256, ids = pin
+    return TreeBinding(head=head, base=base, pin_sha256=sha256, pin_ids=ids)
+
+
+def _pin_at_base(top: Path, base: str, path: Path | None) -> tuple[str, tuple[str, ...]] | None:
+    """The sha256 of the properties pin's bytes at the base, and its property ids."""
+    if path is None:
+        return None
+    relative = git.inside_work_tree(path, top)
+    data = git.file_at(top, base, relative)
+    if data is None:
+        raise Refused(f"--properties {path}: the base {base[:12]} has no such file")
+    try:
+        ids = tuple(entry["id"] for entry in json.loads(data)["properties"])
+    except (ValueError, KeyError, TypeError):
+        raise Refused(f"--properties {path}: not a readable properties pin at the base") from None
+    return hashlib.sha256(data).hexdigest(), ids
+
+
+def _own_code_problem(root: Path) -> str | None:
+    try:
+        refuse_code_from_root(root)
+    except Refused as exc:
+        return _one_line(exc)
+    return None
 
 
 def read_evidence(path: Path, kind: type[RecordT]) -> Reading[RecordT]:

@@ -15,6 +15,7 @@ from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
+from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     FileEntry,
     PropertyLedger,
@@ -111,6 +112,7 @@ def _git_hang_is_infra(check: Callable[[Request], Scored], request: Request) -> 
 
 def check_before_running(request: Request) -> Scored:
     """Every refusal of SPEC 4.2 steps 1-4, in order; nothing has run yet."""
+    refuse_code_from_root(request.root)
     fixture_pin = load_fixture_pin(request.pin_path)
     properties_pin = load_properties_pin(request.properties_path)
     flake_pin = load_flake_pin(request.flake_pin_path) if request.flake_pin_path else None
@@ -193,6 +195,7 @@ def run_and_read(
         harness_path = Path(private) / "harness.json"
         if request.junit_xml is None:
             env.update(sentinels.environment())
+            env.update(pinned_plugins_environment(env, scored.properties_pin.plugins))
             env[HARNESS_ENV] = str(harness_path)
             env[ROOT_ENV] = str(request.root.resolve())
         argv = request.command
@@ -219,12 +222,42 @@ def run_and_read(
             measured = measured_changes(
                 request.root, scored.before, harness, pinned_results(scored, results)
             )
+            measured.update(unpinned_plugins(harness, scored.properties_pin.plugins))
         except InfraFailure as not_evidence:
             not_evidence.details.append(f"no property ledger written (log: {log_path})")
             raise
     return Observed(
         results, run.exit_code, run.duration_ms, None, Tripwire.SENTINELS, harness, measured
     )
+
+
+def pinned_plugins_environment(
+    env: Mapping[str, str], plugins: tuple[str, ...] | None
+) -> dict[str, str]:
+    """With a `plugins` key: autoload off, and exactly the pinned plugins loaded with -p."""
+    if plugins is None:
+        return {}
+    loads = " ".join(f"-p {name}" for name in plugins)
+    return {
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTEST_ADDOPTS": f"{env.get('PYTEST_ADDOPTS', '')} {loads}".strip(),
+    }
+
+
+def unpinned_plugins(harness: Harness, plugins: tuple[str, ...] | None) -> dict[str, str]:
+    """Plugins from a distribution that loaded although the pin does not list them.
+
+    A pinned plugin's own helpers (xdist registers several) share its distribution and pass.
+    Plugins defined under ROOT are harness files, compared with the base like any oracle.
+    """
+    if plugins is None:
+        return {}
+    allowed = {plugin.source for plugin in harness.plugins if plugin.name in plugins}
+    return {
+        f"plugin {plugin.name}": f"loaded from {plugin.source}, which the pin's plugins omit"
+        for plugin in harness.plugins
+        if not plugin.source.endswith(".py") and plugin.source not in allowed
+    }
 
 
 def pinned_results(scored: Scored, results: Sequence[TestResult]) -> list[TestResult]:

@@ -55,7 +55,7 @@ class Steps:
     exits: dict[str, int] = field(default_factory=dict)
 
     def run(self, column: str, *args: str) -> int:
-        command = [sys.executable, "-m", "three_ledger", *args]
+        command = [sys.executable, "-P", "-m", "three_ledger", *args]
         log = self.paths.logs / f"{len(self.exits) + 1}-{column.replace(' ', '-').lower()}.log"
         with open(os.devnull, "wb") as quiet:
             done = run_command(

@@ -1,0 +1,83 @@
+"""The gate must not run code from the tree it judges.
+
+Run as the console script from an environment of its own, three-ledger imports nothing from
+ROOT. Run as `python -m three_ledger` from ROOT, or beside an editable install of the project
+under test, it could: ROOT (or a folder in it) is then on its `sys.path`, and a patch could
+replace a module the gate relies on (its JSON Schema validator, say). Every command that takes
+`--root` checks this first and refuses to judge.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from three_ledger import git
+from three_ledger.errors import Refused
+
+ADVICE = (
+    "install three-ledger into an environment of its own and run its console script, or "
+    "`python -P -m three_ledger` (-P keeps the current folder off sys.path)"
+)
+
+
+def refuse_code_from_root(root: Path) -> None:
+    """Refused when ROOT, or a folder of tracked files in it, is on the gate's sys.path, or
+    when a module the gate imported is a file git tracks under ROOT."""
+    top = root.resolve()
+    inside = [entry for entry in sys.path if _resolved(entry).is_relative_to(top)]
+    if any(_resolved(entry) == top for entry in inside):
+        raise Refused(
+            f"ROOT {root} is on three-ledger's own sys.path: a module in the change under "
+            f"review could stand in for the gate's own; {ADVICE}"
+        )
+    imported = _modules_under(top)
+    if not inside and not imported:
+        return
+    work_tree = _work_tree(top)
+    if work_tree is None:
+        return  # no git work tree: nothing under ROOT is tracked
+    for entry in inside:
+        if git.tracked_files(work_tree, [_resolved(entry).relative_to(work_tree)]):
+            raise Refused(
+                f"{entry} is on three-ledger's own sys.path and holds files git tracks under "
+                f"ROOT {root} (an editable install of the project under test?); {ADVICE}"
+            )
+    tracked = _tracked(work_tree, imported)
+    if tracked:
+        name, path = tracked[0]
+        raise Refused(
+            f"three-ledger imported {name} from {path}, a file git tracks under ROOT {root}: "
+            f"the gate would run code from the change it judges; {ADVICE}"
+        )
+
+
+def _resolved(entry: str) -> Path:
+    return Path(entry or os.getcwd()).resolve()
+
+
+def _work_tree(top: Path) -> Path | None:
+    try:
+        return git.work_tree_top(top).resolve()
+    except Refused:
+        return None
+
+
+def _modules_under(top: Path) -> dict[str, Path]:
+    found = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        path = Path(file).resolve()
+        if path.is_relative_to(top):
+            found[name] = path
+    return found
+
+
+def _tracked(work_tree: Path, imported: dict[str, Path]) -> list[tuple[str, Path]]:
+    """Those of IMPORTED that git tracks (a virtual environment inside ROOT is not tracked)."""
+    relative = {name: path.relative_to(work_tree) for name, path in imported.items()}
+    known = set(git.tracked_files(work_tree, list(relative.values())))
+    return sorted((name, imported[name]) for name, path in relative.items() if path in known)
