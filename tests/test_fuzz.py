@@ -264,6 +264,9 @@ PROPERTY_LEDGER = {
     "network": "banned",
     "network_enforcement": "netns",
     "flake_results": {"t.slow": "fail"},
+    "expected_skips_left_out": {"p.one": 2},
+    "failing_tests": {"p.two": [{"id": "t.py::test_two", "outcome": "fail"}]},
+    "unpinned_failures": {"count": 1, "first_ids": ["t.py::test_other"]},
     "recorded_at": STAMP,
 }
 DUAL_PIN_LEDGER = {

@@ -149,6 +149,22 @@ class FixtureLedger(_Encoded):
     recorded_at: str
 
 
+@dataclass(frozen=True)
+class FailingTest:
+    """A test a non-passing property matched, and how it ended."""
+
+    id: str
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class UnpinnedFailures:
+    """Failed or errored tests outside every property and flake entry: how many, the first ids."""
+
+    count: int = 0
+    first_ids: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class PropertyLedger(_Encoded):
     KIND: ClassVar[str] = "property"
@@ -169,6 +185,11 @@ class PropertyLedger(_Encoded):
     network: Network
     network_enforcement: Enforcement
     flake_results: dict[str, Outcome]
+    # Per property, the results left out as expected skips; a property with none is absent.
+    expected_skips_left_out: dict[str, int] = dataclasses.field(default_factory=dict)
+    # Per property that is not `pass`, the first tests that did not pass.
+    failing_tests: dict[str, tuple[FailingTest, ...]] = dataclasses.field(default_factory=dict)
+    unpinned_failures: UnpinnedFailures = dataclasses.field(default_factory=UnpinnedFailures)
     recorded_at: str
 
     def failing_ids(self) -> list[str]:

@@ -12,6 +12,7 @@ from three_ledger import git, jsonio
 from three_ledger.errors import Refused
 from three_ledger.network_ban import Network
 from three_ledger.paths import casefold_twins, is_under, path_problem
+from three_ledger.results import ExpectedSkip, selector_tuple
 
 DEFAULT_FIXTURES_DIR = "fixtures"
 DEFAULT_ORACLE_PATHS = ("properties", "tests")
@@ -59,7 +60,8 @@ class Property:
     id: str
     claim: str
     domain: tuple[str, ...]
-    test: str | None
+    # Its selectors: none when only `@pytest.mark.property` markers name it.
+    test: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class PropertiesPin:
     network: Network
     oracle_paths: tuple[str, ...]
     properties: tuple[Property, ...]
+    expected_skips: tuple[ExpectedSkip, ...] = ()
 
     @classmethod
     def from_json(cls, document: dict[str, Any], source: Path, sha256: str) -> PropertiesPin:
@@ -79,7 +82,7 @@ class PropertiesPin:
                 id=entry["id"],
                 claim=entry["claim"],
                 domain=tuple(entry["domain"]),
-                test=entry.get("test"),
+                test=selector_tuple(entry.get("test")),
             )
             for entry in document["properties"]
         )
@@ -91,6 +94,10 @@ class PropertiesPin:
             network=Network(document.get("network", Network.BANNED)),
             oracle_paths=tuple(document.get("oracle_paths", DEFAULT_ORACLE_PATHS)),
             properties=properties,
+            expected_skips=tuple(
+                ExpectedSkip(test=skip["test"], reason=skip["reason"])
+                for skip in document.get("expected_skips", ())
+            ),
         )
         pin._check()
         return pin
@@ -106,6 +113,12 @@ class PropertiesPin:
                 _refuse_bad_path(self.source, where, entry.removesuffix("/"))
         for index, path in enumerate(self.oracle_paths):
             _refuse_bad_path(self.source, f"$.oracle_paths[{index}]", path.removesuffix("/"))
+        for index, skip in enumerate(self.expected_skips):
+            if "*" in skip.test:
+                raise Refused(
+                    f"{self.source}: $.expected_skips[{index}].test: {skip.test!r} holds `*`: "
+                    "an expected skip names its tests without wildcards"
+                )
 
     def check_against(self, fixture_pin: FixturePin) -> None:
         """Refuse unless this pin may be scored against `fixture_pin` (SPEC 3.2, 4.2 step 1)."""

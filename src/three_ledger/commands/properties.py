@@ -15,11 +15,14 @@ from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import (
+    FailingTest,
     PropertyLedger,
+    UnpinnedFailures,
     fresh_recorded_at,
     new_ledger_id,
     write_ledger,
 )
+from three_ledger.matching import match_pin, warning_lines
 from three_ledger.network_ban import Enforcement, choose_enforcement
 from three_ledger.oracles import rewriting_flag
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
@@ -32,7 +35,15 @@ from three_ledger.pins import (
     load_properties_pin,
 )
 from three_ledger.plugin_staging import plugin_environment, stage_plugin
-from three_ledger.results import TestResult, flake_outcomes, property_statuses
+from three_ledger.property_findings import miss_lines, unpinned_line
+from three_ledger.results import (
+    UNPINNED_SHOWN,
+    PropertyScore,
+    TestResult,
+    flake_outcomes,
+    score_properties,
+    unpinned_failures,
+)
 
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
 _PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -81,7 +92,9 @@ def properties(request: Request) -> int:
         results, command_exit, duration_ms = run_and_read(request, scored, enforcement, log_path)
         ledger = build_ledger(request, scored, enforcement, results, command_exit, duration_ms)
         write_ledger(request.out, ledger)
-    return report(ledger, request.out)
+    flake_selectors = [entry.test for entry in scored.flake_pin.flakes] if scored.flake_pin else []
+    warnings = warning_lines(match_pin(scored.properties_pin, flake_selectors, results))
+    return report(ledger, request.out, log_path, warnings)
 
 
 def _git_hang_is_infra(check: Callable[[Request], Scored], request: Request) -> Scored:
@@ -144,7 +157,9 @@ def run_and_read(
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
         plugin = stage_plugin(Path(private))
-        env = child_environment(os.environ, request.root, scored, enforcement, results_path)
+        env = child_environment(
+            os.environ, request.root, scored.fixture_pin, enforcement, results_path
+        )
         env = plugin_environment(env, plugin)
         argv = request.command
         if enforcement is Enforcement.NETNS:
@@ -191,15 +206,15 @@ def exit_meaning(code: int, enforcement: Enforcement) -> str:
 def child_environment(
     inherited: Mapping[str, str],
     root: Path,
-    scored: Scored,
+    fixture_pin: FixturePin,
     enforcement: Enforcement,
     results_path: Path,
 ) -> dict[str, str]:
     """The inherited environment plus what the plugin and the property tests read (SPEC 6)."""
     env = dict(inherited)
     env["THREE_LEDGER_RESULTS"] = str(results_path)
-    env["THREE_LEDGER_FIXTURES"] = str((root / scored.fixture_pin.fixtures_dir).resolve())
-    env["THREE_LEDGER_PIN_ID"] = scored.fixture_pin.pin_id
+    env["THREE_LEDGER_FIXTURES"] = str((root / fixture_pin.fixtures_dir).resolve())
+    env["THREE_LEDGER_PIN_ID"] = fixture_pin.pin_id
     env.pop("THREE_LEDGER_NETWORK", None)
     if enforcement is Enforcement.SOCKET_GUARD:
         env["THREE_LEDGER_NETWORK"] = "ban"
@@ -214,18 +229,20 @@ def build_ledger(
     command_exit: int,
     duration_ms: int,
 ) -> PropertyLedger:
-    selectors = {prop.id: prop.test for prop in scored.properties_pin.properties}
-    flakes = {}
+    pin = scored.properties_pin
+    selectors = {prop.id: prop.test for prop in pin.properties}
+    flake_selectors = {}
     if scored.flake_pin is not None:
         flake_selectors = {entry.test_id: entry.test for entry in scored.flake_pin.flakes}
-        flakes = flake_outcomes(flake_selectors, results)
+    scores = score_properties(selectors, results, pin.expected_skips)
+    unpinned = unpinned_failures(selectors, list(flake_selectors.values()), results)
     return PropertyLedger(
         ledger_id=new_ledger_id(),
         pin_id=scored.fixture_pin.pin_id,
         property_pin_id=scored.properties_pin.pin_id,
         property_pin_sha256=scored.properties_pin.sha256,
         fixture_digest=scored.digest,
-        status_by_id=property_statuses(selectors, results),
+        status_by_id={property_id: score.status for property_id, score in scores.items()},
         oracle_moved=bool(scored.oracle_changes),
         oracle_changes=ledger_text(scored.oracle_changes),
         base_revision=scored.base_revision,
@@ -235,9 +252,21 @@ def build_ledger(
         duration_ms=duration_ms,
         network=scored.properties_pin.network,
         network_enforcement=enforcement,
-        flake_results=flakes,
+        flake_results=flake_outcomes(flake_selectors, results),
+        expected_skips_left_out={
+            p: score.expected_skips for p, score in scores.items() if score.expected_skips
+        },
+        failing_tests={p: _failing_tests(score) for p, score in scores.items() if score.non_pass},
+        unpinned_failures=UnpinnedFailures(
+            count=len(unpinned),
+            first_ids=ledger_text([result.id for result in unpinned[:UNPINNED_SHOWN]]),
+        ),
         recorded_at=fresh_recorded_at(),
     )
+
+
+def _failing_tests(score: PropertyScore) -> tuple[FailingTest, ...]:
+    return tuple(FailingTest(_unicode(test.id), test.outcome) for test in score.non_pass)
 
 
 def ledger_text(words: Sequence[str]) -> tuple[str, ...]:
@@ -256,9 +285,12 @@ def _unicode(word: str) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
-def report(ledger: PropertyLedger, out: Path) -> int:
+def report(ledger: PropertyLedger, out: Path, log_path: Path, warnings: Sequence[str]) -> int:
     for prop_id, status in ledger.status_by_id.items():
         print(f"{status:8} {prop_id}", file=sys.stderr)
+    for warning in warnings:
+        print(f"three-ledger: warning: {warning}", file=sys.stderr)
+    _report_failures(ledger, log_path)
     if ledger.oracle_moved:
         changed = ", ".join(ledger.oracle_changes)
         print(
@@ -274,3 +306,15 @@ def report(ledger: PropertyLedger, out: Path) -> int:
         return ExitCode.PROPERTY_MISS
     print(f"three-ledger: every pinned property passed on {ledger.fixture_digest}", file=sys.stderr)
     return ExitCode.OK
+
+
+def _report_failures(ledger: PropertyLedger, log_path: Path) -> None:
+    """Name the tests behind each miss and the failures outside every property (SPEC 4.2)."""
+    misses = miss_lines(ledger)
+    for line in misses:
+        print(f"three-ledger: {line}", file=sys.stderr)
+    unpinned = unpinned_line(ledger)
+    if unpinned is not None:
+        print(f"three-ledger: {unpinned}", file=sys.stderr)
+    if misses or unpinned is not None:
+        print(f"three-ledger: the command's output is in {log_path}", file=sys.stderr)
