@@ -211,6 +211,11 @@ def _add_draft_pin(commands: Subparsers) -> None:
         "--pin-id", default=DEFAULT_PIN_ID, metavar="ID", help=f"default {DEFAULT_PIN_ID}"
     )
     draft.add_argument("--with-digest", action="store_true", help="fill in the reviewed digest")
+    draft.add_argument(
+        "--tracked-only",
+        action="store_true",
+        help="list only files git tracks (a clean checkout has no others)",
+    )
 
 
 def _add_explain(commands: Subparsers) -> None:
@@ -371,6 +376,7 @@ def _run_draft_pin(args: argparse.Namespace) -> int:
         root=args.root,
         pin_id=args.pin_id,
         with_digest=args.with_digest,
+        tracked_only=args.tracked_only,
     )
 
 

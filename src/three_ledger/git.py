@@ -281,3 +281,18 @@ def file_at(root: Path, rev: str, path: str) -> bytes | None:
     """The bytes of PATH at REV, or None when REV has no file there."""
     blob_id = _blob_ids_at(root, rev, [path]).get(path)
     return None if blob_id is None else _git_bytes(root, "cat-file", "blob", blob_id)
+
+
+def untracked_files(root: Path, folder: str, *, ignored: bool) -> list[str]:
+    """Files under ROOT/FOLDER that git does not track: the ignored ones, or the others.
+
+    Relative to ROOT, sorted. Refused when ROOT is not in a git work tree.
+    """
+    which = ["--ignored"] if ignored else []
+    listing = _git(root, "ls-files", "-z", "--others", "--exclude-standard", *which, "--", folder)
+    return sorted(_nul_split(listing))
+
+
+def tracked_files(root: Path, folder: str) -> list[str]:
+    """Files under ROOT/FOLDER that git tracks, relative to ROOT, sorted."""
+    return sorted(set(_nul_split(_git(root, "ls-files", "-z", "--", folder))))

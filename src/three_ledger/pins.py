@@ -232,12 +232,40 @@ def load_flake_pin(path: Path) -> FlakePin:
     return FlakePin.from_json(document, path, sha256)
 
 
+# The flag that takes each pin kind, for a message about a pin given to the wrong one.
+_PIN_FLAGS = {"fixture-pin": "--pin", "properties-pin": "--properties", "flake-pin": "--flake-pin"}
+
+
 def _load(path: Path, schema_name: str) -> tuple[dict[str, Any], str]:
     what = schema_name.replace("-", " ")
     data = jsonio.read_bytes_capped(path, what)
     document = jsonio.parse_json(data, path, what)
-    jsonio.validate(document, schema_name, path, what)
+    try:
+        jsonio.validate(document, schema_name, path, what)
+    except Refused as refusal:
+        found = document_kind(document)
+        if found is None or found == what:
+            raise
+        raise Refused(
+            f"{path}: this is a {found}; {_PIN_FLAGS[schema_name]} takes a {what}"
+        ) from refusal
     return document, hashlib.sha256(data).hexdigest()
+
+
+def document_kind(document: Any) -> str | None:
+    """What a JSON document looks like (`fixture pin`, `property ledger`, ...), by its keys."""
+    if not isinstance(document, dict):
+        return None
+    kind = document.get("kind")
+    if isinstance(kind, str):
+        return f"{kind.replace('_', '-')} ledger"
+    if "properties" in document or "fixture_pins" in document:
+        return "properties pin"
+    if "flakes" in document:
+        return "flake pin"
+    if "files" in document or "algorithm" in document:
+        return "fixture pin"
+    return None
 
 
 def _refuse_bad_path(source: Path, where: str, path: str) -> None:

@@ -113,6 +113,12 @@ def check_before_running(request: Request) -> Scored:
     properties_pin.check_against(fixture_pin)
     live = live_digest(request.root, fixture_pin)
     expected = request.expect_digest.lower()
+    if live.digest != expected and looks_like_a_path(request.expect_digest):
+        raise Refused(
+            f"--expect-digest {request.expect_digest!r} looks like a path, not a digest: give "
+            "the 64 hex digits `three-ledger digest` prints on stdout, e.g. "
+            '--expect-digest "$(three-ledger digest --pin PIN --out LEDGER)"'
+        )
     if live.digest != expected:
         raise Refused(
             f"live digest of {request.pin_path} under {request.root} is {live.digest}, "
@@ -136,6 +142,11 @@ def check_before_running(request: Request) -> Scored:
         head_revision,
         oracle_changes,
     )
+
+
+def looks_like_a_path(text: str) -> bool:
+    """A flag value that names a file (a ledger, say) rather than holding hex digits."""
+    return "/" in text or "\\" in text or text.endswith(".json") or os.path.exists(text)
 
 
 def moved_since_base(request: Request, fixture_pin: FixturePin) -> list[str]:
