@@ -123,7 +123,7 @@ def collect(
             assert run.exit_code is not None  # no failure means the command exited
             failure = exit_meaning(run.exit_code, enforcement)
         if failure is not None:
-            raise _collection_failed(failure, log_path, request.log_path is None)
+            raise _collection_failed(failure, log_path, request)
         return read_collected(collected, log_path)
 
 
@@ -142,14 +142,17 @@ def _collect_environment(
     return env
 
 
-def _collection_failed(failure: str, log_path: Path, show_tail: bool) -> InfraFailure:
-    if not show_tail:
+def _collection_failed(failure: str, log_path: Path, request: PlanRequest) -> InfraFailure:
+    """The failure; without --log, the end of the command's output goes to stdout first."""
+    if request.log_path is not None:
         return InfraFailure(f"collection failed: {failure} (log: {log_path})")
+    if request.as_json:
+        return InfraFailure(f"collection failed: {failure}; give --log PATH to see its output")
     tail = _log_tail(log_path)
+    sys.stdout.write("".join(f"{line}\n" for line in tail))
     return InfraFailure(
-        f"collection failed: {failure}; the last {len(tail)} lines of its output follow "
-        "(give --log PATH to keep all of it)",
-        tail,
+        f"collection failed: {failure}; the last {len(tail)} lines of its output are on "
+        "stdout (give --log PATH to keep all of it)"
     )
 
 

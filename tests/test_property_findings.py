@@ -1,0 +1,186 @@
+"""`properties` and `merge` on a generated suite: expected skips, the tests behind a miss, and
+failures outside every property, through real pytest children and real git repositories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import CliResult, RunCli, git
+from suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
+
+DRAFT = f"{TEST_FILE}::TestDraft"
+FORMAT_SKIP = {"test": DRAFT, "reason": "Format checker "}
+LEAP_SKIP = {"test": f"{DRAFT}::test_format_dynamic", "reason": "Leap seconds"}
+
+
+def score(run_cli: RunCli, repo: Path) -> CliResult:
+    digest = run_cli(
+        "digest", "--pin", repo / "pins/fixtures.json", "--root", repo,
+        "--out", repo / "ledgers/fixture.json",
+    )  # fmt: skip
+    assert digest.code == 0, digest.err
+    return run_cli(
+        "properties", "--pin", repo / "pins/fixtures.json", "--expect-digest", digest.out.strip(),
+        "--properties", repo / "pins/properties.json", "--command", f"{PYTEST} tests",
+        "--root", repo, "--base", "HEAD", "--out", repo / "ledgers/property.json",
+    )  # fmt: skip
+
+
+def ledger(repo: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((repo / "ledgers/property.json").read_text())
+    return document
+
+
+def merge(run_cli: RunCli, repo: Path, *extra: str | Path) -> CliResult:
+    return run_cli(
+        "merge", "--fixture-ledger", repo / "ledgers/fixture.json",
+        "--property-ledger", repo / "ledgers/property.json", "--root", repo,
+        "--out", repo / "ledgers/decision.json", "--summary-md", repo / "ledgers/summary.md",
+        *extra,
+    )  # fmt: skip
+
+
+def test_expected_skips_leave_a_class_passing(run_cli: RunCli, tmp_path: Path) -> None:
+    pin = properties_pin([prop("suite.draft", DRAFT)], expected_skips=[FORMAT_SKIP, LEAP_SKIP])
+    repo = make_suite(tmp_path, pin)
+    result = score(run_cli, repo)
+    assert result.code == 0, result.err
+    assert ledger(repo)["status_by_id"] == {"suite.draft": "pass"}
+    assert ledger(repo)["expected_skips_left_out"] == {"suite.draft": 2}
+    assert ledger(repo)["failing_tests"] == {}
+
+
+def test_without_them_the_class_scores_skip_and_names_its_skips(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.draft", DRAFT)]))
+    result = score(run_cli, repo)
+    assert result.code == 1
+    assert ledger(repo)["status_by_id"] == {"suite.draft": "skip"}
+    assert ledger(repo)["failing_tests"] == {
+        "suite.draft": [
+            {"id": f"{DRAFT}::test_format_dynamic", "outcome": "skip"},
+            {"id": f"{DRAFT}::test_format_idn", "outcome": "skip"},
+        ]
+    }
+    assert (
+        f"three-ledger: suite.draft is skip: {DRAFT}::test_format_dynamic (skip), "
+        f"{DRAFT}::test_format_idn (skip)\n" in result.err
+    )
+
+
+def test_a_property_whose_every_result_is_an_expected_skip_is_missing(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    pin = properties_pin(
+        [prop("suite.idn", f"{DRAFT}::test_format_idn")], expected_skips=[FORMAT_SKIP]
+    )
+    repo = make_suite(tmp_path, pin)
+    result = score(run_cli, repo)
+    assert result.code == 1
+    assert ledger(repo)["status_by_id"] == {"suite.idn": "missing"}
+    assert ledger(repo)["expected_skips_left_out"] == {"suite.idn": 1}
+    assert (
+        "suite.idn is missing: no test matched once 1 expected skip(s) were left out" in result.err
+    )
+
+
+def test_a_listed_test_that_fails_still_fails(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listed = {"test": f"{DRAFT}::test_minimum_low", "reason": "never"}
+    pin = properties_pin(
+        [prop("suite.minimum", f"{DRAFT}::test_minimum*")], expected_skips=[listed]
+    )
+    repo = make_suite(tmp_path, pin)
+    monkeypatch.setenv("SUITE_BROKEN", "minimum")
+    result = score(run_cli, repo)
+    assert result.code == 1
+    assert ledger(repo)["status_by_id"] == {"suite.minimum": "fail"}
+    assert f"suite.minimum is fail: {DRAFT}::test_minimum_low (fail)" in result.err
+
+
+def test_a_skip_with_another_reason_is_not_expected(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pin = properties_pin([prop("suite.draft", DRAFT)], expected_skips=[FORMAT_SKIP, LEAP_SKIP])
+    repo = make_suite(tmp_path, pin)
+    monkeypatch.setenv("SUITE_SKIP_REASON", "Not implemented: leap seconds")
+    result = score(run_cli, repo)
+    assert result.code == 1
+    assert ledger(repo)["status_by_id"] == {"suite.draft": "skip"}
+    assert ledger(repo)["expected_skips_left_out"] == {"suite.draft": 1}
+
+
+def test_the_tests_behind_a_miss_and_the_log_are_named(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pin = properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse"), prop("suite.marked")])
+    repo = make_suite(tmp_path, pin)
+    monkeypatch.setenv("SUITE_BROKEN", '{"a": 1}\n')
+    result = score(run_cli, repo)
+    assert result.code == 1
+    miss = f"suite.parse is fail: {TEST_FILE}::test_parse[a.json] (fail)"
+    assert f"three-ledger: {miss}\n" in result.err
+    assert f"the command's output is in {repo / 'ledgers/property.json.log'}" in result.err
+    decided = merge(run_cli, repo)
+    assert decided.code == 1
+    assert f"{miss}\n" in decided.out
+    summary = (repo / "ledgers/summary.md").read_text()
+    assert "### What failed" in summary
+    assert f"- {miss}" in summary
+
+
+def test_failures_outside_every_property_are_recorded_and_shown(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
+    monkeypatch.setenv("SUITE_BROKEN", "outside")
+    result = score(run_cli, repo)
+    assert result.code == 0, result.err
+    outside = [f"{TEST_FILE}::test_outside_one", f"{TEST_FILE}::test_outside_two"]
+    assert ledger(repo)["unpinned_failures"] == {"count": 2, "first_ids": outside}
+    line = f"2 tests outside every property failed: {', '.join(outside)}"
+    assert f"three-ledger: {line}\n" in result.err
+    assert "every pinned property passed" in result.err
+    decided = merge(run_cli, repo)
+    # The posture does not change: the people reading the diff see them.
+    assert decided.code == 0
+    assert f"{line}\nmerge: human_review (row 8)" in decided.out
+    assert f"- {line}" in (repo / "ledgers/summary.md").read_text()
+
+
+def test_properties_warns_about_selectors_and_markers_after_its_run(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    pin = properties_pin(
+        [prop("suite.parse", [f"{TEST_FILE}::test_parse", f"{TEST_FILE}::test_totl"])]
+    )
+    repo = make_suite(tmp_path, pin)
+    result = score(run_cli, repo)
+    assert result.code == 0, result.err
+    warning = "three-ledger: warning: "
+    assert (
+        f"{warning}suite.parse: selector '{TEST_FILE}::test_totl' matches no test\n" in result.err
+    )
+    assert f"{warning}  did you mean {TEST_FILE}::test_total\n" in result.err
+    assert f"{warning}marker id 'suite.marked' (1 test) is not a property of the pin" in result.err
+
+
+def test_adding_an_expected_skip_in_the_patch_is_pin_mutation(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.draft", DRAFT)]))
+    edit_properties(
+        repo, properties_pin([prop("suite.draft", DRAFT)], expected_skips=[FORMAT_SKIP])
+    )
+    git(repo, "commit", "-qam", "patch: accept the format skips")
+    score(run_cli, repo)
+    decided = merge(run_cli, repo, "--pins-dir", repo / "pins", "--base", "HEAD~1")
+    assert decided.code == 1
+    assert "merge: reject (row 4): pin mutation: " in decided.out
+    assert "pins/properties.json" in decided.out
