@@ -208,3 +208,17 @@ def test_closest_first() -> None:
     assert closest_first("orders.boundary.timout", ids)[0] == "orders.boundary.timeout"
     assert closest_first("payment.retry", ids)[0] == "payments.retry"
     assert sorted(closest_first("x", ids)) == sorted(ids)
+
+
+def test_a_selector_that_begins_ids_is_offered_with_a_star(tmp_path: Path) -> None:
+    pin = properties_pin(tmp_path, properties=[prop("p.min", "t.py::TestDraft::test_minimum")])
+    tests = [result("t.py::TestDraft::test_minimum_low"), result("t.py::TestDraft::test_maximum")]
+    [selector] = match_pin(pin, [], tests).properties[0].selectors
+    assert selector.did_you_mean == ("t.py::TestDraft::test_minimum*",)
+
+
+def test_a_typo_in_a_name_start_is_offered_as_a_wildcard(tmp_path: Path) -> None:
+    long_name = "t.py::TestDraft::test_minimum_validation_of_a_number_below_the_minimum_is_invalid"
+    pin = properties_pin(tmp_path, properties=[prop("p.min", "t.py::TestDraft::test_minimun_*")])
+    [selector] = match_pin(pin, [], [result(long_name)]).properties[0].selectors
+    assert selector.did_you_mean[0] == "t.py::TestDraft::test_minimum_*"

@@ -68,9 +68,9 @@ def test_without_them_the_class_scores_skip_and_names_its_skips(
         ]
     }
     assert (
-        f"three-ledger: suite.draft is skip: {DRAFT}::test_format_dynamic (skip), "
-        f"{DRAFT}::test_format_idn (skip)\n" in result.err
-    )
+        f"three-ledger: suite.draft is skip:\n  {DRAFT}::test_format_dynamic (skip)\n"
+        f"  {DRAFT}::test_format_idn (skip)\n"
+    ) in result.err
 
 
 def test_a_property_whose_every_result_is_an_expected_skip_is_missing(
@@ -101,7 +101,7 @@ def test_a_listed_test_that_fails_still_fails(
     result = score(run_cli, repo)
     assert result.code == 1
     assert ledger(repo)["status_by_id"] == {"suite.minimum": "fail"}
-    assert f"suite.minimum is fail: {DRAFT}::test_minimum_low (fail)" in result.err
+    assert f"suite.minimum is fail:\n  {DRAFT}::test_minimum_low (fail)\n" in result.err
 
 
 def test_a_skip_with_another_reason_is_not_expected(
@@ -124,15 +124,15 @@ def test_the_tests_behind_a_miss_and_the_log_are_named(
     monkeypatch.setenv("SUITE_BROKEN", '{"a": 1}\n')
     result = score(run_cli, repo)
     assert result.code == 1
-    miss = f"suite.parse is fail: {TEST_FILE}::test_parse[a.json] (fail)"
-    assert f"three-ledger: {miss}\n" in result.err
+    miss = f"suite.parse is fail:\n  {TEST_FILE}::test_parse[a.json] (fail)\n"
+    assert f"three-ledger: {miss}" in result.err
     assert f"the command's output is in {repo / 'ledgers/property.json.log'}" in result.err
     decided = merge(run_cli, repo)
     assert decided.code == 1
-    assert f"{miss}\n" in decided.out
+    assert miss in decided.out
     summary = (repo / "ledgers/summary.md").read_text()
     assert "### What failed" in summary
-    assert f"- {miss}" in summary
+    assert f"- suite.parse is fail\n  - `{TEST_FILE}::test_parse[a.json]` (fail)\n" in summary
 
 
 def test_failures_outside_every_property_are_recorded_and_shown(
@@ -144,14 +144,15 @@ def test_failures_outside_every_property_are_recorded_and_shown(
     assert result.code == 0, result.err
     outside = [f"{TEST_FILE}::test_outside_one", f"{TEST_FILE}::test_outside_two"]
     assert ledger(repo)["unpinned_failures"] == {"count": 2, "first_ids": outside}
-    line = f"2 tests outside every property failed: {', '.join(outside)}"
-    assert f"three-ledger: {line}\n" in result.err
+    lines = f"2 tests outside every property failed:\n  {outside[0]}\n  {outside[1]}\n"
+    assert f"three-ledger: {lines}" in result.err
     assert "every pinned property passed" in result.err
     decided = merge(run_cli, repo)
     # The posture does not change: the people reading the diff see them.
     assert decided.code == 0
-    assert f"{line}\nmerge: human_review (row 8)" in decided.out
-    assert f"- {line}" in (repo / "ledgers/summary.md").read_text()
+    assert f"{lines}merge: human_review (row 8)" in decided.out
+    summary = (repo / "ledgers/summary.md").read_text()
+    assert f"- 2 tests outside every property failed\n  - `{outside[0]}`\n" in summary
 
 
 def test_properties_warns_about_selectors_and_markers_after_its_run(
@@ -184,3 +185,26 @@ def test_adding_an_expected_skip_in_the_patch_is_pin_mutation(
     assert decided.code == 1
     assert "merge: reject (row 4): pin mutation: " in decided.out
     assert "pins/properties.json" in decided.out
+
+
+def test_findings_count_what_the_ledger_does_not_name() -> None:
+    from test_ledgers import property_ledger
+    from three_ledger.ledgers import FailingTest, UnpinnedFailures
+    from three_ledger.outcomes import Outcome
+    from three_ledger.property_findings import findings, plain_lines
+
+    ledger = property_ledger(
+        status_by_id={"orders.a": "pass", "orders.b": "error", "orders.c": "missing"},
+        failing_tests={"orders.b": (FailingTest("t.py::b", Outcome.ERROR),)},
+        expected_skips_left_out={"orders.c": 4},
+        unpinned_failures=UnpinnedFailures(76, tuple(f"t.py::x[{n}]" for n in range(20))),
+    )
+    lines = plain_lines(findings(ledger))
+    assert lines[:3] == [
+        "orders.b is error:",
+        "  t.py::b (error)",
+        "orders.c is missing: no test matched once 4 expected skip(s) were left out",
+    ]
+    assert lines[3] == "76 tests outside every property failed:"
+    assert lines[4] == "  t.py::x[0]"
+    assert lines[-1] == "  ... and 56 more"

@@ -181,16 +181,45 @@ class _Candidates:
         return sorted(names)
 
     def closest(self, selector: str) -> tuple[str, ...]:
+        """Up to 3 selectors close to SELECTOR, the closest first.
+
+        A selector that begins some ids without ending at a boundary (`::test_minimum` for
+        `::test_minimum_low`) is offered with `*` first. Otherwise the offers are close
+        ids, or close beginnings of ids with `*` (a typo in a name's first part).
+        """
         wanted = selector.replace("*", "")
-        found = difflib.get_close_matches(wanted, self.names, SUGGESTIONS_SHOWN, _CLOSENESS)
-        return tuple(found)
+        if any(name.startswith(wanted) for name in self.names):
+            return (f"{wanted}*",)
+        names = self._near(wanted)
+        beginnings = {name[: len(wanted)] for name in names if len(name) > len(wanted)}
+        offers = [
+            *difflib.get_close_matches(wanted, names, SUGGESTIONS_SHOWN, _CLOSENESS),
+            *(
+                f"{beginning}*"
+                for beginning in difflib.get_close_matches(
+                    wanted, sorted(beginnings), SUGGESTIONS_SHOWN, _CLOSENESS
+                )
+            ),
+        ]
+        return tuple(closest_first(wanted, offers, strip="*")[:SUGGESTIONS_SHOWN])
+
+    def _near(self, wanted: str) -> list[str]:
+        """The names under the longest file or class part of WANTED that exists (speed only)."""
+        parts = wanted.split("::")
+        for keep in range(len(parts) - 1, 0, -1):
+            owner = "::".join(parts[:keep]) + "::"
+            near = [name for name in self.names if name.startswith(owner)]
+            if near:
+                return near
+        return self.names
 
 
-def closest_first(word: str, candidates: Iterable[str]) -> list[str]:
-    """CANDIDATES sorted by closeness to WORD, the closest first (ties in sorted order)."""
+def closest_first(word: str, candidates: Iterable[str], strip: str = "") -> list[str]:
+    """CANDIDATES sorted by closeness to WORD (ignoring STRIP characters), closest first."""
 
     def distance(candidate: str) -> tuple[float, str]:
-        return (-difflib.SequenceMatcher(None, word, candidate).ratio(), candidate)
+        compared = candidate.replace(strip, "") if strip else candidate
+        return (-difflib.SequenceMatcher(None, word, compared).ratio(), candidate)
 
     return sorted(set(candidates), key=distance)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from three_ledger.ledgers import DualPinLedger, FlakeLedger
 from three_ledger.merge_table import Evidence, Reading, Verdict
-from three_ledger.property_findings import miss_lines, unpinned_line
+from three_ledger.property_findings import findings, plain_lines
 
 # GitHub refuses a step summary file of 1 MiB or more: the addition is cut to stay under.
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -146,18 +146,24 @@ def _cell(text: str) -> str:
 def failure_lines(evidence: Evidence) -> list[str]:
     """The stdout lines: each property miss with its first failing tests, then unpinned ones."""
     prop = evidence.prop.record
-    if prop is None:
-        return []
-    unpinned = unpinned_line(prop)
-    return [*miss_lines(prop), *([unpinned] if unpinned is not None else [])]
+    return plain_lines(findings(prop)) if prop is not None else []
 
 
 def failure_section(evidence: Evidence) -> list[str]:
-    """The same lines as a Markdown list under a heading of their own; none when all passed."""
-    found = failure_lines(evidence)
+    """The same as a Markdown list under a heading of its own; nothing when nothing failed."""
+    prop = evidence.prop.record
+    found = findings(prop) if prop is not None else []
     if not found:
         return []
-    return ["", "### What failed", "", *(f"- {_cell(line)}" for line in found)]
+    lines = ["", "### What failed", ""]
+    for finding in found:
+        lines.append(f"- {_cell(finding.headline)}")
+        lines += [
+            f"  - `{_cell(test_id)}`" + (f" ({outcome})" if outcome else "")
+            for test_id, outcome in finding.tests
+        ]
+        lines += [f"  - ... and {finding.more} more"] if finding.more > 0 else []
+    return lines
 
 
 def fit_step_summary(existing_bytes: int, text: str, limit: int = STEP_SUMMARY_LIMIT) -> str:

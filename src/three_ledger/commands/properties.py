@@ -35,7 +35,7 @@ from three_ledger.pins import (
     load_properties_pin,
 )
 from three_ledger.plugin_staging import plugin_environment, stage_plugin
-from three_ledger.property_findings import miss_lines, unpinned_line
+from three_ledger.property_findings import findings, plain_lines
 from three_ledger.results import (
     UNPINNED_SHOWN,
     PropertyScore,
@@ -320,12 +320,9 @@ def report(ledger: PropertyLedger, out: Path, log_path: Path, warnings: Sequence
 
 
 def _report_failures(ledger: PropertyLedger, log_path: Path) -> None:
-    """Name the tests behind each miss and the failures outside every property (SPEC 4.2)."""
-    misses = miss_lines(ledger)
-    for line in misses:
-        print(f"three-ledger: {line}", file=sys.stderr)
-    unpinned = unpinned_line(ledger)
-    if unpinned is not None:
-        print(f"three-ledger: {unpinned}", file=sys.stderr)
-    if misses or unpinned is not None:
+    """Name the tests behind each miss and the failures outside every property, and the log."""
+    found = findings(ledger)
+    for line in plain_lines(found):
+        print(f"three-ledger: {line}" if not line.startswith(" ") else line, file=sys.stderr)
+    if found:
         print(f"three-ledger: the command's output is in {log_path}", file=sys.stderr)
