@@ -265,7 +265,7 @@ PROPERTY_LEDGER = {
     "network_enforcement": "netns",
     "flake_results": {"t.slow": "fail"},
     "expected_skips_left_out": {"p.one": 2},
-    "failing_tests": {"p.two": [{"id": "t.py::test_two", "outcome": "fail"}]},
+    "failing_tests": {"p.two": [{"id": "t.py::test_two", "outcome": "fail", "reason": None}]},
     "unpinned_failures": {"count": 1, "first_ids": ["t.py::test_other"]},
     "recorded_at": STAMP,
 }

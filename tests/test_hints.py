@@ -63,12 +63,11 @@ def test_a_json_typo_in_a_pin_is_told_in_plain_words(run_cli: RunCli, tmp_path: 
     pin.write_text('{\n  "pin_id": "fixpin-a"\n  "algorithm": "sha256"\n}\n')
     code, err = digest(run_cli, pin, tmp_path)
     assert code == 2
-    lines = err.splitlines()
-    assert lines[0] == (
+    expected = (
         f"three-ledger: refused: {pin}: fixture pin is not valid JSON at line 3, column 3: "
         "a comma is missing between two items (Expecting ',' delimiter)"
     )
-    assert lines[1:3] == ['    "algorithm": "sha256"', "    ^"]
+    assert err.splitlines() == [expected]
 
 
 @pytest.mark.parametrize(

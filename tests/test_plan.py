@@ -110,6 +110,7 @@ def test_skips_known_at_collection_are_offered_as_expected_skips(
     assert "suite.draft: 4 tests (1 skip at collection: it would score skip)" in result.out
     entry = {"test": draft, "reason": "Format checker 'idn-hostname' not found."}
     assert f"  {json.dumps(entry)}  (1 test)\n" in result.out
+    assert "skips that no expected skip accepts (each makes its property `skip`)" in result.out
     assert plan_json(run_cli, repo)["unlisted_skips"] == [{**entry, "count": 1}]
 
     edit_properties(repo, properties_pin([prop("suite.draft", draft)], expected_skips=[entry]))

@@ -63,14 +63,25 @@ def test_without_them_the_class_scores_skip_and_names_its_skips(
     assert ledger(repo)["status_by_id"] == {"suite.draft": "skip"}
     assert ledger(repo)["failing_tests"] == {
         "suite.draft": [
-            {"id": f"{DRAFT}::test_format_dynamic", "outcome": "skip"},
-            {"id": f"{DRAFT}::test_format_idn", "outcome": "skip"},
+            {
+                "id": f"{DRAFT}::test_format_dynamic",
+                "outcome": "skip",
+                "reason": "Leap seconds are unsupported.",
+            },
+            {
+                "id": f"{DRAFT}::test_format_idn",
+                "outcome": "skip",
+                "reason": "Format checker 'idn-hostname' not found.",
+            },
         ]
     }
     assert (
-        f"three-ledger: suite.draft is skip:\n  {DRAFT}::test_format_dynamic (skip)\n"
-        f"  {DRAFT}::test_format_idn (skip)\n"
+        f"three-ledger: suite.draft is skip:\n"
+        f"  {DRAFT}::test_format_dynamic (skip: Leap seconds are unsupported.)\n"
+        f"  {DRAFT}::test_format_idn (skip: Format checker 'idn-hostname' not found.)\n"
     ) in result.err
+    entry = {"test": DRAFT, "reason": "Leap seconds are unsupported."}
+    assert f"\n  {json.dumps(entry)}  (1 test)\n" in result.err
 
 
 def test_a_property_whose_every_result_is_an_expected_skip_is_missing(
@@ -168,7 +179,7 @@ def test_properties_warns_about_selectors_and_markers_after_its_run(
     assert (
         f"{warning}suite.parse: selector '{TEST_FILE}::test_totl' matches no test\n" in result.err
     )
-    assert f"{warning}  did you mean {TEST_FILE}::test_total\n" in result.err
+    assert f"matches no test\n  did you mean {TEST_FILE}::test_total\n" in result.err
     assert f"{warning}marker id 'suite.marked' (1 test) is not a property of the pin" in result.err
 
 

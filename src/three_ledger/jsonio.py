@@ -54,8 +54,7 @@ def parse_json(data: bytes, source: Path, what: str) -> Any:
     except json.JSONDecodeError as exc:
         raise Refused(
             f"{source}: {what} is not valid JSON at line {exc.lineno}, column {exc.colno}: "
-            f"{plain_json_error(exc.msg)}",
-            _pointed_line(text, exc.lineno, exc.colno),
+            f"{plain_json_error(exc.msg)}"
         ) from exc
     except _StrictJSONError as exc:
         raise Refused(f"{source}: {what} is not valid JSON: {exc}") from exc
@@ -85,25 +84,12 @@ _PLAIN_JSON_ERRORS = {
     "Illegal trailing comma before end of object": "a comma before a closing brace is not allowed",
     "Illegal trailing comma before end of array": "a comma before a closing bracket is not allowed",
 }
-# How much of the offending line a refusal shows on each side of the column.
-_CONTEXT_CHARS = 60
 
 
 def plain_json_error(message: str) -> str:
     """Python's JSONDecodeError message in plain words, the original kept in parentheses."""
     plain = _PLAIN_JSON_ERRORS.get(message)
     return f"{plain} ({message})" if plain else message
-
-
-def _pointed_line(text: str, lineno: int, colno: int) -> list[str]:
-    """The offending line, cut around the column, and a caret under the column."""
-    lines = text.splitlines()
-    if not 0 < lineno <= len(lines):
-        return []
-    line = lines[lineno - 1].expandtabs(1)
-    start = max(0, colno - 1 - _CONTEXT_CHARS)
-    shown = line[start : colno - 1 + _CONTEXT_CHARS]
-    return [shown, " " * (colno - 1 - start) + "^"]
 
 
 def _is_unicode(document: Any) -> bool:

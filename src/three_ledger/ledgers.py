@@ -151,10 +151,11 @@ class FixtureLedger(_Encoded):
 
 @dataclass(frozen=True)
 class FailingTest:
-    """A test a non-passing property matched, and how it ended."""
+    """A test a non-passing property matched, how it ended, and why it skipped (if it did)."""
 
     id: str
     outcome: Outcome
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -23,6 +24,10 @@ EXAMPLES_SHOWN = 5
 SUGGESTIONS_SHOWN = 3
 # difflib's ratio below which an id is not offered as "did you mean".
 _CLOSENESS = 0.6
+_SKIPS_HEADING = (
+    "skips that no expected skip accepts (each makes its property `skip`); an entry below, "
+    "once reviewed into expected_skips, accepts them:"
+)
 _PARAMETRISATION = re.compile(r"\[.*\]$", re.DOTALL)
 
 
@@ -241,6 +246,17 @@ def warning_lines(match: PinMatch) -> list[str]:
             f"marker id {property_id!r} ({_tests(count)}) is not a property of the pin: "
             "its tests count for no property"
         )
+    return lines
+
+
+def skip_suggestion_lines(match: PinMatch) -> list[str]:
+    """The skips no expected skip accepts, as entries a reviewer may copy into the pin."""
+    if not match.unlisted_skips:
+        return []
+    lines = [_SKIPS_HEADING]
+    for suggestion in match.unlisted_skips:
+        entry = json.dumps({"test": suggestion.test, "reason": suggestion.reason})
+        lines.append(f"  {entry}  ({_tests(suggestion.count)})")
     return lines
 
 

@@ -43,11 +43,16 @@ def _miss(ledger: PropertyLedger, property_id: str) -> Finding:
     tests = ledger.failing_tests.get(property_id, ())
     if tests:
         return Finding(
-            f"{property_id} is {status}", tuple((test.id, test.outcome) for test in tests)
+            f"{property_id} is {status}",
+            tuple((test.id, _how(test.outcome, test.reason)) for test in tests),
         )
     left_out = ledger.expected_skips_left_out.get(property_id, 0)
     why = f" once {left_out} expected skip(s) were left out" if left_out else ""
     return Finding(f"{property_id} is {status}: no test matched{why}")
+
+
+def _how(outcome: str, reason: str | None) -> str:
+    return f"{outcome}: {reason}" if reason else outcome
 
 
 def plain_lines(found: list[Finding]) -> list[str]:

@@ -22,7 +22,14 @@ from three_ledger.commands.properties import child_environment, exit_meaning
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
-from three_ledger.matching import PinMatch, PropertyMatch, SelectorMatch, match_pin, warning_lines
+from three_ledger.matching import (
+    PinMatch,
+    PropertyMatch,
+    SelectorMatch,
+    match_pin,
+    skip_suggestion_lines,
+    warning_lines,
+)
 from three_ledger.network_ban import Enforcement, choose_enforcement
 from three_ledger.outcomes import Outcome
 from three_ledger.outputs import Output, refuse_unwritable
@@ -39,10 +46,6 @@ from three_ledger.results import TestResult, merge_worst
 
 # How much of the command's output a failed collection shows when no --log keeps it.
 LOG_TAIL_LINES = 15
-SKIPS_HEADING = (
-    "skips known at collection that no expected skip accepts (each makes its property "
-    "`skip`); an entry below, once reviewed into expected_skips, accepts them:"
-)
 
 
 @dataclass(frozen=True)
@@ -202,7 +205,9 @@ def plan_text(match: PinMatch, command: Sequence[str]) -> str:
     lines = [f"plan: {_count(match.tests, 'test')} collected by `{' '.join(command)}`", ""]
     for prop in match.properties:
         lines += _property_lines(prop)
-    lines += _skip_lines(match)
+    suggestions = skip_suggestion_lines(match)
+    if suggestions:
+        lines += [*suggestions, ""]
     warnings = warning_lines(match)
     if warnings:
         lines += ["warnings:", *(f"  {line}" for line in warnings), ""]
@@ -232,16 +237,6 @@ def _property_lines(prop: PropertyMatch) -> list[str]:
     lines += [f"  {test_id}" for test_id in prop.examples]
     if score.matched > len(prop.examples):
         lines.append(f"  ... and {score.matched - len(prop.examples)} more")
-    return [*lines, ""]
-
-
-def _skip_lines(match: PinMatch) -> list[str]:
-    if not match.unlisted_skips:
-        return []
-    lines = [SKIPS_HEADING]
-    for suggestion in match.unlisted_skips:
-        entry = json.dumps({"test": suggestion.test, "reason": suggestion.reason})
-        lines.append(f"  {entry}  ({_count(suggestion.count, 'test')})")
     return [*lines, ""]
 
 

@@ -22,7 +22,7 @@ from three_ledger.ledgers import (
     new_ledger_id,
     write_ledger,
 )
-from three_ledger.matching import match_pin, warning_lines
+from three_ledger.matching import match_pin, skip_suggestion_lines, warning_lines
 from three_ledger.network_ban import Enforcement, choose_enforcement
 from three_ledger.oracles import rewriting_flag
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
@@ -93,7 +93,8 @@ def properties(request: Request) -> int:
         ledger = build_ledger(request, scored, enforcement, results, command_exit, duration_ms)
         write_ledger(request.out, ledger)
     flake_selectors = [entry.test for entry in scored.flake_pin.flakes] if scored.flake_pin else []
-    warnings = warning_lines(match_pin(scored.properties_pin, flake_selectors, results))
+    match = match_pin(scored.properties_pin, flake_selectors, results)
+    warnings = [*warning_lines(match), *skip_suggestion_lines(match)]
     return report(ledger, request.out, log_path, warnings)
 
 
@@ -277,7 +278,14 @@ def build_ledger(
 
 
 def _failing_tests(score: PropertyScore) -> tuple[FailingTest, ...]:
-    return tuple(FailingTest(_unicode(test.id), test.outcome) for test in score.non_pass)
+    return tuple(
+        FailingTest(_unicode(test.id), test.outcome, _reason(test.skip_reason))
+        for test in score.non_pass
+    )
+
+
+def _reason(reason: str | None) -> str | None:
+    return None if reason is None else _unicode(reason)
 
 
 def ledger_text(words: Sequence[str]) -> tuple[str, ...]:
@@ -300,7 +308,9 @@ def report(ledger: PropertyLedger, out: Path, log_path: Path, warnings: Sequence
     for prop_id, status in ledger.status_by_id.items():
         print(f"{status:8} {prop_id}", file=sys.stderr)
     for warning in warnings:
-        print(f"three-ledger: warning: {warning}", file=sys.stderr)
+        # Indented lines (a "did you mean", an entry to copy) continue the warning above.
+        shown = warning if warning.startswith(" ") else f"three-ledger: warning: {warning}"
+        print(shown, file=sys.stderr)
     _report_failures(ledger, log_path)
     if ledger.oracle_moved:
         changed = ", ".join(ledger.oracle_changes)
