@@ -17,6 +17,15 @@ import pytest
 from three_ledger.cli import main
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orders"
+# Python that writes, into the gate's results file, the lines pytest with the plugin writes
+# for the tripwire's two sentinels: for test commands that stand in for a real pytest run.
+HONEST_SENTINELS = """
+import json, os, sys
+_must_pass, _must_fail = os.environ["THREE_LEDGER_SENTINELS"].split(",")
+with open(os.environ["THREE_LEDGER_RESULTS"], "a") as _results:
+    for _id, _outcome in ((_must_pass, "pass"), (_must_fail, "fail")):
+        _results.write(json.dumps({"id": _id, "property_ids": [], "outcome": _outcome}) + "\\n")
+"""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -379,16 +380,16 @@ def pytest_runtest_makereport(item, call):
 """
 
 
-def test_a_root_conftest_that_passes_everything_is_row_5_once_listed(gate: Gate) -> None:
-    """The default oracle paths do not cover ROOT/conftest.py (see docs/threat-model.md);
-    listing it in `oracle_paths`, as the threat model advises, makes the trick row 5."""
-    listed = ["properties", "tests", "conftest.py", "pytest.ini"]
-    gate = with_oracle_paths(gate, listed, "oracle paths: the root conftest and pytest.ini")
+def test_a_root_conftest_that_passes_everything_trips_the_tripwire(gate: Gate) -> None:
+    """A hookwrapper that reports every outcome as passed also passes the must-fail sentinel:
+    no property ledger is written, and merge rejects the change for want of one."""
     break_the_product(gate)
     (gate.repo / "conftest.py").write_text(PASS_EVERYTHING)
-    score_one_pin(gate)
-    prop = json.loads((gate.ledgers / "p.json").read_text())
-    assert prop["status_by_id"]["orders.total.non_negative"] == "pass"  # the trick worked...
-    decision = gate.merge()
-    assert (decision["posture"], decision["row"]) == ("reject", 5)  # ...and is caught
-    assert "conftest.py" in decision["reason"]
+    assert gate.digest().code == 0
+    scored = gate.properties()
+    assert scored.code == 4, scored.err
+    assert re.search(r"tripwire: sentinel test_[0-9a-f]{12} must fail but was recorded as pass",
+                     scored.first_error_line)  # fmt: skip
+    assert not (gate.ledgers / "p.json").exists()
+    decision = gate.merge(dual_pin=None)
+    assert (decision["posture"], decision["row"]) == ("reject", 2)

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shlex
+import sys
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import RunCli, write_json
+from conftest import HONEST_SENTINELS, RunCli, write_json
 from three_ledger import jsonio
 from three_ledger.errors import GateError, InfraFailure, Refused
 from three_ledger.ledgers import (
@@ -260,10 +261,12 @@ PROPERTY_LEDGER = {
     "head_revision": COMMIT,
     "command": ["pytest", "-q"],
     "command_exit": 1,
+    "junit_report": None,
     "duration_ms": 12,
     "network": "banned",
     "network_enforcement": "netns",
     "flake_results": {"t.slow": "fail"},
+    "tripwire": "sentinels",
     "expected_skips_left_out": {"p.one": 2},
     "failing_tests": {"p.two": [{"id": "t.py::test_two", "outcome": "fail", "reason": None}]},
     "unpinned_failures": {"count": 1, "first_ids": ["t.py::test_other"]},
@@ -707,7 +710,8 @@ def assert_sound_results(results: list[TestResult]) -> None:
         assert result.id
         assert isinstance(result.outcome, Outcome)
         assert all(isinstance(prop_id, str) for prop_id in result.property_ids)
-    assert len({result.id for result in results}) == len(results)
+    # One result per id and aliases: mocha's xunit gives two titles of one file one id.
+    assert len({(result.id, result.aliases) for result in results}) == len(results)
 
 
 @fuzz(200)
@@ -821,6 +825,12 @@ def scoring_repo(orders_repo: Path, run_cli: RunCli) -> tuple[Path, str]:
     return orders_repo, result.out.strip()
 
 
+COPY_IN = """
+with open(os.environ["THREE_LEDGER_RESULTS"], "ab") as out, open(sys.argv[1], "rb") as src:
+    out.write(src.read())
+"""
+
+
 def score_with(
     run_cli: RunCli, repo: Path, digest: str, command: list[str], *extra: str | Path
 ) -> tuple[int, str, Path]:
@@ -869,13 +879,20 @@ def test_properties_turns_any_results_file_into_exit_4_or_a_true_ledger(
     repo, digest = scoring_repo
     source = repo.parent / "results.src"
     source.write_bytes(data)
-    copy_in = ["sh", "-c", 'cat "$0" > "$THREE_LEDGER_RESULTS"', str(source)]
+    # What pytest with the plugin would write: the tripwire's two lines, then the results.
+    copy_in = [sys.executable, "-c", HONEST_SENTINELS + COPY_IN, str(source)]
     code, err, out = score_with(run_cli, repo, digest, copy_in)
     try:
         results = read_results_file(source)
     except InfraFailure:
         assert code == 4, err
-        assert err.startswith("three-ledger: infrastructure failure: results file ")
+        # The file's own refusal, or, when it holds nothing, that only the tripwire spoke.
+        assert err.startswith(
+            (
+                "three-ledger: infrastructure failure: results file ",
+                "three-ledger: infrastructure failure: the run recorded no result besides",
+            )
+        )
         assert not out.exists()
         return
     assert code in (0, 1), err
@@ -889,11 +906,12 @@ def test_properties_turns_any_junit_file_into_exit_4_or_a_true_ledger(
     run_cli: RunCli, scoring_repo: tuple[Path, str], data: bytes
 ) -> None:
     repo, digest = scoring_repo
-    junit = repo.parent / "junit.xml"
-    junit.write_bytes(data)
-    code, err, out = score_with(run_cli, repo, digest, ["true"], "--junit-xml", junit)
+    junit, source = repo.parent / "junit.xml", repo.parent / "junit.src"
+    source.write_bytes(data)
+    copy_in = ["sh", "-c", 'cat "$0" > "$1"', str(source), str(junit)]
+    code, err, out = score_with(run_cli, repo, digest, copy_in, "--junit-xml", junit)
     try:
-        results = read_junit_xml(junit)
+        results = read_junit_xml(source, repo)
     except InfraFailure:
         assert code == 4, err
         assert_one_line_refusal(err, junit, "infrastructure failure: JUnit XML")

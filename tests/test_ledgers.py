@@ -49,10 +49,12 @@ def property_ledger(**change: Any) -> PropertyLedger:
         "head_revision": COMMIT,
         "command": ("python3", "-m", "pytest"),
         "command_exit": 1,
+        "junit_report": None,
         "duration_ms": 12,
         "network": "banned",
         "network_enforcement": "netns",
         "flake_results": {},
+        "tripwire": "sentinels",
         "recorded_at": STAMP,
     }
     return PropertyLedger(**{**fields, **change})

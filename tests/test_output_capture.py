@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import HONEST_SENTINELS
+
 MIB = 1024 * 1024
 # Peak RSS the gate may gain over a quiet run, whatever the output: a few pipe chunks.
 GROWTH_LIMIT_KIB = 24 * 1024
@@ -30,18 +32,21 @@ sys.exit(code)
 
 # Writes MIB-sized blocks (random bytes, seeded; or one digit string with no newline at all),
 # then the one results line the gate reads.
-FLOOD = """
-import json, os, random, sys
+FLOOD = (
+    HONEST_SENTINELS
+    + """
+import random
 blocks, kind = int(sys.argv[1]), sys.argv[2]
 out = sys.stdout.buffer
 rng = random.Random(7)
 for index in range(blocks):
     out.write(rng.randbytes(1 << 20) if kind == "random" else b"%08d" % index * (1 << 17))
 out.flush()
-with open(os.environ["THREE_LEDGER_RESULTS"], "w") as results:
+with open(os.environ["THREE_LEDGER_RESULTS"], "a") as results:
     results.write(json.dumps({"id": "properties/test_orders.py::test_id_stable",
                               "property_ids": [], "outcome": "pass"}) + "\\n")
 """
+)
 
 
 def expected_output(blocks: int, kind: str) -> tuple[int, str]:

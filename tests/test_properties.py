@@ -302,10 +302,16 @@ JUNIT_CALL_AND_TEARDOWN = """<?xml version="1.0" encoding="utf-8"?>
 """
 
 
+def writes_report(source: Path, report: Path) -> str:
+    """A command that writes SOURCE's bytes to REPORT, as a runner writes its report."""
+    return f"sh -c 'cat {source} > {report}'"
+
+
 def test_junit_call_failure_and_teardown_error_is_error(run_cli: RunCli, orders_repo: Path) -> None:
-    junit = orders_repo.parent / "junit.xml"
-    junit.write_text(JUNIT_CALL_AND_TEARDOWN)
-    result = score(run_cli, orders_repo, "--base", "HEAD", "--junit-xml", junit, command="true")
+    junit, source = orders_repo.parent / "junit.xml", orders_repo.parent / "junit.src"
+    source.write_text(JUNIT_CALL_AND_TEARDOWN)
+    command = writes_report(source, junit)
+    result = score(run_cli, orders_repo, "--base", "HEAD", "--junit-xml", junit, command=command)
     assert result.code == 1
     statuses = ledger(orders_repo)["status_by_id"]
     assert statuses["orders.id.stable"] == "error"
@@ -314,9 +320,10 @@ def test_junit_call_failure_and_teardown_error_is_error(run_cli: RunCli, orders_
 
 
 def test_junit_with_doctype_exits_4(run_cli: RunCli, orders_repo: Path) -> None:
-    junit = orders_repo.parent / "junit.xml"
-    junit.write_text('<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY e "boom">]>\n<testsuites/>\n')
-    result = score(run_cli, orders_repo, "--base", "HEAD", "--junit-xml", junit, command="true")
+    junit, source = orders_repo.parent / "junit.xml", orders_repo.parent / "junit.src"
+    source.write_text('<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY e "boom">]>\n<testsuites/>\n')
+    command = writes_report(source, junit)
+    result = score(run_cli, orders_repo, "--base", "HEAD", "--junit-xml", junit, command=command)
     assert result.code == 4
     assert "DOCTYPE" in result.first_error_line
     assert_no_ledger(orders_repo)

@@ -213,7 +213,7 @@ def test_junit_file_attribute_makes_the_id_and_classname_dot_name_still_matches(
 
 def test_junit_without_classname_or_file_uses_the_name(tmp_path: Path) -> None:
     path = write_junit(tmp_path, '<testcase name="lonely"><failure/></testcase>')
-    assert read_junit_xml(path) == [result("lonely", FAIL)]
+    assert [(r.id, r.outcome) for r in read_junit_xml(path)] == [("lonely", FAIL)]
 
 
 @pytest.mark.parametrize(
@@ -254,7 +254,7 @@ def test_junit_of_exactly_64_mib_is_not_refused_for_size(tmp_path: Path) -> None
     path = tmp_path / "junit.xml"
     document = b'<testsuites><testcase name="t"/></testsuites>'
     path.write_bytes(document + b" " * (MAX_JUNIT_BYTES - len(document)))
-    assert read_junit_xml(path) == [result("t", PASS)]
+    assert [(r.id, r.outcome) for r in read_junit_xml(path)] == [("t", PASS)]
 
 
 @pytest.mark.parametrize(
@@ -264,7 +264,6 @@ def test_junit_of_exactly_64_mib_is_not_refused_for_size(tmp_path: Path) -> None
         ("", "malformed XML"),
         ("<html><testcase name='t'/></html>", "root element is <html>"),
         ("<testsuites><testsuite/></testsuites>", "no testcase"),
-        ("<testsuite><testcase classname='c'/></testsuite>", "a testcase has no name"),
     ],
 )
 def test_junit_bad_documents_are_refused(tmp_path: Path, document: str, reason: str) -> None:

@@ -141,7 +141,13 @@ def _add_properties(commands: Subparsers) -> None:
         metavar="S",
         help=f"default {DEFAULT_TIMEOUT_S:g}",
     )
-    props.add_argument("--junit-xml", type=Path, metavar="PATH", help="read results from JUnit XML")
+    props.add_argument(
+        "--junit-xml",
+        type=Path,
+        metavar="PATH",
+        help="read results from the JUnit XML report the command writes at PATH (removed "
+        "before the run; relative to the current directory; see docs/runners.md)",
+    )
     props.add_argument("--log", type=Path, metavar="PATH", help="command log (default OUT.log)")
     props.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
 

@@ -296,3 +296,21 @@ def untracked_files(root: Path, folder: str, *, ignored: bool) -> list[str]:
 def tracked_files(root: Path, folder: str) -> list[str]:
     """Files under ROOT/FOLDER that git tracks, relative to ROOT, sorted."""
     return sorted(set(_nul_split(_git(root, "ls-files", "-z", "--", folder))))
+
+
+def is_tracked(root: Path, path: Path) -> bool:
+    """Whether git tracks PATH (staged or committed) in the work tree that contains ROOT."""
+    done = _run_git(root, ["ls-files", "-z", "--error-unmatch", "--", os.fspath(path)])
+    # Exit 1: not tracked; 128: PATH lies outside the work tree (or ROOT is in none).
+    return done.returncode == 0 and bool(done.stdout)
+
+
+def files_at(root: Path, rev: str) -> list[str]:
+    """Every file path under ROOT at REV."""
+    _refuse_option_like(rev)
+    return _nul_split(_git(root, "ls-tree", "-r", "-z", "--name-only", rev))
+
+
+def work_tree_files(root: Path) -> list[str]:
+    """Every file path under ROOT that git tracks, or that is new and not ignored."""
+    return _nul_split(_git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"))

@@ -20,6 +20,7 @@ from three_ledger import __version__, jsonio
 from three_ledger.errors import Refused
 from three_ledger.network_ban import Enforcement, Network
 from three_ledger.outcomes import Outcome, Status
+from three_ledger.tripwire import Tripwire
 
 TOOL_NAME = "three-ledger"
 
@@ -182,10 +183,14 @@ class PropertyLedger(_Encoded):
     head_revision: str
     command: tuple[str, ...]
     command_exit: int
+    # The --junit-xml report the statuses were read from (path relative to ROOT); None when
+    # they came from the pytest plugin.
+    junit_report: FileEntry | None
     duration_ms: int
     network: Network
     network_enforcement: Enforcement
     flake_results: dict[str, Outcome]
+    tripwire: Tripwire
     # Per property, the results left out as expected skips; a property with none is absent.
     expected_skips_left_out: dict[str, int] = dataclasses.field(default_factory=dict)
     # Per property that is not `pass`, the first tests that did not pass.

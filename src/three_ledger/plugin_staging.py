@@ -18,7 +18,13 @@ from pathlib import Path
 
 # The plugin and everything it imports: standard library and pytest only, and relative
 # imports among themselves, so that the copy imports the copy.
-PLUGIN_SIDE_MODULES = ("pytest_plugin.py", "outcomes.py", "socket_guard.py", "plugin_collect.py")
+PLUGIN_SIDE_MODULES = (
+    "pytest_plugin.py",
+    "outcomes.py",
+    "socket_guard.py",
+    "plugin_tripwire.py",
+    "plugin_collect.py",
+)
 # The name the `pytest11` entry point registers (SPEC 6), blocked in the gate's runs.
 ENTRY_POINT_MODULE = "three_ledger.pytest_plugin"
 

@@ -9,7 +9,6 @@ import functools
 import json
 import re
 import stat
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,12 @@ Selectors = str | Sequence[str] | None
 
 @dataclass(frozen=True)
 class TestResult:
-    """One test's outcome. `aliases` are other ids it answers to (JUnit's `classname.name`)."""
+    """One test's outcome. `aliases` are other ids it answers to (JUnit's `classname.name`).
+
+    `groups` is None for the plugin's results, whose ids are pytest node ids: every `::` in
+    them is a boundary. A JUnit result lists instead the only prefixes that select it along
+    with others (its file and its classname), because a `::` inside a title is no boundary.
+    """
 
     __test__: ClassVar[bool] = False  # a record, not a test class for pytest to collect
 
@@ -39,12 +43,21 @@ class TestResult:
     property_ids: tuple[str, ...]
     outcome: Outcome
     aliases: tuple[str, ...] = ()
+    groups: tuple[str, ...] | None = None
     # Why it skipped, as the runner reported it; None unless the outcome is `skip`.
     skip_reason: str | None = None
 
     def matches(self, selector: str) -> bool:
         """True when `selector` selects this result by its id or one of its aliases."""
-        return any(selects(selector, name) for name in (self.id, *self.aliases))
+        names = (self.id, *self.aliases)
+        if self.groups is None:
+            return any(selects(selector, name) for name in names)
+        wanted = normalised(selector)
+        if "*" in wanted:
+            return any(selects(wanted, name) for name in names)
+        return (
+            wanted in names or wanted in self.groups or any(_parametrised(wanted, n) for n in names)
+        )
 
 
 def selects(selector: str, test_id: str) -> bool:
@@ -75,6 +88,23 @@ def selector_tuple(selectors: Selectors) -> tuple[str, ...]:
     return tuple(selectors)
 
 
+def _parametrised(selector: str, name: str) -> bool:
+    return name.startswith(selector + "[") and name.endswith("]")
+
+
+_WHITESPACE = str.maketrans({"\t": " ", "\n": " ", "\r": " "})
+
+
+def normalised(text: str) -> str:
+    """TEXT as XML attribute normalisation leaves it: tab, CR and LF read as spaces.
+
+    A reporter that writes a tab or a newline in an attribute literally loses it on parsing,
+    one that writes `&#9;` keeps it: both a JUnit id and the selector compared with it get
+    this form.
+    """
+    return text.replace("\r\n", "\n").translate(_WHITESPACE)
+
+
 def merge_worst(results: Iterable[TestResult]) -> list[TestResult]:
     """One result per id, first-seen order: the worst outcome, property ids and aliases united."""
     merged: dict[str, TestResult] = {}
@@ -85,11 +115,15 @@ def merge_worst(results: Iterable[TestResult]) -> list[TestResult]:
 
 
 def _merge_pair(earlier: TestResult, later: TestResult) -> TestResult:
+    groups = None
+    if earlier.groups is not None or later.groups is not None:
+        groups = _united(earlier.groups or (), later.groups or ())
     return TestResult(
         id=earlier.id,
         property_ids=_united(earlier.property_ids, later.property_ids),
         outcome=worst((earlier.outcome, later.outcome)),
         aliases=_united(earlier.aliases, later.aliases),
+        groups=groups,
         skip_reason=earlier.skip_reason or later.skip_reason,
     )
 
@@ -284,24 +318,17 @@ def _result_from_json(label: str, number: int, record: object) -> TestResult:
     )
 
 
-def read_junit_xml(path: Path) -> list[TestResult]:
-    """Read a JUnit XML report (SPEC 6), merged worst-first per id.
+def read_junit_xml(path: Path, root: Path | None = None) -> list[TestResult]:
+    """Read a JUnit XML report (SPEC 6), merged worst-first per id; see `junit_report`.
 
     Refused (InfraFailure): a DOCTYPE or ENTITY declaration, more than 64 MiB, malformed XML,
     a root other than testsuites/testsuite, no testcase. Nothing is ever fetched. JUnit cannot
     tell a non-strict xpass from a pass (pytest writes both as a plain testcase).
     """
+    from three_ledger.junit_report import parse_report
+
     label = f"JUnit XML {path}"
-    data = _read_bounded(path, label)
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        raise InfraFailure(f"{label}: DOCTYPE and ENTITY declarations are refused")
-    root = _parse_xml(label, data)
-    if root.tag not in ("testsuites", "testsuite"):
-        raise InfraFailure(f"{label}: root element is <{root.tag}>, not testsuites or testsuite")
-    results = [_testcase_result(label, case) for case in root.iter("testcase")]
-    if not results:
-        raise InfraFailure(f"{label}: no testcase, so no results could be read")
-    return merge_worst(results)
+    return parse_report(label, _read_bounded(path, label), root).results
 
 
 def _read_bounded(path: Path, label: str) -> bytes:
@@ -321,62 +348,3 @@ def _read_bounded(path: Path, label: str) -> bytes:
     if len(data) > MAX_JUNIT_BYTES:
         raise InfraFailure(f"{label}: over the 64 MiB limit")
     return data
-
-
-class _DoctypeFound(Exception):
-    """Raised from inside the parser when a DOCTYPE starts."""
-
-
-class _RefusingTreeBuilder(ET.TreeBuilder):
-    # Second line of defence: the byte check above misses a DOCTYPE in UTF-16 or UTF-32.
-    def doctype(self, name: str, pubid: str, system: str) -> None:
-        raise _DoctypeFound
-
-
-def _parse_xml(label: str, data: bytes) -> ET.Element:
-    parser = ET.XMLParser(target=_RefusingTreeBuilder())
-    try:
-        parser.feed(data)
-        root: ET.Element = parser.close()
-    except _DoctypeFound:
-        raise InfraFailure(f"{label}: DOCTYPE and ENTITY declarations are refused") from None
-    except ET.ParseError as error:
-        raise InfraFailure(f"{label}: malformed XML ({error})") from None
-    except LookupError as error:  # the XML declaration names an encoding Python does not know
-        raise InfraFailure(f"{label}: malformed XML ({error})") from None
-    return root
-
-
-_CHILD_OUTCOMES = {
-    "failure": Outcome.FAIL,
-    "error": Outcome.ERROR,
-    "skipped": Outcome.SKIP,
-    # nextest's retries: a test that failed on any attempt is not a pass.
-    "flakyFailure": Outcome.FAIL,
-    "rerunFailure": Outcome.FAIL,
-    "flakyError": Outcome.ERROR,
-    "rerunError": Outcome.ERROR,
-}
-
-
-def _testcase_result(label: str, case: ET.Element) -> TestResult:
-    name = case.get("name")
-    if not name:
-        raise InfraFailure(f"{label}: a testcase has no name")
-    classname = case.get("classname") or ""
-    file = case.get("file")
-    owner = file or classname
-    return TestResult(
-        id=f"{owner}::{name}" if owner else name,
-        property_ids=(),
-        outcome=worst(_child_outcome(child) for child in case),
-        aliases=(f"{classname}.{name}",) if classname else (),
-    )
-
-
-def _child_outcome(child: ET.Element) -> Outcome:
-    if child.tag == "skipped" and child.get("type") == "pytest.xfail":
-        # As in the plugin: an expected failure is still a failure.
-        return Outcome.FAIL
-    # system-out, properties and other children say nothing about the outcome.
-    return _CHILD_OUTCOMES.get(str(child.tag), Outcome.PASS)

@@ -10,12 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from three_ledger import git, network_namespace
+from three_ledger import git, junit_evidence, network_namespace
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import (
     FailingTest,
+    FileEntry,
     PropertyLedger,
     UnpinnedFailures,
     fresh_recorded_at,
@@ -44,6 +45,8 @@ from three_ledger.results import (
     score_properties,
     unpinned_failures,
 )
+from three_ledger.runner_config import runner_oracle_changes
+from three_ledger.tripwire import Sentinels, Tripwire, checked_and_removed
 
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
 _PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -82,18 +85,21 @@ def properties(request: Request) -> int:
     if request.flake_pin_path is not None:
         pin_paths.append(request.flake_pin_path)
     log_path = request.log_path or request.out.with_name(request.out.name + ".log")
-    refuse_unwritable([Output("--out", request.out), Output("--log", log_path)], pins=pin_paths)
+    outputs = [Output("--out", request.out), Output("--log", log_path)]
+    if request.junit_xml is not None:  # the gate removes what is there before the run
+        outputs.append(Output("--junit-xml", request.junit_xml))
+    refuse_unwritable(outputs, pins=pin_paths)
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         # The namespace probe is a child process of its own: start it now, so that it
         # overlaps the pin and tree checks instead of adding to the gate's cost.
         probe = background.submit(network_namespace.namespace_available)
         scored = _git_hang_is_infra(check_before_running, request)
         enforcement = choose_enforcement(scored.properties_pin.network, request.command, probe)
-        results, command_exit, duration_ms = run_and_read(request, scored, enforcement, log_path)
-        ledger = build_ledger(request, scored, enforcement, results, command_exit, duration_ms)
+        observed = run_and_read(request, scored, enforcement, log_path)
+        ledger = build_ledger(request, scored, enforcement, observed)
         write_ledger(request.out, ledger)
     flake_selectors = [entry.test for entry in scored.flake_pin.flakes] if scored.flake_pin else []
-    match = match_pin(scored.properties_pin, flake_selectors, results)
+    match = match_pin(scored.properties_pin, flake_selectors, observed.results)
     warnings = [*warning_lines(match), *skip_suggestion_lines(match)]
     return report(ledger, request.out, log_path, warnings)
 
@@ -131,7 +137,9 @@ def check_before_running(request: Request) -> Scored:
     base_revision = git.resolve_base(request.root, request.base, os.environ)
     head_revision = git.head_revision(request.root)
     oracle_changes = git.changed_paths(request.root, base_revision, properties_pin.oracle_paths)
-    flag = rewriting_flag(request.command)
+    implicit = runner_oracle_changes(request.root, base_revision, request.command)
+    oracle_changes = sorted(set(oracle_changes) | set(implicit))
+    flag = rewriting_flag(request.command, request.root)
     if flag is not None:
         raise Refused(f"--command carries {flag!r}, which rewrites the oracles it is judged by")
     return Scored(
@@ -160,12 +168,29 @@ def moved_since_base(request: Request, fixture_pin: FixturePin) -> list[str]:
     return [f"differs from the base {base[:12]}: {path}" for path in moved]
 
 
+@dataclass(frozen=True)
+class Observed:
+    """What the run left: its results, how it exited, the JUnit report read (if any), and
+    what checked its reports."""
+
+    results: list[TestResult]
+    command_exit: int
+    duration_ms: int
+    junit_report: FileEntry | None
+    tripwire: Tripwire
+
+
 def run_and_read(
     request: Request, scored: Scored, enforcement: Enforcement, log_path: Path
-) -> tuple[list[TestResult], int, int]:
-    from three_ledger.results import read_junit_xml
+) -> Observed:
     from three_ledger.runner import run_command
 
+    report = None
+    if request.junit_xml is not None:
+        fixtures_dir = scored.fixture_pin.fixtures_dir
+        report = junit_evidence.prepare(request.junit_xml, request.root, fixtures_dir)
+    started_ns = junit_evidence.started_at()
+    sentinels = Sentinels.fresh()
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
         plugin = stage_plugin(Path(private))
@@ -173,6 +198,8 @@ def run_and_read(
             os.environ, request.root, scored.fixture_pin, enforcement, results_path
         )
         env = plugin_environment(env, plugin)
+        if request.junit_xml is None:
+            env.update(sentinels.environment())
         argv = request.command
         if enforcement is Enforcement.NETNS:
             argv = network_namespace.namespace_argv(argv)
@@ -183,13 +210,20 @@ def run_and_read(
         if failure is not None:
             raise InfraFailure(f"{failure}; no property ledger written (log: {log_path})")
         assert run.exit_code is not None  # no failure means the command exited
+        if report is not None:
+            results, entry = junit_evidence.read_after_run(
+                report, started_ns, run.exit_code, log_path
+            )
+            return Observed(results, run.exit_code, run.duration_ms, entry, Tripwire.NONE)
         if run.exit_code not in (0, 1):
             raise InfraFailure(f"{exit_meaning(run.exit_code, enforcement)} (log: {log_path})")
-        if request.junit_xml is not None:
-            results = read_junit_xml(request.junit_xml)
-        else:
-            results = read_plugin_results(results_path, log_path)
-    return results, run.exit_code, run.duration_ms
+        recorded = read_plugin_results(results_path, log_path)
+    try:
+        results = checked_and_removed(recorded, sentinels)
+    except InfraFailure as tampered:
+        tampered.details.append(f"no property ledger written (log: {log_path})")
+        raise
+    return Observed(results, run.exit_code, run.duration_ms, None, Tripwire.SENTINELS)
 
 
 def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
@@ -237,10 +271,9 @@ def build_ledger(
     request: Request,
     scored: Scored,
     enforcement: Enforcement,
-    results: list[TestResult],
-    command_exit: int,
-    duration_ms: int,
+    observed: Observed,
 ) -> PropertyLedger:
+    results = observed.results
     pin = scored.properties_pin
     selectors = {prop.id: prop.test for prop in pin.properties}
     flake_selectors = {}
@@ -260,11 +293,13 @@ def build_ledger(
         base_revision=scored.base_revision,
         head_revision=scored.head_revision,
         command=ledger_text(request.command),
-        command_exit=command_exit,
-        duration_ms=duration_ms,
+        command_exit=observed.command_exit,
+        junit_report=observed.junit_report,
+        duration_ms=observed.duration_ms,
         network=scored.properties_pin.network,
         network_enforcement=enforcement,
         flake_results=flake_outcomes(flake_selectors, results),
+        tripwire=observed.tripwire,
         expected_skips_left_out={
             p: score.expected_skips for p, score in scores.items() if score.expected_skips
         },

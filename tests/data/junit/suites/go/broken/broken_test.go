@@ -1,0 +1,5 @@
+package broken
+
+import "testing"
+
+func TestNeverBuilt(t *testing.T) { undefinedCall() }

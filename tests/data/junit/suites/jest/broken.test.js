@@ -1,0 +1,2 @@
+require('../lib/missing-module');
+test('never collected', () => {});

@@ -1,0 +1,3 @@
+import '../lib/missing-module.js';
+import { test } from 'vitest';
+test('never collected', () => {});

@@ -1,0 +1,307 @@
+"""`properties --junit-xml`: only a report this run wrote is evidence, whatever the runner exits.
+
+Real git repositories and real child processes; the "runner" is a shell line that writes a
+report the way a reporter does, so that each way a report can be stale, forged or linked is
+produced exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import CliResult, RunCli, git
+
+PASSING = "test_total_non_negative"
+FAILING = "test_id_stable"
+
+
+def report_xml(failing: int = 1) -> str:
+    """A report of the orders properties; FAILING fails, plus FAILING-1 more extra failures."""
+    extra = "".join(
+        f'<testcase file="properties/test_orders.py" classname="p" name="test_extra_{n}">'
+        "<failure/></testcase>"
+        for n in range(failing - 1)
+    )
+    failed = "<failure message='boom'/>" if failing else ""
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites><testsuite name="orders">'
+        f'<testcase file="properties/test_orders.py" classname="p" name="{PASSING}"/>'
+        f'<testcase file="properties/test_orders.py" classname="p" name="{FAILING}">{failed}'
+        f"</testcase>{extra}</testsuite></testsuites>\n"
+    )
+
+
+def score(
+    run_cli: RunCli, repo: Path, command: str, report: Path | str, *extra: str | Path
+) -> CliResult:
+    digest = run_cli(
+        "digest", "--pin", repo / "pins/fixtures.json", "--root", repo,
+        "--out", repo.parent / "f.json",
+    ).out.strip()  # fmt: skip
+    return run_cli(
+        "properties", "--pin", repo / "pins/fixtures.json", "--expect-digest", digest,
+        "--properties", repo / "pins/properties.json", "--command", command, "--root", repo,
+        "--out", repo.parent / "ledgers/p.json", "--base", "HEAD", "--junit-xml", report,
+        *extra,
+    )  # fmt: skip
+
+
+def ledger(repo: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((repo.parent / "ledgers/p.json").read_text())
+    return document
+
+
+def speaks_of_pytest(stderr: str) -> bool:
+    """Whether STDERR names one of pytest's exit meanings (its paths may hold `pytest`)."""
+    meanings = ("interrupted", "internal error", "usage error", "no tests collected", "plugin")
+    return any(meaning in stderr for meaning in meanings)
+
+
+def no_ledger(repo: Path) -> bool:
+    return not (repo.parent / "ledgers/p.json").exists()
+
+
+@pytest.fixture
+def source(orders_repo: Path) -> Path:
+    """A report with one passing and one failing property test, outside the repository."""
+    path = orders_repo.parent / "report.src"
+    path.write_text(report_xml())
+    return path
+
+
+@pytest.fixture
+def report(orders_repo: Path) -> Path:
+    return orders_repo.parent / "out" / "junit.xml"
+
+
+def writes(source: Path, report: Path, then: str = "") -> str:
+    """A command that writes SOURCE to REPORT as a reporter would, then runs THEN."""
+    return f"sh -c 'mkdir -p {report.parent} && cat {source} > {report}{then}'"
+
+
+# --- evidence from this run only -----------------------------------------------------------------
+
+
+def test_a_fresh_report_gives_a_ledger_that_records_it(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path
+) -> None:
+    result = score(run_cli, orders_repo, writes(source, report, "; exit 1"), report)
+    assert result.code == 1, result.err
+    written = ledger(orders_repo)
+    assert written["status_by_id"]["orders.total.non_negative"] == "pass"
+    assert written["status_by_id"]["orders.id.stable"] == "fail"
+    data = report.read_bytes()
+    assert written["junit_report"] == {
+        "path": "../out/junit.xml",
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+    assert list(written).index("junit_report") == list(written).index("command_exit") + 1
+
+
+def test_a_stale_report_is_removed_and_never_read(
+    run_cli: RunCli, orders_repo: Path, report: Path
+) -> None:
+    # A library syntax error makes mocha exit 1 before its reporter writes anything.
+    report.parent.mkdir()
+    report.write_text(report_xml(failing=0))
+    result = score(run_cli, orders_repo, "sh -c 'exit 1'", report)
+    assert result.code == 4
+    assert result.first_error_line == (
+        f"three-ledger: infrastructure failure: JUnit XML {report}: missing after the command "
+        "(the file an earlier run left there was removed before the command): the runner wrote "
+        "no report (did it stop before its reporter ran, or write elsewhere? log: "
+        f"{orders_repo.parent / 'ledgers/p.json.log'})"
+    )
+    assert not report.exists()
+    assert no_ledger(orders_repo)
+
+
+def test_a_committed_report_is_refused_before_the_command_runs(
+    run_cli: RunCli, orders_repo: Path, source: Path
+) -> None:
+    report = orders_repo / "test-results/junit.xml"
+    report.parent.mkdir()
+    report.write_text(report_xml(failing=0))
+    git(orders_repo, "add", "test-results/junit.xml")
+    git(orders_repo, "commit", "-q", "-m", "a passing report, committed")
+    ran = orders_repo.parent / "ran"
+    result = score(run_cli, orders_repo, f"sh -c 'touch {ran}'", report)
+    assert result.code == 2
+    assert f"--junit-xml JUnit XML {report} is tracked by git" in result.first_error_line
+    assert not ran.exists()
+    assert report.exists()  # a refusal changes nothing
+    assert no_ledger(orders_repo)
+
+
+def test_a_staged_report_is_refused_too(run_cli: RunCli, orders_repo: Path, source: Path) -> None:
+    report = orders_repo / "junit.xml"
+    report.write_text(report_xml(failing=0))
+    git(orders_repo, "add", "junit.xml")
+    assert score(run_cli, orders_repo, writes(source, report), report).code == 2
+
+
+@pytest.mark.parametrize(
+    ("then", "problem"),
+    [
+        ("; touch -d 2001-01-01 {report}", "s before the command started, so it is not a report"),
+        ("; rm {report}; ln -s {source} {report}", "a symbolic link, not a report this run wrote"),
+        ("; rm {report}; ln {source} {report}", "has 2 hard links, so it is not a report"),
+        ("; rm {report}; mkfifo {report}", "not a regular file"),
+    ],
+    ids=["older-than-the-run", "symbolic-link", "hard-link", "fifo"],
+)
+def test_a_report_this_run_did_not_write_is_exit_4(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path, then: str, problem: str
+) -> None:
+    command = writes(source, report, then.format(report=report, source=source))
+    result = score(run_cli, orders_repo, command, report)
+    assert result.code == 4, result.err
+    assert result.first_error_line.startswith(
+        f"three-ledger: infrastructure failure: JUnit XML {report}: "
+    )
+    assert problem in result.first_error_line
+    assert no_ledger(orders_repo)
+
+
+def test_a_copy_that_keeps_an_old_date_is_exit_4(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path
+) -> None:
+    os.utime(source, (1_000_000_000, 1_000_000_000))
+    command = f"sh -c 'mkdir -p {report.parent} && cp -p {source} {report}'"
+    result = score(run_cli, orders_repo, command, report)
+    assert result.code == 4
+    assert "before the command started" in result.first_error_line
+
+
+def test_a_relative_report_path_is_read_from_the_current_directory_and_the_error_says_so(
+    run_cli: RunCli,
+    orders_repo: Path,
+    source: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    # The runner runs in ROOT and writes ROOT/out/junit.xml; the gate looks in ./out/junit.xml.
+    result = score(run_cli, orders_repo, writes(source, Path("out/junit.xml")), "out/junit.xml")
+    assert result.code == 4
+    assert result.first_error_line.startswith(
+        f"three-ledger: infrastructure failure: JUnit XML {elsewhere / 'out/junit.xml'} "
+        f"(not {orders_repo / 'out/junit.xml'}, which exists: --junit-xml is relative to the "
+        "current directory, not to --root): missing after the command"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag_path", "problem"),
+    [
+        ("ledgers/p.json", "is also --out"),
+        ("ledgers/p.json.log", "is also --log"),
+        ("orders/fixtures/new.xml", "lies in the fixtures folder 'fixtures'"),
+        ("orders/properties", "is a folder, not a report file"),
+        ("orders/pins/junit.xml", "lies in the folder of pin"),
+    ],
+)
+def test_a_report_path_the_gate_may_not_clear_is_refused(
+    run_cli: RunCli, orders_repo: Path, source: Path, flag_path: str, problem: str
+) -> None:
+    report = orders_repo.parent / flag_path
+    result = score(run_cli, orders_repo, writes(source, report), report)
+    assert result.code == 2
+    assert problem in result.first_error_line
+    assert no_ledger(orders_repo)
+
+
+# --- runner exit codes ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exit_code", [0, 1, 2, 3, 130, 255])
+def test_any_normal_exit_with_a_fresh_report_gives_a_ledger(
+    run_cli: RunCli, orders_repo: Path, report: Path, exit_code: int
+) -> None:
+    source = orders_repo.parent / "report.src"
+    source.write_text(report_xml(failing=max(exit_code, 1)))
+    result = score(run_cli, orders_repo, writes(source, report, f"; exit {exit_code}"), report)
+    assert result.code == 1, result.err
+    written = ledger(orders_repo)
+    assert written["command_exit"] == exit_code
+    assert written["status_by_id"]["orders.id.stable"] == "fail"
+    assert not speaks_of_pytest(result.err)
+
+
+@pytest.mark.parametrize("exit_code", [125, 126, 127])
+def test_the_codes_reserved_for_could_not_run_are_exit_4_even_with_a_report(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path, exit_code: int
+) -> None:
+    result = score(run_cli, orders_repo, writes(source, report, f"; exit {exit_code}"), report)
+    assert result.code == 4
+    assert result.first_error_line.startswith(
+        f"three-ledger: infrastructure failure: the command exited {exit_code}: "
+    )
+    assert not speaks_of_pytest(result.err)
+    assert no_ledger(orders_repo)
+
+
+def test_a_runner_killed_by_a_signal_is_exit_4_even_with_a_report(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path
+) -> None:
+    result = score(run_cli, orders_repo, writes(source, report, "; kill -KILL $$"), report)
+    assert result.code == 4
+    assert "killed by SIGKILL" in result.first_error_line
+    assert no_ledger(orders_repo)
+
+
+def test_a_failing_exit_with_an_all_passing_report_is_noted(
+    run_cli: RunCli, orders_repo: Path, report: Path
+) -> None:
+    source = orders_repo.parent / "report.src"
+    source.write_text(report_xml(failing=0))
+    result = score(run_cli, orders_repo, writes(source, report, "; exit 1"), report)
+    assert result.code == 1  # round_trip has no selector a JUnit report can match: missing
+    assert "the command exited 1 but its report holds no failing testcase" in result.err
+    assert ledger(orders_repo)["status_by_id"]["orders.id.stable"] == "pass"
+
+
+def test_an_exit_0_whose_report_holds_a_failure_is_not_a_pass(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path
+) -> None:
+    result = score(run_cli, orders_repo, writes(source, report), report)
+    assert result.code == 1
+    assert ledger(orders_repo)["status_by_id"]["orders.id.stable"] == "fail"
+
+
+def test_mocha_exiting_3_reaches_merge_row_7(
+    run_cli: RunCli, orders_repo: Path, report: Path
+) -> None:
+    source = orders_repo.parent / "report.src"
+    source.write_text(report_xml(failing=3))
+    assert score(run_cli, orders_repo, writes(source, report, "; exit 3"), report).code == 1
+    decision = orders_repo.parent / "decision.json"
+    result = run_cli(
+        "merge", "--fixture-ledger", orders_repo.parent / "f.json",
+        "--property-ledger", orders_repo.parent / "ledgers/p.json", "--out", decision,
+    )  # fmt: skip
+    assert result.code == 1
+    document = json.loads(decision.read_text())
+    assert (document["posture"], document["row"]) == ("reject", 7)
+
+
+def test_an_anonymous_test_warns_instead_of_failing_the_run(
+    run_cli: RunCli, orders_repo: Path, report: Path
+) -> None:
+    source = orders_repo.parent / "report.src"
+    source.write_text(
+        report_xml().replace("</testsuite>", '<testcase classname="p" name=""/></testsuite>')
+    )
+    result = score(run_cli, orders_repo, writes(source, report), report)
+    assert result.code == 1
+    assert "three-ledger: warning: JUnit XML" in result.err
+    assert "it is scored as 'p::<unnamed 1>'" in result.err
