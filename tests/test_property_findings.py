@@ -219,3 +219,13 @@ def test_findings_count_what_the_ledger_does_not_name() -> None:
     assert lines[3] == "76 tests outside every property failed:"
     assert lines[4] == "  t.py::x[0]"
     assert lines[-1] == "  ... and 56 more"
+
+
+def test_properties_runs_where_xdist_is_not_loaded(run_cli: RunCli, tmp_path: Path) -> None:
+    """The tripwire's xdist hook is optional: a project without pytest-xdist still scores."""
+    repo = make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
+    (repo / "pytest.ini").write_text("[pytest]\naddopts = -p no:xdist\n")
+    git(repo, "commit", "-qam", "no xdist")
+    result = score(run_cli, repo)
+    assert result.code == 0, result.err
+    assert ledger(repo)["tripwire"] == "sentinels"

@@ -72,6 +72,6 @@ def skip_reason(report: pytest.TestReport) -> str | None:
     """The reason a skipped report gives (`pytest.skip`, markers, `unittest.skip`), or None."""
     longrepr = report.longrepr
     # A skip's longrepr is (path, line, message); through xdist it may arrive as a list.
-    if isinstance(longrepr, tuple | list) and len(longrepr) == 3 and isinstance(longrepr[2], str):
+    if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3 and isinstance(longrepr[2], str):
         return longrepr[2].removeprefix(_SKIPPED_PREFIX)
     return None
