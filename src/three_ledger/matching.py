@@ -196,7 +196,9 @@ class _Candidates:
         if any(name.startswith(wanted) for name in self.names):
             return (f"{wanted}*",)
         names = self._near(wanted)
+        # A beginning cut inside `::`, or that is a whole name, adds nothing to the names.
         beginnings = {name[: len(wanted)] for name in names if len(name) > len(wanted)}
+        beginnings = {b for b in beginnings if not b.endswith(":")} - set(names)
         offers = [
             *difflib.get_close_matches(wanted, names, SUGGESTIONS_SHOWN, _CLOSENESS),
             *(
