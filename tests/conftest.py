@@ -17,14 +17,18 @@ import pytest
 from three_ledger.cli import main
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orders"
-# Python that writes, into the gate's results file, the lines pytest with the plugin writes
-# for the tripwire's two sentinels: for test commands that stand in for a real pytest run.
-HONEST_SENTINELS = """
+# Python that writes what pytest with the plugin writes besides the results: the tripwire's two
+# sentinel lines, and a harness measurement of nothing. For commands that stand in for pytest.
+PLUGIN_STAND_IN = """
 import json, os, sys
 _must_pass, _must_fail = os.environ["THREE_LEDGER_SENTINELS"].split(",")
 with open(os.environ["THREE_LEDGER_RESULTS"], "a") as _results:
     for _id, _outcome in ((_must_pass, "pass"), (_must_fail, "fail")):
         _results.write(json.dumps({"id": _id, "property_ids": [], "outcome": _outcome}) + "\\n")
+with open(os.environ["THREE_LEDGER_HARNESS"], "w") as _harness:
+    json.dump({"pytest": "stand-in", "rootdir": ".", "config_file": None, "main": "python",
+               "conftests": [], "plugins": [], "pythonpath": [], "addopts": [], "shadowing": {},
+               "test_side_modules": []}, _harness)
 """
 
 

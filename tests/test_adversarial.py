@@ -228,17 +228,19 @@ def with_oracle_paths(gate: Gate, oracle_paths: list[str], message: str) -> Gate
     return Gate(gate.repo, gate.ledgers, git(gate.repo, "rev-parse", "HEAD"), gate.run_cli)
 
 
-def test_a_conftest_outside_the_oracle_paths_that_skips_everything_is_row_7(gate: Gate) -> None:
-    """Defence in depth: the oracle check misses it, but a skipped property is not a pass."""
+def test_a_conftest_outside_the_oracle_paths_is_measured_and_row_5(gate: Gate) -> None:
+    """The pin's oracle paths miss the root conftest; the measured harness does not."""
     gate = with_oracle_paths(gate, ["properties", "tests"], "oracle paths: the default")
     break_the_product(gate)
     (gate.repo / "conftest.py").write_text(SKIP_EVERYTHING)
     assert gate.digest().code == 0
-    assert gate.properties().code == 1
+    assert gate.properties().code == 5
+    prop = json.loads((gate.ledgers / "p.json").read_text())
+    assert prop["oracle_change_reasons"] == {"conftest.py": "conftest"}
     gate.cli("dual-pin", "--not-run", "--out", gate.ledgers / "d.json")
     decision = gate.merge()
-    assert (decision["posture"], decision["row"]) == ("reject", 7)
-    assert "orders.total.non_negative is skip" in decision["reason"]
+    assert (decision["posture"], decision["row"]) == ("reject", 5)
+    assert "conftest.py" in decision["reason"]
 
 
 def test_an_oracle_file_whose_name_is_not_utf8_is_row_5(gate: Gate) -> None:

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import HONEST_SENTINELS, RunCli, write_json
+from conftest import PLUGIN_STAND_IN, RunCli, write_json
 from three_ledger import jsonio
 from three_ledger.errors import GateError, InfraFailure, Refused
 from three_ledger.ledgers import (
@@ -257,6 +257,8 @@ PROPERTY_LEDGER = {
     "status_by_id": {"p.one": "pass", "p.two": "fail"},
     "oracle_moved": False,
     "oracle_changes": [],
+    "oracle_change_reasons": {},
+    "oracle_paths_unmatched": [],
     "base_revision": COMMIT,
     "head_revision": COMMIT,
     "command": ["pytest", "-q"],
@@ -267,6 +269,7 @@ PROPERTY_LEDGER = {
     "network_enforcement": "netns",
     "flake_results": {"t.slow": "fail"},
     "tripwire": "sentinels",
+    "harness": None,
     "expected_skips_left_out": {"p.one": 2},
     "failing_tests": {"p.two": [{"id": "t.py::test_two", "outcome": "fail", "reason": None}]},
     "unpinned_failures": {"count": 1, "first_ids": ["t.py::test_other"]},
@@ -880,7 +883,7 @@ def test_properties_turns_any_results_file_into_exit_4_or_a_true_ledger(
     source = repo.parent / "results.src"
     source.write_bytes(data)
     # What pytest with the plugin would write: the tripwire's two lines, then the results.
-    copy_in = [sys.executable, "-c", HONEST_SENTINELS + COPY_IN, str(source)]
+    copy_in = [sys.executable, "-c", PLUGIN_STAND_IN + COPY_IN, str(source)]
     code, err, out = score_with(run_cli, repo, digest, copy_in)
     try:
         results = read_results_file(source)

@@ -45,6 +45,8 @@ def property_ledger(**change: Any) -> PropertyLedger:
         "status_by_id": {"orders.a": "pass", "orders.b": "fail"},
         "oracle_moved": False,
         "oracle_changes": (),
+        "oracle_change_reasons": {},
+        "oracle_paths_unmatched": (),
         "base_revision": COMMIT,
         "head_revision": COMMIT,
         "command": ("python3", "-m", "pytest"),
@@ -55,6 +57,7 @@ def property_ledger(**change: Any) -> PropertyLedger:
         "network_enforcement": "netns",
         "flake_results": {},
         "tripwire": "sentinels",
+        "harness": None,
         "recorded_at": STAMP,
     }
     return PropertyLedger(**{**fields, **change})

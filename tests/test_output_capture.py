@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HONEST_SENTINELS
+from conftest import PLUGIN_STAND_IN
 
 MIB = 1024 * 1024
 # Peak RSS the gate may gain over a quiet run, whatever the output: a few pipe chunks.
@@ -33,7 +33,7 @@ sys.exit(code)
 # Writes MIB-sized blocks (random bytes, seeded; or one digit string with no newline at all),
 # then the one results line the gate reads.
 FLOOD = (
-    HONEST_SENTINELS
+    PLUGIN_STAND_IN
     + """
 import random
 blocks, kind = int(sys.argv[1]), sys.argv[2]

@@ -236,7 +236,7 @@ def is_ancestor_or_same(root: Path, ancestor: str, descendant: str) -> bool:
     return done.returncode == 0
 
 
-def _blob_ids_at(root: Path, rev: str, paths: Sequence[str]) -> dict[str, str]:
+def blob_ids_at(root: Path, rev: str, paths: Sequence[str]) -> dict[str, str]:
     """Blob id at REV of each of PATHS that is a file there, in one `ls-tree` call."""
     _refuse_option_like(rev)
     wanted = set(paths)
@@ -252,7 +252,7 @@ def _blob_ids_at(root: Path, rev: str, paths: Sequence[str]) -> dict[str, str]:
     return blob_ids
 
 
-def _working_blob_ids(root: Path, paths: Sequence[str]) -> dict[str, str]:
+def working_blob_ids(root: Path, paths: Sequence[str]) -> dict[str, str]:
     """Blob id of the raw bytes of each of PATHS that is a regular file under ROOT."""
     present = [p for p in paths if (root / p).is_file() and not (root / p).is_symlink()]
     # --stdin-paths reads one name per line; absolute names read the same in every git version.
@@ -272,14 +272,14 @@ def paths_differing_from(root: Path, rev: str, paths: Sequence[str]) -> list[str
     wanted = sorted(set(paths))
     if not wanted:
         return []
-    at_rev = _blob_ids_at(root, rev, wanted)
-    in_work_tree = _working_blob_ids(root, wanted)
+    at_rev = blob_ids_at(root, rev, wanted)
+    in_work_tree = working_blob_ids(root, wanted)
     return [path for path in wanted if at_rev.get(path) != in_work_tree.get(path)]
 
 
 def file_at(root: Path, rev: str, path: str) -> bytes | None:
     """The bytes of PATH at REV, or None when REV has no file there."""
-    blob_id = _blob_ids_at(root, rev, [path]).get(path)
+    blob_id = blob_ids_at(root, rev, [path]).get(path)
     return None if blob_id is None else _git_bytes(root, "cat-file", "blob", blob_id)
 
 

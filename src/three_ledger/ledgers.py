@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from three_ledger import __version__, jsonio
 from three_ledger.errors import Refused
+from three_ledger.harness import Harness
 from three_ledger.network_ban import Enforcement, Network
 from three_ledger.outcomes import Outcome, Status
 from three_ledger.tripwire import Tripwire
@@ -179,6 +180,10 @@ class PropertyLedger(_Encoded):
     status_by_id: dict[str, Status]
     oracle_moved: bool
     oracle_changes: tuple[str, ...]
+    # Why each of oracle_changes counts as an oracle (measured_oracles.py).
+    oracle_change_reasons: dict[str, str]
+    # Explicit oracle_paths entries that match nothing at the base or in the tree.
+    oracle_paths_unmatched: tuple[str, ...]
     base_revision: str
     head_revision: str
     command: tuple[str, ...]
@@ -191,6 +196,8 @@ class PropertyLedger(_Encoded):
     network_enforcement: Enforcement
     flake_results: dict[str, Outcome]
     tripwire: Tripwire
+    # What steered the run (pytest mode), or None (JUnit mode).
+    harness: Harness | None
     # Per property, the results left out as expected skips; a property with none is absent.
     expected_skips_left_out: dict[str, int] = dataclasses.field(default_factory=dict)
     # Per property that is not `pass`, the first tests that did not pass.

@@ -7,13 +7,14 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from three_ledger import git, junit_evidence, network_namespace
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
+from three_ledger.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
 from three_ledger.ledgers import (
     FailingTest,
     FileEntry,
@@ -24,6 +25,12 @@ from three_ledger.ledgers import (
     write_ledger,
 )
 from three_ledger.matching import match_pin, skip_suggestion_lines, warning_lines
+from three_ledger.measured_oracles import (
+    BeforeRun,
+    before_run,
+    measured_changes,
+    unmatched_oracle_paths,
+)
 from three_ledger.network_ban import Enforcement, choose_enforcement
 from three_ledger.oracles import rewriting_flag
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
@@ -77,7 +84,11 @@ class Scored:
     digest: str
     base_revision: str
     head_revision: str
-    oracle_changes: list[str]
+    # Explicit oracle paths and runner configuration that differ from the base, with why.
+    oracle_reasons: dict[str, str]
+    # What differed from the base when the command started, for the measured comparison.
+    before: BeforeRun
+    oracle_paths_unmatched: list[str]
 
 
 def properties(request: Request) -> int:
@@ -136,9 +147,12 @@ def check_before_running(request: Request) -> Scored:
     refuse_unreviewed(request.root, fixture_pin, live, request.base)
     base_revision = git.resolve_base(request.root, request.base, os.environ)
     head_revision = git.head_revision(request.root)
-    oracle_changes = git.changed_paths(request.root, base_revision, properties_pin.oracle_paths)
-    implicit = runner_oracle_changes(request.root, base_revision, request.command)
-    oracle_changes = sorted(set(oracle_changes) | set(implicit))
+    reasons = {path: "runner configuration" for path in runner_oracle_changes(
+        request.root, base_revision, request.command
+    )}  # fmt: skip
+    for path in git.changed_paths(request.root, base_revision, properties_pin.oracle_paths):
+        reasons[path] = "listed in oracle_paths"
+    unmatched = unmatched_oracle_paths(request.root, base_revision, properties_pin.oracle_paths)
     flag = rewriting_flag(request.command, request.root)
     if flag is not None:
         raise Refused(f"--command carries {flag!r}, which rewrites the oracles it is judged by")
@@ -149,7 +163,9 @@ def check_before_running(request: Request) -> Scored:
         live.digest,
         base_revision,
         head_revision,
-        oracle_changes,
+        reasons,
+        before_run(request.root, base_revision),
+        unmatched,
     )
 
 
@@ -178,6 +194,9 @@ class Observed:
     duration_ms: int
     junit_report: FileEntry | None
     tripwire: Tripwire
+    harness: Harness | None = None
+    # Measured oracle files that differ from the base, with why they count.
+    measured_changes: dict[str, str] = field(default_factory=dict)
 
 
 def run_and_read(
@@ -198,8 +217,11 @@ def run_and_read(
             os.environ, request.root, scored.fixture_pin, enforcement, results_path
         )
         env = plugin_environment(env, plugin)
+        harness_path = Path(private) / "harness.json"
         if request.junit_xml is None:
             env.update(sentinels.environment())
+            env[HARNESS_ENV] = str(harness_path)
+            env[ROOT_ENV] = str(request.root.resolve())
         argv = request.command
         if enforcement is Enforcement.NETNS:
             argv = network_namespace.namespace_argv(argv)
@@ -218,12 +240,33 @@ def run_and_read(
         if run.exit_code not in (0, 1):
             raise InfraFailure(f"{exit_meaning(run.exit_code, enforcement)} (log: {log_path})")
         recorded = read_plugin_results(results_path, log_path)
-    try:
-        results = checked_and_removed(recorded, sentinels)
-    except InfraFailure as tampered:
-        tampered.details.append(f"no property ledger written (log: {log_path})")
-        raise
-    return Observed(results, run.exit_code, run.duration_ms, None, Tripwire.SENTINELS)
+        try:
+            results = checked_and_removed(recorded, sentinels)
+            harness = read_harness(harness_path)
+            measured = measured_changes(
+                request.root, scored.before, harness, pinned_results(scored, results)
+            )
+        except InfraFailure as not_evidence:
+            not_evidence.details.append(f"no property ledger written (log: {log_path})")
+            raise
+    return Observed(
+        results, run.exit_code, run.duration_ms, None, Tripwire.SENTINELS, harness, measured
+    )
+
+
+def pinned_results(scored: Scored, results: Sequence[TestResult]) -> list[TestResult]:
+    """The results that scored a pinned property or flake entry."""
+    properties = [(prop.id, prop.test) for prop in scored.properties_pin.properties]
+    flakes = [entry.test for entry in scored.flake_pin.flakes] if scored.flake_pin else []
+    return [
+        result
+        for result in results
+        if any(
+            prop_id in result.property_ids or any(map(result.matches, selectors))
+            for prop_id, selectors in properties
+        )
+        or any(map(result.matches, flakes))
+    ]
 
 
 def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
@@ -274,6 +317,8 @@ def build_ledger(
     observed: Observed,
 ) -> PropertyLedger:
     results = observed.results
+    # The pin's own oracle paths first: a path that is both keeps the reason a reviewer wrote.
+    reasons = {**observed.measured_changes, **scored.oracle_reasons}
     pin = scored.properties_pin
     selectors = {prop.id: prop.test for prop in pin.properties}
     flake_selectors = {}
@@ -288,8 +333,10 @@ def build_ledger(
         property_pin_sha256=scored.properties_pin.sha256,
         fixture_digest=scored.digest,
         status_by_id={property_id: score.status for property_id, score in scores.items()},
-        oracle_moved=bool(scored.oracle_changes),
-        oracle_changes=ledger_text(scored.oracle_changes),
+        oracle_moved=bool(reasons),
+        oracle_changes=ledger_text(sorted(reasons)),
+        oracle_change_reasons=dict(zip(ledger_text(list(reasons)), reasons.values(), strict=True)),
+        oracle_paths_unmatched=ledger_text(scored.oracle_paths_unmatched),
         base_revision=scored.base_revision,
         head_revision=scored.head_revision,
         command=ledger_text(request.command),
@@ -300,6 +347,7 @@ def build_ledger(
         network_enforcement=enforcement,
         flake_results=flake_outcomes(flake_selectors, results),
         tripwire=observed.tripwire,
+        harness=observed.harness,
         expected_skips_left_out={
             p: score.expected_skips for p, score in scores.items() if score.expected_skips
         },
@@ -342,13 +390,22 @@ def _unicode(word: str) -> str:
 def report(ledger: PropertyLedger, out: Path, log_path: Path, warnings: Sequence[str]) -> int:
     for prop_id, status in ledger.status_by_id.items():
         print(f"{status:8} {prop_id}", file=sys.stderr)
+    for entry in ledger.oracle_paths_unmatched:
+        print(
+            f"three-ledger: warning: oracle_paths entry {entry!r} matches nothing at the base or "
+            "in the tree: if it is a typo, that protection is gone",
+            file=sys.stderr,
+        )
     for warning in warnings:
         # Indented lines (a "did you mean", an entry to copy) continue the warning above.
         shown = warning if warning.startswith(" ") else f"three-ledger: warning: {warning}"
         print(shown, file=sys.stderr)
     _report_failures(ledger, log_path)
     if ledger.oracle_moved:
-        changed = ", ".join(ledger.oracle_changes)
+        changed = ", ".join(
+            f"{path} ({ledger.oracle_change_reasons.get(path, 'oracle')})"
+            for path in ledger.oracle_changes
+        )
         print(
             f"three-ledger: oracles moved against {ledger.base_revision[:12]} ({changed}): "
             f"{out} is written with oracle_moved: true and is invalid; review the oracle "

@@ -1,0 +1,182 @@
+"""Measured oracles: every file that steered a run is compared with the base, not only the
+paths the properties pin names.
+
+The oracle set is the pin's `oracle_paths`, plus what the run itself showed: every harness file
+under ROOT (config file, conftests, plugins, `__main__`, shadowing modules, test-side modules),
+every test module that produced a result for a pinned property or flake entry, and, where such
+a module lives in a folder of tests (`tests/`, `test/`, `testing/`), that whole folder.
+
+Some of these are known only once the run is over, so the comparison is in two steps: what
+differs from the base is snapshotted before the command starts (`before_run`); afterwards the
+measured files are compared with the base and with that snapshot (`measured_changes`). A
+measured file whose bytes changed during the run is an infrastructure failure: a helper must
+not be able to weaken itself for the run and restore its bytes at the end.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from three_ledger import git
+from three_ledger.errors import InfraFailure
+from three_ledger.harness import Harness
+from three_ledger.results import TestResult
+
+TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+_CACHE_FOLDERS = frozenset({"__pycache__", ".pytest_cache"})
+# Where a shared config file keeps pytest's settings: only that part is an oracle.
+_PYTEST_SECTIONS = {"setup.cfg": "tool:pytest", "tox.ini": "pytest"}
+
+
+@dataclass(frozen=True)
+class BeforeRun:
+    """Each path that differed from the base when the command started, and its blob id then
+    (None where the file was deleted)."""
+
+    base: str
+    differing: Mapping[str, str | None]
+
+
+def before_run(root: Path, base: str) -> BeforeRun:
+    paths = git.changed_paths(root, base, ["."])
+    present = git.working_blob_ids(root, paths)
+    return BeforeRun(base, {path: present.get(path) for path in paths})
+
+
+def measured_changes(
+    root: Path,
+    before: BeforeRun,
+    harness: Harness,
+    scored_results: Iterable[TestResult],
+) -> dict[str, str]:
+    """Each measured oracle file that differs from the base, with why it counts.
+
+    InfraFailure when one changed while the command ran.
+    """
+    candidates = harness.files_under_root()
+    candidates.update(_result_modules(harness.rootdir, scored_results))
+    for path in before.differing:
+        if PurePosixPath(path).name == ".gitattributes":
+            candidates[path] = ".gitattributes"
+    files = _expand_folders(root, before.base, candidates)
+    changes = _compare(root, before, files)
+    config_file = harness.config_file
+    if config_file in changes and _same_pytest_section(root, before.base, str(config_file)):
+        del changes[str(config_file)]
+    return changes
+
+
+def _result_modules(rootdir: str, results: Iterable[TestResult]) -> dict[str, str]:
+    """The test module of each result, and the folder of tests it lives in, if any."""
+    found: dict[str, str] = {}
+    for result in results:
+        module = result.id.split("::", 1)[0]
+        path = PurePosixPath(rootdir, module) if rootdir not in (".", "") else PurePosixPath(module)
+        if path.suffix != ".py":
+            continue
+        found[str(path)] = f"test module {path} (it scored a pinned id)"
+        for depth, part in enumerate(path.parts[:-1]):
+            if part in TEST_FOLDERS:
+                folder = PurePosixPath(*path.parts[: depth + 1])
+                found[f"{folder}/"] = f"folder of tests {folder}/ (it holds {path})"
+                break
+    return found
+
+
+def _expand_folders(root: Path, base: str, candidates: dict[str, str]) -> dict[str, str]:
+    """Files for CANDIDATES: a folder (trailing /) becomes its files at head and at base."""
+    folders = {path: why for path, why in candidates.items() if path.endswith("/")}
+    files = {path: why for path, why in candidates.items() if not path.endswith("/")}
+    if not folders:
+        return files
+    at_base = git.files_at(root, base)
+    for folder, why in folders.items():
+        inside = [p for p in at_base if p.startswith(folder)]
+        inside += _files_under(root, folder)
+        for path in inside:
+            files.setdefault(path, why)
+    return files
+
+
+def _files_under(root: Path, folder: str) -> list[str]:
+    found = []
+    for current, dirs, names in os.walk(root / folder):
+        dirs[:] = [d for d in dirs if d not in _CACHE_FOLDERS]
+        for name in names:
+            if not name.endswith(".pyc"):
+                found.append((Path(current) / name).relative_to(root).as_posix())
+    return found
+
+
+def _compare(root: Path, before: BeforeRun, files: Mapping[str, str]) -> dict[str, str]:
+    paths = sorted(files)
+    at_base = git.blob_ids_at(root, before.base, paths)
+    now = git.working_blob_ids(root, paths)
+    changes: dict[str, str] = {}
+    moved_during_run = []
+    for path in paths:
+        base_id, now_id = at_base.get(path), now.get(path)
+        if path in before.differing:
+            if now_id != before.differing[path]:
+                moved_during_run.append(path)
+        elif base_id is not None and now_id != base_id:
+            moved_during_run.append(path)
+        if now_id != base_id:
+            changes[path] = files[path]
+    if moved_during_run:
+        raise InfraFailure(
+            "oracle files changed while the command ran: "
+            + ", ".join(moved_during_run)
+            + "; a run that edits what judges it is not evidence"
+        )
+    return changes
+
+
+def _same_pytest_section(root: Path, base: str, config_file: str) -> bool:
+    """For a shared config file, whether only its non-pytest parts differ from the base."""
+    name = PurePosixPath(config_file).name
+    if name != "pyproject.toml" and name not in _PYTEST_SECTIONS:
+        return False
+    before = git.file_at(root, base, config_file)
+    try:
+        after = (root / config_file).read_bytes()
+    except OSError:
+        return False
+    if before is None:
+        return False
+    return _pytest_section(name, before) == _pytest_section(name, after)
+
+
+def _pytest_section(name: str, data: bytes) -> str:
+    """pytest's part of a shared config file, as canonical JSON; the raw bytes if unparsable."""
+    try:
+        text = data.decode("utf-8")
+        if name == "pyproject.toml":
+            section = tomllib.loads(text).get("tool", {}).get("pytest")
+        else:
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read_string(text)
+            wanted = _PYTEST_SECTIONS[name]
+            section = dict(parser[wanted]) if parser.has_section(wanted) else None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, configparser.Error):
+        return data.hex()
+    return json.dumps(section, sort_keys=True)
+
+
+def unmatched_oracle_paths(root: Path, base: str, oracle_paths: Iterable[str]) -> list[str]:
+    """Explicit `oracle_paths` entries naming nothing at the base and nothing in the tree."""
+    at_base = git.files_at(root, base)
+    unmatched = []
+    for entry in oracle_paths:
+        prefix = entry.rstrip("/") + "/"
+        exists_now = os.path.lexists(root / entry)
+        existed = any(path == entry or path.startswith(prefix) for path in at_base)
+        if not exists_now and not existed:
+            unmatched.append(entry)
+    return unmatched
