@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest demo clean
+.PHONY: test lint typecheck pytest demo dist clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,5 +28,10 @@ pytest: $(INSTALLED)
 demo: $(INSTALLED)
 	$(BIN)/three-ledger demo
 
+# A wheel to install where the repository is not checked out: pip install dist/three_ledger-*.whl
+dist: $(INSTALLED)
+	rm -rf dist
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+
 clean:
-	rm -rf $(VENV) ledgers .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) dist ledgers .mypy_cache .pytest_cache .ruff_cache

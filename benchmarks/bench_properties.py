@@ -51,7 +51,7 @@ def build_repository(root: Path, count: int) -> str:
             ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], cwd=root, check=True
         )
     digest = subprocess.run(
-        [str(PYTHON), "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
+        [str(PYTHON), "-P", "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
          "--out", "../fixture.json"], cwd=root, check=True, capture_output=True, text=True,
     )  # fmt: skip
     return digest.stdout.strip()
@@ -65,7 +65,7 @@ def commands(root: Path, digest: str) -> dict[str, tuple[list[str], dict[str, st
         "THREE_LEDGER_RESULTS": str(root.parent / "results.jsonl"),
     }
     gate = [
-        str(PYTHON), "-m", "three_ledger", "properties", "--pin", "pins/fixtures.json",
+        str(PYTHON), "-P", "-m", "three_ledger", "properties", "--pin", "pins/fixtures.json",
         "--expect-digest", digest, "--properties", "pins/properties.json",
         "--command", " ".join(pytest), "--base", "HEAD", "--out", "../property.json",
     ]  # fmt: skip

@@ -25,7 +25,7 @@ from pathlib import Path
 
 MIB = 1024 * 1024
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orders"
-GATE = [sys.executable, "-m", "three_ledger"]
+GATE = [sys.executable, "-P", "-m", "three_ledger"]
 TIME = "/usr/bin/time"
 FLOOD = """
 import os, sys

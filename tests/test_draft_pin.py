@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CliResult, RunCli, fixture_pin, make_tree
+from conftest import CliResult, RunCli, fixture_pin, git, make_tree
 from three_ledger.pins import load_fixture_pin
 
 REMINDER = "becomes a pin only after a person has read every path"
@@ -241,3 +241,65 @@ def test_valid_pin_ids_are_used(run_cli: RunCli, tmp_path: Path, pin_id: str) ->
 
 def test_missing_fixtures_dir_flag_is_a_usage_error(run_cli: RunCli, tmp_path: Path) -> None:
     assert run_cli("draft-pin", "--root", tmp_path).code == 64
+
+
+def git_tree(root: Path) -> None:
+    """A committed fixtures folder, then a git-ignored and an untracked file beside it."""
+    make_tree(root, {"fixtures/a.json": b"{}", ".gitignore": b".DS_Store\n__pycache__/\n"})
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "fixtures")
+    make_tree(
+        root,
+        {
+            "fixtures/.DS_Store": b"",
+            "fixtures/__pycache__/a.cpython-311.pyc": b"",
+            "fixtures/b.json": b"{}",
+        },
+    )
+
+
+def test_files_git_does_not_track_are_warned_about(run_cli: RunCli, tmp_path: Path) -> None:
+    git_tree(tmp_path)
+    drafted = draft(run_cli, tmp_path)
+    assert drafted.code == 0, drafted.err
+    assert len(json.loads(drafted.out)["files"]) == 4
+    assert (
+        "warning: 2 drafted files are ignored by git (fixtures/.DS_Store, "
+        "fixtures/__pycache__/a.cpython-311.pyc): a clean checkout, as in CI, will not have them"
+    ) in drafted.err
+    assert "draft with --tracked-only" in drafted.err
+    assert "warning: 1 drafted file is untracked (fixtures/b.json)" in drafted.err
+
+
+def test_tracked_only_drafts_what_a_clean_checkout_has(run_cli: RunCli, tmp_path: Path) -> None:
+    git_tree(tmp_path)
+    drafted = draft(run_cli, tmp_path, "--tracked-only", "--with-digest")
+    assert drafted.code == 0, drafted.err
+    assert json.loads(drafted.out)["files"] == ["fixtures/a.json"]
+    assert "left out 3 files git does not track (--tracked-only)" in drafted.err
+    assert "warning" not in drafted.err
+    clean = tmp_path.parent / "clean"
+    git(tmp_path.parent, "clone", "-q", str(tmp_path), str(clean))
+    (clean / "pins").mkdir()
+    (clean / "pins/fixtures.json").write_text(drafted.out)
+    checked = run_cli(
+        "digest", "--pin", clean / "pins/fixtures.json", "--root", clean,
+        "--out", tmp_path.parent / "f.json",
+    )  # fmt: skip
+    assert checked.code == 0, checked.err
+
+
+def test_tracked_only_needs_git(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    drafted = draft(run_cli, tmp_path, "--tracked-only")
+    assert drafted.code == 2
+    assert drafted.first_error_line.startswith("three-ledger: refused: --tracked-only needs git")
+    assert drafted.out == ""
+
+
+def test_outside_git_there_is_no_git_warning(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/a.json": b"{}", "fixtures/.DS_Store": b""})
+    drafted = draft(run_cli, tmp_path)
+    assert drafted.code == 0
+    assert "git" not in drafted.err

@@ -405,3 +405,18 @@ def test_out_over_an_input_is_refused_and_the_input_kept(clean: Run, run_cli: Ru
 def test_missing_required_flag_is_usage(run_cli: RunCli, tmp_path: Path) -> None:
     result = run_cli("flake-observe", "--out", tmp_path / "o.json")
     assert result.code == 64
+
+
+def test_3_a_mistyped_id_lists_the_pin_ids_closest_first(work: Run, run_cli: RunCli) -> None:
+    pin = json.loads(work.flake_pin.read_text())
+    entry = pin["flakes"][0]
+    others = [{**entry, "test_id": test_id} for test_id in ("payments.retry", "orders.slow")]
+    pin["flakes"] = [*others, entry]
+    write_json(work.other_pin("three_flakes.json"), pin)
+    typo = "orders.boundary.timout"
+    argv = observe_argv(work, "o.json", flake_pin=work.other_pin("three_flakes.json"), test_id=typo)
+    result = run_cli(*argv)
+    assert result.code == 3
+    assert f"{typo!r} is not listed" in result.first_error_line
+    listed = f"lists, closest first: {FLAKY_ID}, orders.slow, payments.retry"
+    assert listed in result.err.splitlines()[1]

@@ -270,6 +270,9 @@ PROPERTY_LEDGER = {
     "flake_results": {"t.slow": "fail"},
     "tripwire": "sentinels",
     "harness": None,
+    "expected_skips_left_out": {"p.one": 2},
+    "failing_tests": {"p.two": [{"id": "t.py::test_two", "outcome": "fail", "reason": None}]},
+    "unpinned_failures": {"count": 1, "first_ids": ["t.py::test_other"]},
     "recorded_at": STAMP,
 }
 DUAL_PIN_LEDGER = {

@@ -62,7 +62,7 @@ def run_gate(repo: Path, digest: str, blocks: int, kind: str) -> tuple[int, str,
     flood = repo.parent / "flood.py"
     flood.write_text(FLOOD)
     done = subprocess.run(
-        [sys.executable, "-c", GATE, "properties", "--pin", "pins/fixtures.json",
+        [sys.executable, "-P", "-c", GATE, "properties", "--pin", "pins/fixtures.json",
          "--expect-digest", digest, "--properties", "pins/properties.json", "--base", "HEAD",
          "--command", f"{sys.executable} {flood} {blocks} {kind}", "--out", "../ledgers/p.json"],
         cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300,

@@ -210,8 +210,18 @@ def test_exactly_one_line_per_item_that_ran(suite_run: list[dict[str, object]]) 
 
 def test_lines_have_exactly_the_documented_keys(suite_run: list[dict[str, object]]) -> None:
     for record in suite_run:
-        assert list(record) == ["id", "property_ids", "outcome"]
+        keys = ["id", "property_ids", "outcome"]
+        if record["outcome"] == "skip":
+            keys.append("skip_reason")
+        assert list(record) == keys
         assert isinstance(record["property_ids"], list)
+
+
+def test_a_skip_records_its_reason_also_through_xdist(suite_run: list[dict[str, object]]) -> None:
+    reasons = {record["id"]: record.get("skip_reason") for record in suite_run}
+    assert reasons["test_inner.py::test_skip"] == "not today"
+    assert reasons["test_inner.py::test_marked_skipped"] == "marked skip"
+    assert reasons["test_inner.py::test_pass"] is None
 
 
 def test_marker_ids_are_recorded_even_for_a_skipped_test(

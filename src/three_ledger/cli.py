@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="subcommand", metavar="COMMAND", parser_class=_Parser)
     for add_command in (
         _add_digest,
+        _add_plan,
         _add_properties,
         _add_dual_pin,
         _add_flake_observe,
@@ -89,6 +90,35 @@ def _add_digest(commands: Subparsers) -> None:
     digest.add_argument(
         "--base", metavar="REV", help="on a digest mismatch, name files moved since REV"
     )
+
+
+def _add_plan(commands: Subparsers) -> None:
+    plan = commands.add_parser(
+        "plan",
+        help="show what each pinned property matches; no test runs",
+        description="Run the test command as `properties` would, with --collect-only added "
+        "through PYTEST_ADDOPTS, and print per property how many tests it matches (and the "
+        "first 5), close node ids for a selector that matches nothing, marker ids the pin "
+        "does not list, skips already known at collection, and how many tests lie outside "
+        "every property and flake entry. Exit 0 when every property matches a test, 1 when "
+        "one matches none.",
+    )
+    plan.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
+    plan.add_argument("--properties", type=Path, required=True, help="properties pin (JSON)")
+    plan.add_argument(
+        "--command", type=_command_words, required=True, metavar="CMD", help="pytest command"
+    )
+    plan.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    plan.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
+    plan.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"default {DEFAULT_TIMEOUT_S:g}",
+    )
+    plan.add_argument("--log", type=Path, metavar="PATH", help="keep the collection's output")
+    plan.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _add_properties(commands: Subparsers) -> None:
@@ -193,6 +223,11 @@ def _add_draft_pin(commands: Subparsers) -> None:
         "--pin-id", default=DEFAULT_PIN_ID, metavar="ID", help=f"default {DEFAULT_PIN_ID}"
     )
     draft.add_argument("--with-digest", action="store_true", help="fill in the reviewed digest")
+    draft.add_argument(
+        "--tracked-only",
+        action="store_true",
+        help="list only files git tracks (a clean checkout has no others)",
+    )
 
 
 def _add_explain(commands: Subparsers) -> None:
@@ -260,6 +295,23 @@ def _run_digest(args: argparse.Namespace) -> int:
     from three_ledger.commands.digest import digest
 
     return digest(pin_path=args.pin, root=args.root, out=args.out, base=args.base)
+
+
+def _run_plan(args: argparse.Namespace) -> int:
+    from three_ledger.commands.plan import PlanRequest, plan
+
+    return plan(
+        PlanRequest(
+            pin_path=args.pin,
+            properties_path=args.properties,
+            command=args.command,
+            root=args.root,
+            flake_pin_path=args.flake_pin,
+            timeout_s=args.timeout,
+            log_path=args.log,
+            as_json=args.json,
+        )
+    )
 
 
 def _run_properties(args: argparse.Namespace) -> int:
@@ -339,6 +391,7 @@ def _run_draft_pin(args: argparse.Namespace) -> int:
         root=args.root,
         pin_id=args.pin_id,
         with_digest=args.with_digest,
+        tracked_only=args.tracked_only,
     )
 
 
@@ -356,6 +409,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "digest": _run_digest,
+    "plan": _run_plan,
     "properties": _run_properties,
     "dual-pin": _run_dual_pin,
     "flake-observe": _run_flake_observe,

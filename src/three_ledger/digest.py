@@ -36,8 +36,23 @@ def live_digest(root: Path, pin: FixturePin) -> LiveDigest:
     """Check the tree under ROOT against the pin, then hash the pinned bytes."""
     problems = tree_problems(root, pin)
     if problems:
-        raise tree_refusal(pin.source, problems)
+        raise _refusal_with_hints(root, pin, problems)
     return hash_files(root, sorted(pin.files))
+
+
+def _refusal_with_hints(root: Path, pin: FixturePin, problems: Sequence[str]) -> Refused:
+    """The tree refusal, saying where the folder is or what git makes of an unpinned file."""
+    from three_ledger import hints
+
+    if not is_real_directory(root, pin.fixtures_dir):
+        refusal = tree_refusal(pin.source, problems)
+        hint = hints.root_hint(root, pin.fixtures_dir, pin.source)
+        refusal.notes.extend([hint] if hint is not None else [])
+        return refusal
+    annotated, notes = hints.annotate_unpinned(root, pin.fixtures_dir, problems)
+    refusal = tree_refusal(pin.source, annotated)
+    refusal.notes.extend(notes)
+    return refusal
 
 
 def tree_refusal(source: Path, problems: Sequence[str]) -> Refused:

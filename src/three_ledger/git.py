@@ -283,6 +283,21 @@ def file_at(root: Path, rev: str, path: str) -> bytes | None:
     return None if blob_id is None else _git_bytes(root, "cat-file", "blob", blob_id)
 
 
+def untracked_files(root: Path, folder: str, *, ignored: bool) -> list[str]:
+    """Files under ROOT/FOLDER that git does not track: the ignored ones, or the others.
+
+    Relative to ROOT, sorted. Refused when ROOT is not in a git work tree.
+    """
+    which = ["--ignored"] if ignored else []
+    listing = _git(root, "ls-files", "-z", "--others", "--exclude-standard", *which, "--", folder)
+    return sorted(_nul_split(listing))
+
+
+def tracked_files(root: Path, folder: str) -> list[str]:
+    """Files under ROOT/FOLDER that git tracks, relative to ROOT, sorted."""
+    return sorted(set(_nul_split(_git(root, "ls-files", "-z", "--", folder))))
+
+
 def is_tracked(root: Path, path: Path) -> bool:
     """Whether git tracks PATH (staged or committed) in the work tree that contains ROOT."""
     done = _run_git(root, ["ls-files", "-z", "--error-unmatch", "--", os.fspath(path)])
@@ -301,7 +316,7 @@ def work_tree_files(root: Path) -> list[str]:
     return _nul_split(_git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"))
 
 
-def tracked_files(root: Path, paths: Sequence[Path]) -> list[Path]:
+def tracked_among(root: Path, paths: Sequence[Path]) -> list[Path]:
     """Those of PATHS (relative to ROOT) that git tracks."""
     if not paths:
         return []

@@ -39,7 +39,7 @@ def refuse_code_from_root(root: Path) -> None:
     if work_tree is None:
         return  # no git work tree: nothing under ROOT is tracked
     for entry in inside:
-        if git.tracked_files(work_tree, [_resolved(entry).relative_to(work_tree)]):
+        if git.tracked_among(work_tree, [_resolved(entry).relative_to(work_tree)]):
             raise Refused(
                 f"{entry} is on three-ledger's own sys.path and holds files git tracks under "
                 f"ROOT {root} (an editable install of the project under test?); {ADVICE}"
@@ -79,5 +79,5 @@ def _modules_under(top: Path) -> dict[str, Path]:
 def _tracked(work_tree: Path, imported: dict[str, Path]) -> list[tuple[str, Path]]:
     """Those of IMPORTED that git tracks (a virtual environment inside ROOT is not tracked)."""
     relative = {name: path.relative_to(work_tree) for name, path in imported.items()}
-    known = set(git.tracked_files(work_tree, list(relative.values())))
+    known = set(git.tracked_among(work_tree, list(relative.values())))
     return sorted((name, imported[name]) for name, path in relative.items() if path in known)

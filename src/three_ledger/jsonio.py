@@ -30,6 +30,8 @@ def read_bytes_capped(path: Path, what: str) -> bytes:
     try:
         with path.open("rb") as stream:
             data = stream.read(MAX_DOCUMENT_BYTES + 1)
+    except IsADirectoryError as exc:
+        raise Refused(f"{path}: is a folder; give the {what} file itself") from exc
     except OSError as exc:
         raise Refused(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
     if len(data) > MAX_DOCUMENT_BYTES:
@@ -51,13 +53,43 @@ def parse_json(data: bytes, source: Path, what: str) -> Any:
             raise _StrictJSONError("a string holds a lone surrogate escape, which is not Unicode")
     except json.JSONDecodeError as exc:
         raise Refused(
-            f"{source}: {what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+            f"{source}: {what} is not valid JSON at line {exc.lineno}, column {exc.colno}: "
+            f"{plain_json_error(exc.msg)}"
         ) from exc
     except _StrictJSONError as exc:
         raise Refused(f"{source}: {what} is not valid JSON: {exc}") from exc
     except RecursionError as exc:
         raise Refused(f"{source}: {what} is nested too deeply") from exc
     return document
+
+
+# Python's JSON messages, in the words of someone who edits a pin by hand.
+_PLAIN_JSON_ERRORS = {
+    "Expecting ',' delimiter": "a comma is missing between two items",
+    "Expecting ':' delimiter": "a colon is missing after a key",
+    "Expecting property name enclosed in double quotes": (
+        "a key in double quotes is expected here (single quotes, or a comma before a closing "
+        "brace, are not JSON)"
+    ),
+    "Expecting value": (
+        "a value is expected here (a comma before a closing bracket, a single-quoted string "
+        "or a comment is not JSON)"
+    ),
+    "Extra data": "the document goes on after its end (a second document, or a stray bracket)",
+    "Unterminated string starting at": "a string is not closed by a double quote",
+    "Invalid control character at": (
+        "a string holds a line break or a tab; write it as \\n or \\t"
+    ),
+    "Invalid \\escape": "a backslash starts an escape JSON does not know; write \\\\ for one",
+    "Illegal trailing comma before end of object": "a comma before a closing brace is not allowed",
+    "Illegal trailing comma before end of array": "a comma before a closing bracket is not allowed",
+}
+
+
+def plain_json_error(message: str) -> str:
+    """Python's JSONDecodeError message in plain words, the original kept in parentheses."""
+    plain = _PLAIN_JSON_ERRORS.get(message)
+    return f"{plain} ({message})" if plain else message
 
 
 def _is_unicode(document: Any) -> bool:

@@ -151,6 +151,23 @@ class FixtureLedger(_Encoded):
     recorded_at: str
 
 
+@dataclass(frozen=True)
+class FailingTest:
+    """A test a non-passing property matched, how it ended, and why it skipped (if it did)."""
+
+    id: str
+    outcome: Outcome
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class UnpinnedFailures:
+    """Failed or errored tests outside every property and flake entry: how many, the first ids."""
+
+    count: int = 0
+    first_ids: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class PropertyLedger(_Encoded):
     KIND: ClassVar[str] = "property"
@@ -181,6 +198,11 @@ class PropertyLedger(_Encoded):
     tripwire: Tripwire
     # What steered the run (pytest mode), or None (JUnit mode).
     harness: Harness | None
+    # Per property, the results left out as expected skips; a property with none is absent.
+    expected_skips_left_out: dict[str, int] = dataclasses.field(default_factory=dict)
+    # Per property that is not `pass`, the first tests that did not pass.
+    failing_tests: dict[str, tuple[FailingTest, ...]] = dataclasses.field(default_factory=dict)
+    unpinned_failures: UnpinnedFailures = dataclasses.field(default_factory=UnpinnedFailures)
     recorded_at: str
 
     def failing_ids(self) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from three_ledger.ledgers import DualPinLedger, FlakeLedger
 from three_ledger.merge_table import Evidence, Reading, Verdict
+from three_ledger.property_findings import findings, plain_lines
 
 # GitHub refuses a step summary file of 1 MiB or more: the addition is cut to stay under.
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -94,7 +95,7 @@ def verdict_text(evidence: Evidence, verdict: Verdict) -> str:
         f"{state.kind} ledger {state.path}: {_plain_state(state)}"
         for state in ledger_states(evidence)
     ]
-    return "\n".join([*lines, headline(verdict)]) + "\n"
+    return "\n".join([*lines, *failure_lines(evidence), headline(verdict)]) + "\n"
 
 
 def _plain_state(state: LedgerState) -> str:
@@ -120,6 +121,7 @@ def markdown(evidence: Evidence, verdict: Verdict) -> str:
         "|---|---|---|---|---|---|",
     ]
     lines += [_table_row(state) for state in ledger_states(evidence)]
+    lines += failure_section(evidence)
     return "\n".join(lines) + "\n"
 
 
@@ -135,6 +137,33 @@ def _table_row(state: LedgerState) -> str:
 def _cell(text: str) -> str:
     # A pipe or a line break inside a cell would end the cell or the table.
     return " ".join(text.replace("|", "\\|").split())
+
+
+# What failed, from the property ledger: the tests behind each property miss, and the
+# failures outside every property. They do not change the posture; they are for the reader.
+
+
+def failure_lines(evidence: Evidence) -> list[str]:
+    """The stdout lines: each property miss with its first failing tests, then unpinned ones."""
+    prop = evidence.prop.record
+    return plain_lines(findings(prop)) if prop is not None else []
+
+
+def failure_section(evidence: Evidence) -> list[str]:
+    """The same as a Markdown list under a heading of its own; nothing when nothing failed."""
+    prop = evidence.prop.record
+    found = findings(prop) if prop is not None else []
+    if not found:
+        return []
+    lines = ["", "### What failed", ""]
+    for finding in found:
+        lines.append(f"- {_cell(finding.headline)}")
+        lines += [
+            f"  - `{_cell(test_id)}`" + (f" ({outcome})" if outcome else "")
+            for test_id, outcome in finding.tests
+        ]
+        lines += [f"  - ... and {finding.more} more"] if finding.more > 0 else []
+    return lines
 
 
 def fit_step_summary(existing_bytes: int, text: str, limit: int = STEP_SUMMARY_LIMIT) -> str:

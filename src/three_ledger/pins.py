@@ -12,6 +12,7 @@ from three_ledger import git, jsonio
 from three_ledger.errors import Refused
 from three_ledger.network_ban import Network
 from three_ledger.paths import casefold_twins, is_under, path_problem
+from three_ledger.results import ExpectedSkip, selector_tuple
 
 DEFAULT_FIXTURES_DIR = "fixtures"
 DEFAULT_ORACLE_PATHS = ("properties", "tests")
@@ -59,7 +60,8 @@ class Property:
     id: str
     claim: str
     domain: tuple[str, ...]
-    test: str | None
+    # Its selectors: none when only `@pytest.mark.property` markers name it.
+    test: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class PropertiesPin:
     properties: tuple[Property, ...]
     # Entry-point names of the pytest plugins the run may load; None: autoload as usual.
     plugins: tuple[str, ...] | None = None
+    expected_skips: tuple[ExpectedSkip, ...] = ()
 
     @classmethod
     def from_json(cls, document: dict[str, Any], source: Path, sha256: str) -> PropertiesPin:
@@ -81,7 +84,7 @@ class PropertiesPin:
                 id=entry["id"],
                 claim=entry["claim"],
                 domain=tuple(entry["domain"]),
-                test=entry.get("test"),
+                test=selector_tuple(entry.get("test")),
             )
             for entry in document["properties"]
         )
@@ -94,6 +97,10 @@ class PropertiesPin:
             oracle_paths=tuple(document.get("oracle_paths", DEFAULT_ORACLE_PATHS)),
             properties=properties,
             plugins=tuple(document["plugins"]) if "plugins" in document else None,
+            expected_skips=tuple(
+                ExpectedSkip(test=skip["test"], reason=skip["reason"])
+                for skip in document.get("expected_skips", ())
+            ),
         )
         pin._check()
         return pin
@@ -109,6 +116,12 @@ class PropertiesPin:
                 _refuse_bad_path(self.source, where, entry.removesuffix("/"))
         for index, path in enumerate(self.oracle_paths):
             _refuse_bad_path(self.source, f"$.oracle_paths[{index}]", path.removesuffix("/"))
+        for index, skip in enumerate(self.expected_skips):
+            if "*" in skip.test:
+                raise Refused(
+                    f"{self.source}: $.expected_skips[{index}].test: {skip.test!r} holds `*`: "
+                    "an expected skip names its tests without wildcards"
+                )
 
     def check_against(self, fixture_pin: FixturePin) -> None:
         """Refuse unless this pin may be scored against `fixture_pin` (SPEC 3.2, 4.2 step 1)."""
@@ -222,12 +235,40 @@ def load_flake_pin(path: Path) -> FlakePin:
     return FlakePin.from_json(document, path, sha256)
 
 
+# The flag that takes each pin kind, for a message about a pin given to the wrong one.
+_PIN_FLAGS = {"fixture-pin": "--pin", "properties-pin": "--properties", "flake-pin": "--flake-pin"}
+
+
 def _load(path: Path, schema_name: str) -> tuple[dict[str, Any], str]:
     what = schema_name.replace("-", " ")
     data = jsonio.read_bytes_capped(path, what)
     document = jsonio.parse_json(data, path, what)
-    jsonio.validate(document, schema_name, path, what)
+    try:
+        jsonio.validate(document, schema_name, path, what)
+    except Refused as refusal:
+        found = document_kind(document)
+        if found is None or found == what:
+            raise
+        raise Refused(
+            f"{path}: this is a {found}; {_PIN_FLAGS[schema_name]} takes a {what}"
+        ) from refusal
     return document, hashlib.sha256(data).hexdigest()
+
+
+def document_kind(document: Any) -> str | None:
+    """What a JSON document looks like (`fixture pin`, `property ledger`, ...), by its keys."""
+    if not isinstance(document, dict):
+        return None
+    kind = document.get("kind")
+    if isinstance(kind, str):
+        return f"{kind.replace('_', '-')} ledger"
+    if "properties" in document or "fixture_pins" in document:
+        return "properties pin"
+    if "flakes" in document:
+        return "flake pin"
+    if "files" in document or "algorithm" in document:
+        return "fixture pin"
+    return None
 
 
 def _refuse_bad_path(source: Path, where: str, path: str) -> None:

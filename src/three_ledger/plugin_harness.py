@@ -40,6 +40,8 @@ class HarnessRecorder:
         self.shadowing: dict[str, str] = {}
         self.from_workers: list[dict[str, Any]] = []
 
+    # Optional, as are all xdist hooks: pytest-xdist may be absent or disabled.
+    @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[_WORKER_KEY] = str(self.root)
 
@@ -48,6 +50,7 @@ class HarnessRecorder:
         # "Loaded before collection": what could have steered pytest before any test ran.
         self.shadowing = _shadowing_modules(self.root)
 
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         measured = getattr(node, "workeroutput", {}).get(_WORKER_KEY)
         if isinstance(measured, dict):

@@ -24,6 +24,7 @@ PLUGIN_SIDE_MODULES = (
     "socket_guard.py",
     "plugin_tripwire.py",
     "plugin_harness.py",
+    "plugin_collect.py",
 )
 # The name the `pytest11` entry point registers (SPEC 6), blocked in the gate's runs.
 ENTRY_POINT_MODULE = "three_ledger.pytest_plugin"

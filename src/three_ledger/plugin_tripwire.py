@@ -58,6 +58,8 @@ class Tripwire:
         self.must_pass, self.must_fail = names
         self.session: pytest.Session | None = None
 
+    # Optional: the hook exists only where pytest-xdist is installed (and not disabled).
+    @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         # xdist: the controller hands the names to each worker it starts.
         node.workerinput[_WORKER_KEY] = f"{self.must_pass},{self.must_fail}"

@@ -18,6 +18,7 @@ import pytest
 # (plugin_staging.py), and the copy must import the copy.
 from . import plugin_harness, plugin_tripwire
 from .outcomes import SEVERITY, Outcome
+from .plugin_collect import register_collection_recorder, skip_reason
 from .socket_guard import install_socket_guard_if_banned
 
 RESULTS_ENV = "THREE_LEDGER_RESULTS"
@@ -32,6 +33,7 @@ class _ItemRecord:
 
     outcome: Outcome = Outcome.PASS
     property_ids: list[str] = dataclasses.field(default_factory=list)
+    skip_reason: str | None = None
 
 
 @dataclasses.dataclass
@@ -56,6 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # xdist workers only forward reports; the controller alone owns the results file.
     if not hasattr(config, "workerinput"):
         _start_recording(config)
+        register_collection_recorder(config)
 
 
 def _start_recording(config: pytest.Config) -> None:
@@ -102,6 +105,8 @@ class _ResultsWriter:
         outcome = report_outcome(report)
         if SEVERITY[outcome] > SEVERITY[record.outcome]:
             record.outcome = outcome
+        if outcome is Outcome.SKIP and record.skip_reason is None:
+            record.skip_reason = skip_reason(report)
         for name, value in report.user_properties:
             if name == PROPERTY_KEY and isinstance(value, str) and value not in record.property_ids:
                 record.property_ids.append(value)
@@ -123,7 +128,13 @@ def _write_line(recorder: _Recorder, nodeid: str) -> None:
     record = recorder.pending.pop(nodeid)
     # Sorted: marker order depends on decorator stacking and says nothing.
     property_ids = sorted(record.property_ids)
-    line = {"id": nodeid, "property_ids": property_ids, "outcome": record.outcome}
+    line: dict[str, object] = {
+        "id": nodeid,
+        "property_ids": property_ids,
+        "outcome": record.outcome,
+    }
+    if record.outcome is Outcome.SKIP and record.skip_reason is not None:
+        line["skip_reason"] = record.skip_reason
     recorder.stream.write(json.dumps(line) + "\n")
     # Flushed per line, so a run killed later still leaves this item's evidence on disk.
     recorder.stream.flush()

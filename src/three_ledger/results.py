@@ -5,7 +5,9 @@ SPEC section 4.2 steps 6-7 and section 6 are the contract for everything here.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +20,12 @@ from three_ledger.outcomes import Outcome, Status, status_of, worst
 # JUnit files larger than this are refused unread: no honest test run needs more.
 MAX_JUNIT_BYTES = 64 * 1024 * 1024
 _OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
+# How many non-pass tests a property's report names (stderr, ledger, summary).
+FAILING_SHOWN = 3
+# How many ids of failing tests outside every property the ledger keeps.
+UNPINNED_SHOWN = 20
+# What a property's `test` may be in a pin: one selector, several, or none (markers only).
+Selectors = str | Sequence[str] | None
 
 
 @dataclass(frozen=True)
@@ -36,21 +44,48 @@ class TestResult:
     outcome: Outcome
     aliases: tuple[str, ...] = ()
     groups: tuple[str, ...] | None = None
+    # Why it skipped, as the runner reported it; None unless the outcome is `skip`.
+    skip_reason: str | None = None
 
     def matches(self, selector: str) -> bool:
         """True when `selector` selects this result by its id or one of its aliases."""
         names = (self.id, *self.aliases)
         if self.groups is None:
-            return any(_selects(selector, name) for name in names)
+            return any(selects(selector, name) for name in names)
         wanted = normalised(selector)
+        if "*" in wanted:
+            return any(selects(wanted, name) for name in names)
         return (
             wanted in names or wanted in self.groups or any(_parametrised(wanted, n) for n in names)
         )
 
 
-def _selects(selector: str, test_id: str) -> bool:
-    # `[`: a parametrised instance; `::`: what a file or class selector holds.
-    return test_id == selector or test_id.startswith((selector + "[", selector + "::"))
+def selects(selector: str, test_id: str) -> bool:
+    """Whether SELECTOR selects the test TEST_ID (SPEC 4.2 step 7, with `*`).
+
+    It selects an id equal to it, or that begins with it followed by `[` (a parametrised
+    instance) or `::` (what a file or class selector holds). A `*` stands for any run of
+    characters, `/` and `::` included; it is the only wildcard, since `[` already starts a
+    parametrisation suffix.
+    """
+    if "*" not in selector:
+        return test_id == selector or test_id.startswith((selector + "[", selector + "::"))
+    return _wildcard(selector).fullmatch(test_id) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _wildcard(selector: str) -> re.Pattern[str]:
+    body = ".*".join(re.escape(part) for part in selector.split("*"))
+    return re.compile(rf"{body}(?:\[.*|::.*)?", re.DOTALL)
+
+
+def selector_tuple(selectors: Selectors) -> tuple[str, ...]:
+    """A pin's `test` value as a tuple: one selector, several, or none."""
+    if selectors is None:
+        return ()
+    if isinstance(selectors, str):
+        return (selectors,)
+    return tuple(selectors)
 
 
 def _parametrised(selector: str, name: str) -> bool:
@@ -89,6 +124,7 @@ def _merge_pair(earlier: TestResult, later: TestResult) -> TestResult:
         outcome=worst((earlier.outcome, later.outcome)),
         aliases=_united(earlier.aliases, later.aliases),
         groups=groups,
+        skip_reason=earlier.skip_reason or later.skip_reason,
     )
 
 
@@ -96,27 +132,100 @@ def _united(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*first, *second)))
 
 
-def property_statuses(
-    selectors: Mapping[str, str | None], results: Sequence[TestResult]
-) -> dict[str, Status]:
-    """Status of each property (keyed by id, in input order) from its selector and markers.
+@dataclass(frozen=True)
+class ExpectedSkip:
+    """A skip the properties pin accepts: a test (no `*`) and the start of its skip reason."""
+
+    test: str
+    reason: str
+
+    def covers(self, result: TestResult) -> bool:
+        """A skip of a listed test whose recorded reason begins with the pinned one."""
+        return (
+            result.outcome is Outcome.SKIP
+            and result.skip_reason is not None
+            and result.skip_reason.startswith(self.reason)
+            and result.matches(self.test)
+        )
+
+
+@dataclass(frozen=True)
+class PropertyScore:
+    """One property's status, with what explains it.
+
+    `matched` counts the results its selectors and markers matched, `expected_skips` those
+    left out as expected skips, `non_pass` the first FAILING_SHOWN of the rest that did not
+    pass, in run order.
+    """
+
+    status: Status
+    matched: int
+    expected_skips: int
+    non_pass: tuple[TestResult, ...]
+
+
+def score_properties(
+    selectors: Mapping[str, Selectors],
+    results: Sequence[TestResult],
+    expected_skips: Sequence[ExpectedSkip] = (),
+) -> dict[str, PropertyScore]:
+    """Score each property (keyed by id, in input order) from its selectors and markers.
 
     `pass` only when every matched result passed; else the worst outcome; `missing` when
-    nothing matched. A skipped or missing property is not a pass.
+    nothing matched once expected skips are left out. A skipped or missing property is not
+    a pass.
     """
     return {
-        property_id: _status(property_id, selector, results)
-        for property_id, selector in selectors.items()
+        property_id: _score(property_id, selector_tuple(chosen), results, expected_skips)
+        for property_id, chosen in selectors.items()
     }
 
 
-def _status(property_id: str, selector: str | None, results: Sequence[TestResult]) -> Status:
-    matched = (
-        result.outcome
-        for result in results
-        if property_id in result.property_ids or (selector is not None and result.matches(selector))
+def property_statuses(
+    selectors: Mapping[str, Selectors],
+    results: Sequence[TestResult],
+    expected_skips: Sequence[ExpectedSkip] = (),
+) -> dict[str, Status]:
+    """The status alone of each property; see `score_properties`."""
+    scores = score_properties(selectors, results, expected_skips)
+    return {property_id: score.status for property_id, score in scores.items()}
+
+
+def _score(
+    property_id: str,
+    selectors: tuple[str, ...],
+    results: Sequence[TestResult],
+    expected_skips: Sequence[ExpectedSkip],
+) -> PropertyScore:
+    matched = [result for result in results if _belongs(result, property_id, selectors)]
+    counted = [r for r in matched if not any(skip.covers(r) for skip in expected_skips)]
+    non_pass = tuple(r for r in counted if r.outcome is not Outcome.PASS)
+    return PropertyScore(
+        status=status_of(result.outcome for result in counted),
+        matched=len(matched),
+        expected_skips=len(matched) - len(counted),
+        non_pass=non_pass[:FAILING_SHOWN],
     )
-    return status_of(matched)
+
+
+def _belongs(result: TestResult, property_id: str, selectors: tuple[str, ...]) -> bool:
+    return property_id in result.property_ids or any(map(result.matches, selectors))
+
+
+def unpinned_failures(
+    selectors: Mapping[str, Selectors],
+    flake_selectors: Sequence[str],
+    results: Sequence[TestResult],
+) -> list[TestResult]:
+    """Failed or errored results that no property and no flake entry matches, in run order."""
+    properties = {property_id: selector_tuple(chosen) for property_id, chosen in selectors.items()}
+    return [
+        result
+        for result in results
+        if result.outcome in (Outcome.FAIL, Outcome.ERROR)
+        and not any(_belongs(result, p, chosen) for p, chosen in properties.items())
+        and not any(map(result.matches, flake_selectors))
+    ]
 
 
 def flake_outcomes(
@@ -137,7 +246,7 @@ def read_results_file(path: Path) -> list[TestResult]:
     Every line must be one valid record, or the whole file is refused (InfraFailure, exit 4).
     One exception: a last line without its newline that is not valid JSON or UTF-8 is ignored,
     because a run killed mid-write leaves exactly that, and the lines before it are still
-    evidence. Keys other than id, property_ids and outcome are ignored.
+    evidence. `skip_reason` is optional; other keys are ignored.
     """
     label = f"results file {path}"
     lines = _read_bytes(path, label).split(b"\n")
@@ -198,7 +307,15 @@ def _result_from_json(label: str, number: int, record: object) -> TestResult:
     outcome = record.get("outcome")
     if not isinstance(outcome, str) or outcome not in {o.value for o in Outcome}:
         raise InfraFailure(f"{where}: 'outcome' must be one of {_OUTCOME_NAMES}")
-    return TestResult(id=test_id, property_ids=tuple(property_ids), outcome=Outcome(outcome))
+    skip_reason = record.get("skip_reason")
+    if skip_reason is not None and not isinstance(skip_reason, str):
+        raise InfraFailure(f"{where}: 'skip_reason' must be a string")
+    return TestResult(
+        id=test_id,
+        property_ids=tuple(property_ids),
+        outcome=Outcome(outcome),
+        skip_reason=skip_reason if outcome == Outcome.SKIP else None,
+    )
 
 
 def read_junit_xml(path: Path, root: Path | None = None) -> list[TestResult]:

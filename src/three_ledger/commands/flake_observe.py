@@ -143,7 +143,8 @@ def _current_entry(
     if entry is None:
         raise FlakeRefused(
             f"{LISTED_AND_CURRENT} failed: {flake_pin_path}: {test_id!r} is not listed; "
-            "only a human-reviewed flake pin lists a flaky test"
+            "only a human-reviewed flake pin lists a flaky test",
+            [_listed_ids(pin, test_id)],
         )
     today = utc_today()
     if entry.expired(today):
@@ -156,6 +157,20 @@ def _current_entry(
         with _as_flake_refusal(LISTED_AND_CURRENT):
             _refuse_unaccepted(pin, entry, root, base)
     return pin, entry
+
+
+# How many of the pin's ids a refusal names.
+_IDS_SHOWN = 10
+
+
+def _listed_ids(pin: FlakePin, test_id: str) -> str:
+    """The pin's test ids, the closest to the mistyped one first."""
+    from three_ledger.matching import closest_first
+
+    listed = closest_first(test_id, [entry.test_id for entry in pin.flakes])
+    more = len(listed) - _IDS_SHOWN
+    shown = ", ".join(listed[:_IDS_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    return f"{pin.source} lists, closest first: {shown}"
 
 
 def _refuse_unaccepted(pin: FlakePin, entry: FlakeEntry, root: Path, base: str) -> None:

@@ -17,12 +17,15 @@ from three_ledger.exit_codes import ExitCode
 from three_ledger.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
 from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
+    FailingTest,
     FileEntry,
     PropertyLedger,
+    UnpinnedFailures,
     fresh_recorded_at,
     new_ledger_id,
     write_ledger,
 )
+from three_ledger.matching import match_pin, skip_suggestion_lines, warning_lines
 from three_ledger.measured_oracles import (
     BeforeRun,
     before_run,
@@ -41,7 +44,15 @@ from three_ledger.pins import (
     load_properties_pin,
 )
 from three_ledger.plugin_staging import plugin_environment, stage_plugin
-from three_ledger.results import TestResult, flake_outcomes, property_statuses
+from three_ledger.property_findings import findings, plain_lines
+from three_ledger.results import (
+    UNPINNED_SHOWN,
+    PropertyScore,
+    TestResult,
+    flake_outcomes,
+    score_properties,
+    unpinned_failures,
+)
 from three_ledger.runner_config import runner_oracle_changes
 from three_ledger.tripwire import Sentinels, Tripwire, checked_and_removed
 
@@ -99,7 +110,10 @@ def properties(request: Request) -> int:
         observed = run_and_read(request, scored, enforcement, log_path)
         ledger = build_ledger(request, scored, enforcement, observed)
         write_ledger(request.out, ledger)
-    return report(ledger, request.out)
+    flake_selectors = [entry.test for entry in scored.flake_pin.flakes] if scored.flake_pin else []
+    match = match_pin(scored.properties_pin, flake_selectors, observed.results)
+    warnings = [*warning_lines(match), *skip_suggestion_lines(match)]
+    return report(ledger, request.out, log_path, warnings)
 
 
 def _git_hang_is_infra(check: Callable[[Request], Scored], request: Request) -> Scored:
@@ -119,6 +133,12 @@ def check_before_running(request: Request) -> Scored:
     properties_pin.check_against(fixture_pin)
     live = live_digest(request.root, fixture_pin)
     expected = request.expect_digest.lower()
+    if live.digest != expected and looks_like_a_path(request.expect_digest):
+        raise Refused(
+            f"--expect-digest {request.expect_digest!r} looks like a path, not a digest: give "
+            "the 64 hex digits `three-ledger digest` prints on stdout, e.g. "
+            '--expect-digest "$(three-ledger digest --pin PIN --out LEDGER)"'
+        )
     if live.digest != expected:
         raise Refused(
             f"live digest of {request.pin_path} under {request.root} is {live.digest}, "
@@ -149,6 +169,11 @@ def check_before_running(request: Request) -> Scored:
         before_run(request.root, base_revision),
         unmatched,
     )
+
+
+def looks_like_a_path(text: str) -> bool:
+    """A flag value that names a file (a ledger, say) rather than holding hex digits."""
+    return "/" in text or "\\" in text or text.endswith(".json") or os.path.exists(text)
 
 
 def moved_since_base(request: Request, fixture_pin: FixturePin) -> list[str]:
@@ -190,7 +215,9 @@ def run_and_read(
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
         plugin = stage_plugin(Path(private))
-        env = child_environment(os.environ, request.root, scored, enforcement, results_path)
+        env = child_environment(
+            os.environ, request.root, scored.fixture_pin, enforcement, results_path
+        )
         env = plugin_environment(env, plugin)
         harness_path = Path(private) / "harness.json"
         if request.junit_xml is None:
@@ -262,17 +289,16 @@ def unpinned_plugins(harness: Harness, plugins: tuple[str, ...] | None) -> dict[
 
 def pinned_results(scored: Scored, results: Sequence[TestResult]) -> list[TestResult]:
     """The results that scored a pinned property or flake entry."""
-    selectors = [(prop.id, prop.test) for prop in scored.properties_pin.properties]
-    if scored.flake_pin is not None:
-        selectors += [("", entry.test) for entry in scored.flake_pin.flakes]
+    properties = [(prop.id, prop.test) for prop in scored.properties_pin.properties]
+    flakes = [entry.test for entry in scored.flake_pin.flakes] if scored.flake_pin else []
     return [
         result
         for result in results
         if any(
-            (prop_id and prop_id in result.property_ids)
-            or (selector is not None and result.matches(selector))
-            for prop_id, selector in selectors
+            prop_id in result.property_ids or any(map(result.matches, selectors))
+            for prop_id, selectors in properties
         )
+        or any(map(result.matches, flakes))
     ]
 
 
@@ -302,15 +328,15 @@ def exit_meaning(code: int, enforcement: Enforcement) -> str:
 def child_environment(
     inherited: Mapping[str, str],
     root: Path,
-    scored: Scored,
+    fixture_pin: FixturePin,
     enforcement: Enforcement,
     results_path: Path,
 ) -> dict[str, str]:
     """The inherited environment plus what the plugin and the property tests read (SPEC 6)."""
     env = dict(inherited)
     env["THREE_LEDGER_RESULTS"] = str(results_path)
-    env["THREE_LEDGER_FIXTURES"] = str((root / scored.fixture_pin.fixtures_dir).resolve())
-    env["THREE_LEDGER_PIN_ID"] = scored.fixture_pin.pin_id
+    env["THREE_LEDGER_FIXTURES"] = str((root / fixture_pin.fixtures_dir).resolve())
+    env["THREE_LEDGER_PIN_ID"] = fixture_pin.pin_id
     env.pop("THREE_LEDGER_NETWORK", None)
     if enforcement is Enforcement.SOCKET_GUARD:
         env["THREE_LEDGER_NETWORK"] = "ban"
@@ -326,18 +352,20 @@ def build_ledger(
     results = observed.results
     # The pin's own oracle paths first: a path that is both keeps the reason a reviewer wrote.
     reasons = {**observed.measured_changes, **scored.oracle_reasons}
-    selectors = {prop.id: prop.test for prop in scored.properties_pin.properties}
-    flakes = {}
+    pin = scored.properties_pin
+    selectors = {prop.id: prop.test for prop in pin.properties}
+    flake_selectors = {}
     if scored.flake_pin is not None:
         flake_selectors = {entry.test_id: entry.test for entry in scored.flake_pin.flakes}
-        flakes = flake_outcomes(flake_selectors, results)
+    scores = score_properties(selectors, results, pin.expected_skips)
+    unpinned = unpinned_failures(selectors, list(flake_selectors.values()), results)
     return PropertyLedger(
         ledger_id=new_ledger_id(),
         pin_id=scored.fixture_pin.pin_id,
         property_pin_id=scored.properties_pin.pin_id,
         property_pin_sha256=scored.properties_pin.sha256,
         fixture_digest=scored.digest,
-        status_by_id=property_statuses(selectors, results),
+        status_by_id={property_id: score.status for property_id, score in scores.items()},
         oracle_moved=bool(reasons),
         oracle_changes=ledger_text(sorted(reasons)),
         oracle_change_reasons=dict(zip(ledger_text(list(reasons)), reasons.values(), strict=True)),
@@ -350,11 +378,30 @@ def build_ledger(
         duration_ms=observed.duration_ms,
         network=scored.properties_pin.network,
         network_enforcement=enforcement,
-        flake_results=flakes,
+        flake_results=flake_outcomes(flake_selectors, results),
         tripwire=observed.tripwire,
         harness=observed.harness,
+        expected_skips_left_out={
+            p: score.expected_skips for p, score in scores.items() if score.expected_skips
+        },
+        failing_tests={p: _failing_tests(score) for p, score in scores.items() if score.non_pass},
+        unpinned_failures=UnpinnedFailures(
+            count=len(unpinned),
+            first_ids=ledger_text([result.id for result in unpinned[:UNPINNED_SHOWN]]),
+        ),
         recorded_at=fresh_recorded_at(),
     )
+
+
+def _failing_tests(score: PropertyScore) -> tuple[FailingTest, ...]:
+    return tuple(
+        FailingTest(_unicode(test.id), test.outcome, _reason(test.skip_reason))
+        for test in score.non_pass
+    )
+
+
+def _reason(reason: str | None) -> str | None:
+    return None if reason is None else _unicode(reason)
 
 
 def ledger_text(words: Sequence[str]) -> tuple[str, ...]:
@@ -373,7 +420,7 @@ def _unicode(word: str) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
-def report(ledger: PropertyLedger, out: Path) -> int:
+def report(ledger: PropertyLedger, out: Path, log_path: Path, warnings: Sequence[str]) -> int:
     for prop_id, status in ledger.status_by_id.items():
         print(f"{status:8} {prop_id}", file=sys.stderr)
     for entry in ledger.oracle_paths_unmatched:
@@ -382,6 +429,11 @@ def report(ledger: PropertyLedger, out: Path) -> int:
             "in the tree: if it is a typo, that protection is gone",
             file=sys.stderr,
         )
+    for warning in warnings:
+        # Indented lines (a "did you mean", an entry to copy) continue the warning above.
+        shown = warning if warning.startswith(" ") else f"three-ledger: warning: {warning}"
+        print(shown, file=sys.stderr)
+    _report_failures(ledger, log_path)
     if ledger.oracle_moved:
         changed = ", ".join(
             f"{path} ({ledger.oracle_change_reasons.get(path, 'oracle')})"
@@ -400,3 +452,12 @@ def report(ledger: PropertyLedger, out: Path) -> int:
         return ExitCode.PROPERTY_MISS
     print(f"three-ledger: every pinned property passed on {ledger.fixture_digest}", file=sys.stderr)
     return ExitCode.OK
+
+
+def _report_failures(ledger: PropertyLedger, log_path: Path) -> None:
+    """Name the tests behind each miss and the failures outside every property, and the log."""
+    found = findings(ledger)
+    for line in plain_lines(found):
+        print(f"three-ledger: {line}" if not line.startswith(" ") else line, file=sys.stderr)
+    if found:
+        print(f"three-ledger: the command's output is in {log_path}", file=sys.stderr)

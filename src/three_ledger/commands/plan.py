@@ -1,0 +1,284 @@
+"""`three-ledger plan`: collect the tests (none runs) and show what each pinned property matches.
+
+It runs the test command as `properties` does (the same staged plugin, environment and
+network ban) with `--collect-only` added through PYTEST_ADDOPTS, so that a properties pin
+can be written against the node ids the gate will see.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from three_ledger import network_namespace
+from three_ledger.commands.properties import child_environment, exit_meaning
+from three_ledger.digest import live_digest, refuse_unreviewed
+from three_ledger.errors import InfraFailure
+from three_ledger.exit_codes import ExitCode
+from three_ledger.matching import (
+    PinMatch,
+    PropertyMatch,
+    SelectorMatch,
+    match_pin,
+    skip_suggestion_lines,
+    warning_lines,
+)
+from three_ledger.network_ban import Enforcement, choose_enforcement
+from three_ledger.outcomes import Outcome
+from three_ledger.outputs import Output, refuse_unwritable
+from three_ledger.pins import (
+    FixturePin,
+    PropertiesPin,
+    load_fixture_pin,
+    load_flake_pin,
+    load_properties_pin,
+)
+from three_ledger.plugin_collect import COLLECT_ENV
+from three_ledger.plugin_staging import plugin_environment, stage_plugin
+from three_ledger.results import TestResult, merge_worst
+
+# How much of the command's output a failed collection shows when no --log keeps it.
+LOG_TAIL_LINES = 15
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    pin_path: Path
+    properties_path: Path
+    command: list[str]
+    root: Path
+    flake_pin_path: Path | None
+    timeout_s: float
+    log_path: Path | None
+    as_json: bool
+
+
+@dataclass(frozen=True)
+class _Pins:
+    fixture: FixturePin
+    properties: PropertiesPin
+    flake_selectors: tuple[str, ...]
+
+
+def plan(request: PlanRequest) -> int:
+    pin_paths = [request.pin_path, request.properties_path]
+    if request.flake_pin_path is not None:
+        pin_paths.append(request.flake_pin_path)
+    if request.log_path is not None:
+        refuse_unwritable([Output("--log", request.log_path)], pins=pin_paths)
+    with ThreadPoolExecutor(max_workers=1) as background:
+        probe = background.submit(network_namespace.namespace_available)
+        pins = _load_pins(request)
+        enforcement = choose_enforcement(pins.properties.network, request.command, probe)
+    tests = collect(request, pins.fixture, enforcement)
+    match = match_pin(pins.properties, pins.flake_selectors, tests)
+    if request.as_json:
+        sys.stdout.write(json.dumps(plan_document(match), indent=2) + "\n")
+    else:
+        sys.stdout.write(plan_text(match, request.command))
+    return ExitCode.PROPERTY_MISS if match.unmatched_properties() else ExitCode.OK
+
+
+def _load_pins(request: PlanRequest) -> _Pins:
+    """The refusals `properties` makes before it runs, except those about the base and digest."""
+    fixture_pin = load_fixture_pin(request.pin_path)
+    properties_pin = load_properties_pin(request.properties_path)
+    flakes = load_flake_pin(request.flake_pin_path) if request.flake_pin_path else None
+    properties_pin.check_against(fixture_pin)
+    # The tests collect from the fixture tree: it must be the pinned one, as for a real run.
+    refuse_unreviewed(request.root, fixture_pin, live_digest(request.root, fixture_pin), None)
+    flake_selectors = tuple(entry.test for entry in flakes.flakes) if flakes else ()
+    return _Pins(fixture_pin, properties_pin, flake_selectors)
+
+
+def collect(
+    request: PlanRequest, fixture_pin: FixturePin, enforcement: Enforcement
+) -> list[TestResult]:
+    """Run the command with `--collect-only`; the collected tests, one per node id."""
+    from three_ledger.runner import run_command
+
+    with tempfile.TemporaryDirectory(prefix="three-ledger-plan-") as private:
+        folder = Path(private)
+        collected = folder / "collected.jsonl"
+        log_path = request.log_path or folder / "plan.log"
+        env = _collect_environment(request.root, fixture_pin, enforcement, folder, collected)
+        argv = request.command
+        if enforcement is Enforcement.NETNS:
+            argv = network_namespace.namespace_argv(argv)
+        with open(os.devnull, "wb") as quiet:
+            run = run_command(
+                argv,
+                cwd=request.root,
+                env=env,
+                timeout_s=request.timeout_s,
+                log_path=log_path,
+                console=quiet,
+            )
+        failure = run.failure()
+        if failure is None and run.exit_code != 0:
+            assert run.exit_code is not None  # no failure means the command exited
+            failure = exit_meaning(run.exit_code, enforcement)
+        if failure is not None:
+            raise _collection_failed(failure, log_path, request)
+        return read_collected(collected, log_path)
+
+
+def _collect_environment(
+    root: Path,
+    fixture_pin: FixturePin,
+    enforcement: Enforcement,
+    private: Path,
+    collected: Path,
+) -> dict[str, str]:
+    env = child_environment(os.environ, root, fixture_pin, enforcement, private / "unused.jsonl")
+    del env["THREE_LEDGER_RESULTS"]
+    env[COLLECT_ENV] = str(collected)
+    env = plugin_environment(env, stage_plugin(private))
+    env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} --collect-only"
+    return env
+
+
+def _collection_failed(failure: str, log_path: Path, request: PlanRequest) -> InfraFailure:
+    """The failure; without --log, the end of the command's output goes to stdout first."""
+    if request.log_path is not None:
+        return InfraFailure(f"collection failed: {failure} (log: {log_path})")
+    if request.as_json:
+        return InfraFailure(f"collection failed: {failure}; give --log PATH to see its output")
+    tail = _log_tail(log_path)
+    sys.stdout.write("".join(f"{line}\n" for line in tail))
+    return InfraFailure(
+        f"collection failed: {failure}; the last {len(tail)} lines of its output are on "
+        "stdout (give --log PATH to keep all of it)"
+    )
+
+
+def _log_tail(log_path: Path) -> list[str]:
+    try:
+        text = log_path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return text.splitlines()[-LOG_TAIL_LINES:]
+
+
+def read_collected(path: Path, log_path: Path) -> list[TestResult]:
+    """The plugin's collection lines as tests: `skip` where the skip is known, else `pass`."""
+    label = f"collection file {path.name}"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InfraFailure(
+            f"{label}: the plugin wrote nothing: is the command pytest, and does it keep the "
+            "environment (PYTHONPATH, PYTEST_PLUGINS, PYTEST_ADDOPTS)? plan needs pytest",
+            [f"log: {log_path}"],
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InfraFailure(f"{label}: cannot be read ({error})") from None
+    return merge_worst(_collected_test(label, number, raw) for number, raw in enumerate(lines, 1))
+
+
+def _collected_test(label: str, number: int, raw: str) -> TestResult:
+    where = f"{label}: line {number}"
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        raise InfraFailure(f"{where}: not valid JSON") from None
+    test_id = record.get("id") if isinstance(record, dict) else None
+    property_ids = record.get("property_ids") if isinstance(record, dict) else None
+    reason = record.get("skip_reason") if isinstance(record, dict) else None
+    if not isinstance(test_id, str) or not isinstance(property_ids, list):
+        raise InfraFailure(f"{where}: not a collected test")
+    if not all(isinstance(p, str) for p in property_ids) or not isinstance(reason, str | None):
+        raise InfraFailure(f"{where}: not a collected test")
+    outcome = Outcome.PASS if reason is None else Outcome.SKIP
+    return TestResult(test_id, tuple(property_ids), outcome, skip_reason=reason)
+
+
+def plan_text(match: PinMatch, command: Sequence[str]) -> str:
+    """The report for a person: per property, what it matches; then what matches nothing."""
+    lines = [f"plan: {_count(match.tests, 'test')} collected by `{' '.join(command)}`", ""]
+    for prop in match.properties:
+        lines += _property_lines(prop)
+    suggestions = skip_suggestion_lines(match)
+    if suggestions:
+        lines += [*suggestions, ""]
+    warnings = warning_lines(match)
+    if warnings:
+        lines += ["warnings:", *(f"  {line}" for line in warnings), ""]
+    lines.append(f"{_count(match.outside, 'test')} outside every property and flake entry")
+    lines += [f"  {test_id}" for test_id in match.outside_examples]
+    if match.outside > len(match.outside_examples):
+        lines.append(f"  ... and {match.outside - len(match.outside_examples)} more")
+    unmatched = match.unmatched_properties()
+    if unmatched:
+        lines.append(f"{_count(len(unmatched), 'property')} match no test: {', '.join(unmatched)}")
+    return "\n".join(lines) + "\n"
+
+
+def _property_lines(prop: PropertyMatch) -> list[str]:
+    score = prop.score
+    notes = [f"{prop.marked} by marker"] if prop.marked else []
+    if score.expected_skips:
+        notes.append(f"{score.expected_skips} expected skips left out")
+    if prop.unaccepted_skips:
+        notes.append(f"{prop.unaccepted_skips} skip at collection: it would score skip")
+    if score.matched == 0:
+        notes.append("it would be missing")
+    shown = f" ({'; '.join(notes)})" if notes else ""
+    lines = [f"{prop.id}: {_count(score.matched, 'test')}{shown}"]
+    if len(prop.selectors) > 1:
+        lines += [f"  selector {s.selector!r}: {_count(s.matched, 'test')}" for s in prop.selectors]
+    lines += [f"  {test_id}" for test_id in prop.examples]
+    if score.matched > len(prop.examples):
+        lines.append(f"  ... and {score.matched - len(prop.examples)} more")
+    return [*lines, ""]
+
+
+def plan_document(match: PinMatch) -> dict[str, Any]:
+    """The same report as one JSON document, for tooling."""
+    return {
+        "tests": match.tests,
+        "outside": match.outside,
+        "outside_examples": list(match.outside_examples),
+        "properties": [_property_document(prop) for prop in match.properties],
+        "unmatched_properties": match.unmatched_properties(),
+        "unknown_marker_ids": match.unknown_markers,
+        "expected_skips": [_selector_document(skip) for skip in match.expected_skips],
+        "unlisted_skips": [
+            {"test": s.test, "reason": s.reason, "count": s.count} for s in match.unlisted_skips
+        ],
+        "warnings": warning_lines(match),
+    }
+
+
+def _property_document(prop: PropertyMatch) -> dict[str, Any]:
+    return {
+        "id": prop.id,
+        "matched": prop.score.matched,
+        "examples": list(prop.examples),
+        "selectors": [_selector_document(selector) for selector in prop.selectors],
+        "marked": prop.marked,
+        "expected_skips_left_out": prop.score.expected_skips,
+        "unaccepted_skips": prop.unaccepted_skips,
+    }
+
+
+def _selector_document(selector: SelectorMatch) -> dict[str, Any]:
+    return {
+        "selector": selector.selector,
+        "matched": selector.matched,
+        "did_you_mean": list(selector.did_you_mean),
+    }
+
+
+def _count(number: int, noun: str) -> str:
+    if number == 1:
+        return f"1 {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{number} {plural}"

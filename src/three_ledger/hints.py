@@ -1,0 +1,102 @@
+"""How a refusal says what to do: where the fixtures folder really is, what git makes of a
+file the pin does not list. Each hint is best effort: when it cannot tell, it says nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from three_ledger import git
+from three_ledger.errors import Refused
+
+# How many paths a hint names before it only counts.
+_NAMED = 5
+
+
+def shown_path(path: Path) -> str:
+    """PATH as the user would type it from the current folder."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive, on Windows
+        return str(path)
+
+
+def root_hint(root: Path, fixtures_dir: str, pin_source: Path) -> str | None:
+    """Where FIXTURES_DIR does exist when it is missing under ROOT: the --root to give."""
+    current = root.resolve()
+    for candidate in _root_candidates(root, pin_source):
+        folder = candidate / fixtures_dir
+        if candidate != current and folder.is_dir() and not folder.is_symlink():
+            where = shown_path(candidate)
+            return (
+                f"{fixtures_dir}/ exists under {where}: pinned paths are relative to --root "
+                f"(here {shown_path(root)}), so give --root {where} (or run from {where})"
+            )
+    return None
+
+
+def _root_candidates(root: Path, pin_source: Path) -> Iterable[Path]:
+    """The folders a user likely meant: around the pin file, the current one, ROOT's parents."""
+    pin_folder = pin_source.resolve().parent
+    seen: set[Path] = set()
+    for candidate in (pin_folder.parent, pin_folder, Path.cwd(), *root.resolve().parents):
+        if candidate not in seen:
+            seen.add(candidate)
+            yield candidate
+
+
+def annotate_unpinned(
+    root: Path, folder: str, problems: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """PROBLEMS with `(ignored by git)` or `(untracked)` after each unpinned file git does not
+    track, and notes saying how to clean them; unchanged when git cannot tell."""
+    unpinned = [
+        problem.split(": unpinned ", 1)[0] for problem in problems if ": unpinned " in problem
+    ]
+    if not unpinned:
+        return list(problems), []
+    try:
+        ignored = set(git.untracked_files(root, folder, ignored=True))
+        untracked = set(git.untracked_files(root, folder, ignored=False))
+    except Refused:
+        return list(problems), []
+    annotated = [_annotated(problem, ignored, untracked) for problem in problems]
+    where = shown_path(root / folder)
+    notes = _clean_notes(
+        where, [p for p in unpinned if p in ignored], [p for p in unpinned if p in untracked]
+    )
+    return annotated, notes
+
+
+def _annotated(problem: str, ignored: set[str], untracked: set[str]) -> str:
+    path = problem.split(": unpinned ", 1)[0]
+    if path in ignored:
+        return f"{problem} (ignored by git)"
+    if path in untracked:
+        return f"{problem} (untracked)"
+    return problem
+
+
+def _clean_notes(folder: str, ignored: Sequence[str], untracked: Sequence[str]) -> list[str]:
+    notes = []
+    if ignored:
+        them = "it" if len(ignored) == 1 else "them"
+        notes.append(
+            f"ignored by git: {_named(ignored)}; a clean checkout, as in CI, will not have "
+            f"{them}, so no pin may list {them}: remove {them} with `git clean -X -- {folder}` "
+            "(add -n first to see what goes)"
+        )
+    if untracked:
+        them = "it" if len(untracked) == 1 else "them"
+        notes.append(
+            f"untracked: {_named(untracked)}; commit and pin {them}, or remove {them} with "
+            f"`git clean -- {folder}` (add -n first to see what goes)"
+        )
+    return notes
+
+
+def _named(paths: Sequence[str]) -> str:
+    more = len(paths) - _NAMED
+    return ", ".join(paths[:_NAMED]) + (f" and {more} more" if more > 0 else "")

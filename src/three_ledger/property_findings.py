@@ -1,0 +1,69 @@
+"""What a property ledger says about failures, in words: the tests behind each miss, and the
+failures outside every property. `properties` prints them; `merge` reports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from three_ledger.ledgers import PropertyLedger
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A headline (a property miss, or the failures outside every property) and its tests.
+
+    `tests` pairs each test id with its outcome ("" where the ledger keeps none); `more`
+    counts the tests the ledger does not name.
+    """
+
+    headline: str
+    tests: tuple[tuple[str, str], ...] = ()
+    more: int = 0
+
+
+def findings(ledger: PropertyLedger) -> list[Finding]:
+    """Every property that is not `pass`, with its first failing tests; then unpinned failures."""
+    found = [_miss(ledger, property_id) for property_id in ledger.failing_ids()]
+    unpinned = ledger.unpinned_failures
+    if unpinned.count:
+        noun = "test" if unpinned.count == 1 else "tests"
+        found.append(
+            Finding(
+                f"{unpinned.count} {noun} outside every property failed",
+                tuple((test_id, "") for test_id in unpinned.first_ids),
+                unpinned.count - len(unpinned.first_ids),
+            )
+        )
+    return found
+
+
+def _miss(ledger: PropertyLedger, property_id: str) -> Finding:
+    status = ledger.status_by_id[property_id]
+    tests = ledger.failing_tests.get(property_id, ())
+    if tests:
+        return Finding(
+            f"{property_id} is {status}",
+            tuple((test.id, _how(test.outcome, test.reason)) for test in tests),
+        )
+    left_out = ledger.expected_skips_left_out.get(property_id, 0)
+    why = f" once {left_out} expected skip(s) were left out" if left_out else ""
+    return Finding(f"{property_id} is {status}: no test matched{why}")
+
+
+def _how(outcome: str, reason: str | None) -> str:
+    return f"{outcome}: {reason}" if reason else outcome
+
+
+def plain_lines(found: list[Finding]) -> list[str]:
+    """Each headline, then its tests indented below it, one per line."""
+    lines = []
+    for finding in found:
+        lines.append(f"{finding.headline}:" if finding.tests else finding.headline)
+        lines += [
+            f"  {test_id} ({outcome})" if outcome else f"  {test_id}"
+            for test_id, outcome in finding.tests
+        ]
+        if finding.more > 0:
+            lines.append(f"  ... and {finding.more} more")
+    return lines

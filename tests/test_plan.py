@@ -1,0 +1,218 @@
+"""`plan` end to end: real pytest children collecting small generated suites."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import CliResult, RunCli, write_json
+from suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
+
+
+def plan(run_cli: RunCli, repo: Path, *extra: str | Path, command: str = PYTEST) -> CliResult:
+    return run_cli(
+        "plan", "--pin", repo / "pins/fixtures.json", "--properties",
+        repo / "pins/properties.json", "--command", command, "--root", repo, *extra,
+    )  # fmt: skip
+
+
+def plan_json(run_cli: RunCli, repo: Path, *extra: str | Path, command: str = PYTEST) -> Any:
+    result = plan(run_cli, repo, "--json", *extra, command=command)
+    assert result.code in (0, 1), result.err
+    return json.loads(result.out)
+
+
+def by_id(document: Any) -> dict[str, Any]:
+    return {entry["id"]: entry for entry in document["properties"]}
+
+
+def test_a_parametrised_family_is_counted_and_its_ids_shown(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
+    result = plan(run_cli, repo)
+    assert result.code == 0, result.err
+    assert "suite.parse: 2 tests\n" in result.out
+    assert f"  {TEST_FILE}::test_parse[a.json]\n  {TEST_FILE}::test_parse[b.json]\n" in result.out
+    assert "11 tests collected" in result.out
+
+
+def test_a_selector_typo_exits_1_with_close_ids(run_cli: RunCli, tmp_path: Path) -> None:
+    pin = properties_pin(
+        [
+            prop("suite.parse", f"{TEST_FILE}::test_parse"),
+            prop("suite.total", f"{TEST_FILE}::test_totl"),
+        ]
+    )
+    repo = make_suite(tmp_path, pin)
+    result = plan(run_cli, repo)
+    assert result.code == 1
+    assert "suite.total: 0 tests (it would be missing)" in result.out
+    assert f"suite.total: selector '{TEST_FILE}::test_totl' matches no test" in result.out
+    assert f"    did you mean {TEST_FILE}::test_total\n" in result.out
+    assert "1 property match no test: suite.total" in result.out
+    document = plan_json(run_cli, repo)
+    assert document["unmatched_properties"] == ["suite.total"]
+    assert by_id(document)["suite.total"]["selectors"][0]["did_you_mean"][0] == (
+        f"{TEST_FILE}::test_total"
+    )
+
+
+def test_marker_ids_the_pin_does_not_list_are_named(run_cli: RunCli, tmp_path: Path) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.marked")]))
+    result = plan(run_cli, repo)
+    assert result.code == 0, result.err
+    assert "suite.marked: 1 test (1 by marker)" in result.out
+    assert "marker id 'suite.unknown' (1 test) is not a property of the pin" in result.out
+    assert plan_json(run_cli, repo)["unknown_marker_ids"] == {"suite.unknown": 1}
+
+
+def test_xdist_collects_the_same_tests(run_cli: RunCli, tmp_path: Path) -> None:
+    pin = properties_pin(
+        [
+            prop("suite.parse", f"{TEST_FILE}::test_parse"),
+            prop("suite.marked"),
+            prop("suite.typo", "x"),
+        ]
+    )
+    repo = make_suite(tmp_path, pin)
+    serial = plan_json(run_cli, repo)
+    parallel = plan_json(run_cli, repo, command=f"{PYTEST} -n 2")
+    assert parallel == serial
+    assert [entry["matched"] for entry in serial["properties"]] == [2, 1, 0]
+
+
+def test_selector_lists_and_wildcards(run_cli: RunCli, tmp_path: Path) -> None:
+    pin = properties_pin(
+        [
+            prop("suite.minimum", f"{TEST_FILE}::TestDraft::test_minimum*"),
+            prop("suite.both", [f"{TEST_FILE}::test_total", f"{TEST_FILE}::test_outside_*"]),
+            prop("suite.anywhere", "*_high"),
+        ]
+    )
+    repo = make_suite(tmp_path, pin)
+    result = plan(run_cli, repo)
+    assert result.code == 0, result.err
+    assert "suite.minimum: 2 tests\n" in result.out
+    assert "suite.both: 3 tests\n" in result.out
+    assert f"  selector '{TEST_FILE}::test_outside_*': 2 tests\n" in result.out
+    assert "suite.anywhere: 1 test\n" in result.out
+    assert f"  {TEST_FILE}::TestDraft::test_minimum_high\n" in result.out
+
+
+def test_skips_known_at_collection_are_offered_as_expected_skips(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    draft = f"{TEST_FILE}::TestDraft"
+    repo = make_suite(tmp_path, properties_pin([prop("suite.draft", draft)]))
+    result = plan(run_cli, repo)
+    assert "suite.draft: 4 tests (1 skip at collection: it would score skip)" in result.out
+    entry = {"test": draft, "reason": "Format checker 'idn-hostname' not found."}
+    assert f"  {json.dumps(entry)}  (1 test)\n" in result.out
+    assert "skips that no expected skip accepts (each makes its property `skip`)" in result.out
+    assert plan_json(run_cli, repo)["unlisted_skips"] == [{**entry, "count": 1}]
+
+    edit_properties(repo, properties_pin([prop("suite.draft", draft)], expected_skips=[entry]))
+    document = plan_json(run_cli, repo)
+    draft_entry = by_id(document)["suite.draft"]
+    assert (draft_entry["expected_skips_left_out"], draft_entry["unaccepted_skips"]) == (1, 0)
+    assert document["unlisted_skips"] == []
+    assert document["expected_skips"] == [{"selector": draft, "matched": 4, "did_you_mean": []}]
+
+
+def test_an_expected_skip_that_matches_nothing_is_a_warning(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    skips = [{"test": f"{TEST_FILE}::TestDraft::test_format_idm", "reason": "Format"}]
+    repo = make_suite(tmp_path, properties_pin([prop("suite.marked")], expected_skips=skips))
+    result = plan(run_cli, repo)
+    assert result.code == 0, result.err
+    assert f"expected_skips[0]: '{TEST_FILE}::TestDraft::test_format_idm' matches no test" in (
+        result.out
+    )
+    assert f"did you mean {TEST_FILE}::TestDraft::test_format_idn" in result.out
+
+
+def test_tests_outside_every_property_and_flake_entry_are_counted(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
+    assert plan_json(run_cli, repo)["outside"] == 9
+    flakes = {
+        "pin_id": "flakepin-suite",
+        "flakes": [
+            {
+                "test_id": "suite.outside",
+                "test": f"{TEST_FILE}::test_outside_one",
+                "accepted_revision": "HEAD",
+                "review_by": "2999-12-31",
+            }
+        ],
+    }
+    flake_pin = write_json(repo / "pins/flakes.json", flakes)
+    document = plan_json(run_cli, repo, "--flake-pin", flake_pin)
+    assert document["outside"] == 8
+    assert f"{TEST_FILE}::test_outside_one" not in document["outside_examples"]
+
+
+def test_no_test_body_runs(run_cli: RunCli, tmp_path: Path) -> None:
+    source = "from pathlib import Path\n\ndef test_writes():\n    Path('ran').write_text('x')\n"
+    repo = make_suite(
+        tmp_path, properties_pin([prop("suite.w", f"{TEST_FILE}::test_writes")]), source
+    )
+    result = plan(run_cli, repo)
+    assert result.code == 0, result.err
+    assert "suite.w: 1 test" in result.out
+    assert not (repo / "ran").exists()
+
+
+def test_invalid_pins_and_trees_are_refused_with_2(run_cli: RunCli, tmp_path: Path) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.marked")]))
+    (repo / "fixtures/stray.json").write_text("{}")
+    result = plan(run_cli, repo)
+    assert result.code == 2
+    assert "fixtures/stray.json: unpinned file (untracked)" in result.err
+    (repo / "fixtures/stray.json").unlink()
+    edit_properties(repo, {**properties_pin([prop("suite.marked")]), "expected_skip": []})
+    assert plan(run_cli, repo).code == 2
+
+
+def test_a_command_that_is_not_pytest_is_an_infrastructure_failure(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.marked")]))
+    pin = properties_pin([prop("suite.marked")], network="allowed")
+    edit_properties(repo, pin)
+    result = plan(run_cli, repo, command="true")
+    assert result.code == 4
+    assert "the plugin wrote nothing" in result.err
+    assert "plan needs pytest" in result.err
+
+
+def test_a_collection_error_exits_4_and_shows_the_end_of_the_output(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.marked")]), "import not_a_module\n")
+    result = plan(run_cli, repo)
+    assert result.code == 4
+    assert "collection failed: the command exited 2 (interrupted)" in result.err
+    assert "ModuleNotFoundError: No module named 'not_a_module'" in result.out
+    log = tmp_path / "plan.log"
+    kept = plan(run_cli, repo, "--log", log)
+    assert kept.code == 4
+    assert f"(log: {log})" in kept.err
+    assert "not_a_module" in log.read_text()
+
+
+def test_usage_errors_exit_64(run_cli: RunCli, tmp_path: Path) -> None:
+    result = run_cli("plan", "--pin", tmp_path / "p.json", "--properties", tmp_path / "q.json")
+    assert result.code == 64
+    assert "--command" in result.err
+
+
+def test_a_log_in_a_pin_folder_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.marked")]))
+    result = plan(run_cli, repo, "--log", repo / "pins/plan.log")
+    assert result.code == 2
+    assert "three-ledger never writes beside a pin" in result.err
