@@ -11,6 +11,7 @@ Standard library and pytest only (a plugin-side module; see plugin_staging.py).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -82,15 +83,16 @@ class Tripwire:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Any:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Iterator[None]:
         """Every hook sees the must-fail item's failure; none of them counts it.
 
         Around the hooks, --maxfail is raised by one and stepwise is told to let one failure
         pass; after them, the session's failure count and the last-failed cache drop it.
         """
         if not (report.nodeid == self.must_fail and report.failed):
-            return (yield)
+            yield
+            return
         maxfail = self.config.option.maxfail
         stepwise = self.config.pluginmanager.get_plugin("stepwiseplugin")
         stepwise_skip = getattr(stepwise, "skip", None)
@@ -103,7 +105,7 @@ class Tripwire:
             # xdist counts failures for --maxfail after the hooks: count this one out now.
             dsession.countfailures -= 1
         try:
-            return (yield)
+            yield
         finally:
             self.config.option.maxfail = maxfail
             if stepwise is not None:
