@@ -216,3 +216,45 @@ def test_a_log_in_a_pin_folder_is_refused(run_cli: RunCli, tmp_path: Path) -> No
     result = plan(run_cli, repo, "--log", repo / "pins/plan.log")
     assert result.code == 2
     assert "three-ledger never writes beside a pin" in result.err
+
+
+REPORTS = Path(__file__).parent / "data" / "junit"
+
+
+def test_plan_from_a_recorded_junit_report(run_cli: RunCli, tmp_path: Path) -> None:
+    """Most runners cannot collect without running: plan reads an earlier run's report."""
+    from three_ledger.results import read_junit_xml
+
+    report = REPORTS / "mocha-junit-reporter-jenkins.xml"
+    real = sorted(result.id for result in read_junit_xml(report))[0]
+    typo = real[:-2] + real[-1] + real[-2]  # two letters swapped
+    repo = make_suite(tmp_path, properties_pin([prop("js.ok", real), prop("js.typo", typo)]))
+    base = ("plan", "--pin", repo / "pins/fixtures.json", "--properties",
+            repo / "pins/properties.json", "--root", repo)  # fmt: skip
+    result = run_cli(*base, "--junit-xml", report, "--from-report")
+    assert result.code == 1, result.err
+    assert f"collected by `JUnit report {report}`" in result.out
+    assert "js.ok: 1 test" in result.out
+    assert f"did you mean {real}" in result.out
+    document = json.loads(run_cli(*base, "--junit-xml", report, "--from-report", "--json").out)
+    assert by_id(document)["js.ok"]["matched"] == 1
+
+
+def test_plan_flags_a_title_holding_colons(run_cli: RunCli, tmp_path: Path) -> None:
+    report = REPORTS / "mocha-junit-reporter-default.xml"
+    repo = make_suite(tmp_path, properties_pin([prop("js.any", "nothing::matches")]))
+    result = run_cli(
+        "plan", "--pin", repo / "pins/fixtures.json", "--properties",
+        repo / "pins/properties.json", "--root", repo, "--junit-xml", report, "--from-report",
+    )  # fmt: skip
+    assert "its title holds '::'" in result.out
+
+
+def test_from_report_and_command_exclude_each_other(run_cli: RunCli, tmp_path: Path) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("js.any", "x")]))
+    base = ("plan", "--pin", repo / "pins/fixtures.json", "--properties",
+            repo / "pins/properties.json", "--root", repo)  # fmt: skip
+    report = REPORTS / "mocha-xunit.xml"
+    assert run_cli(*base, "--command", PYTEST, "--junit-xml", report, "--from-report").code == 64
+    assert run_cli(*base, "--junit-xml", report).code == 64
+    assert run_cli(*base).code == 64

@@ -105,8 +105,17 @@ def _add_plan(commands: Subparsers) -> None:
     )
     plan.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
     plan.add_argument("--properties", type=Path, required=True, help="properties pin (JSON)")
+    plan.add_argument("--command", type=_command_words, metavar="CMD", help="pytest command")
     plan.add_argument(
-        "--command", type=_command_words, required=True, metavar="CMD", help="pytest command"
+        "--junit-xml",
+        type=Path,
+        metavar="FILE",
+        help="with --from-report: read the ids from this JUnit report instead of collecting",
+    )
+    plan.add_argument(
+        "--from-report",
+        action="store_true",
+        help="plan from an existing JUnit report (most non-pytest runners cannot collect)",
     )
     plan.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
     plan.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
@@ -300,6 +309,11 @@ def _run_digest(args: argparse.Namespace) -> int:
 def _run_plan(args: argparse.Namespace) -> int:
     from three_ledger.commands.plan import PlanRequest, plan
 
+    from_report = args.junit_xml is not None or args.from_report
+    if from_report and not (args.junit_xml is not None and args.from_report):
+        raise UsageError("plan: --junit-xml FILE and --from-report go together")
+    if from_report == (args.command is not None):
+        raise UsageError("plan: give --command, or --junit-xml FILE --from-report, not both")
     return plan(
         PlanRequest(
             pin_path=args.pin,
@@ -310,6 +324,7 @@ def _run_plan(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             log_path=args.log,
             as_json=args.json,
+            report=args.junit_xml,
         )
     )
 

@@ -42,7 +42,7 @@ from three_ledger.pins import (
 )
 from three_ledger.plugin_collect import COLLECT_ENV
 from three_ledger.plugin_staging import plugin_environment, stage_plugin
-from three_ledger.results import TestResult, merge_worst
+from three_ledger.results import TestResult, merge_worst, read_junit_xml
 
 # How much of the command's output a failed collection shows when no --log keeps it.
 LOG_TAIL_LINES = 15
@@ -52,12 +52,14 @@ LOG_TAIL_LINES = 15
 class PlanRequest:
     pin_path: Path
     properties_path: Path
-    command: list[str]
+    command: list[str] | None
     root: Path
     flake_pin_path: Path | None
     timeout_s: float
     log_path: Path | None
     as_json: bool
+    # A JUnit report from an earlier run, read instead of collecting (`--from-report`).
+    report: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -73,17 +75,39 @@ def plan(request: PlanRequest) -> int:
         pin_paths.append(request.flake_pin_path)
     if request.log_path is not None:
         refuse_unwritable([Output("--log", request.log_path)], pins=pin_paths)
-    with ThreadPoolExecutor(max_workers=1) as background:
-        probe = background.submit(network_namespace.namespace_available)
+    if request.report is not None:
         pins = _load_pins(request)
-        enforcement = choose_enforcement(pins.properties.network, request.command, probe)
-    tests = collect(request, pins.fixture, enforcement)
+        tests = read_junit_xml(request.report, request.root)
+        source = ["JUnit report", str(request.report)]
+    else:
+        assert request.command is not None  # the CLI gives one or the other
+        with ThreadPoolExecutor(max_workers=1) as background:
+            probe = background.submit(network_namespace.namespace_available)
+            pins = _load_pins(request)
+            enforcement = choose_enforcement(pins.properties.network, request.command, probe)
+        tests = collect(request, pins.fixture, enforcement)
+        source = request.command
     match = match_pin(pins.properties, pins.flake_selectors, tests)
     if request.as_json:
         sys.stdout.write(json.dumps(plan_document(match), indent=2) + "\n")
     else:
-        sys.stdout.write(plan_text(match, request.command))
+        sys.stdout.write(plan_text(match, source))
+        for line in ambiguous_titles(tests):
+            print(line)
     return ExitCode.PROPERTY_MISS if match.unmatched_properties() else ExitCode.OK
+
+
+def ambiguous_titles(tests: Sequence[TestResult]) -> list[str]:
+    """A `::` inside a JUnit title is not a segment boundary: say where one would mislead."""
+    lines = []
+    for test in tests:
+        owner, _, title = test.id.partition("::")
+        if "::" in title:
+            lines.append(
+                f"note: {test.id}: its title holds '::', which is part of the title, not a "
+                f"boundary: select it by its whole id, or by {owner!r} for the whole file"
+            )
+    return lines
 
 
 def _load_pins(request: PlanRequest) -> _Pins:
@@ -109,7 +133,7 @@ def collect(
         collected = folder / "collected.jsonl"
         log_path = request.log_path or folder / "plan.log"
         env = _collect_environment(request.root, fixture_pin, enforcement, folder, collected)
-        argv = request.command
+        argv = list(request.command or ())  # empty: the runner reports "empty command"
         if enforcement is Enforcement.NETNS:
             argv = network_namespace.namespace_argv(argv)
         with open(os.devnull, "wb") as quiet:
