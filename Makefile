@@ -3,8 +3,19 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+# A second environment for the end-to-end layer: the same project under pytest 8.
+VENV_PYTEST8 ?= .venv-pytest8
+BIN_PYTEST8 := $(VENV_PYTEST8)/bin
+INSTALLED_PYTEST8 := $(VENV_PYTEST8)/.installed
+# pytest-xdist workers: this project is sized for a 2-core machine; `make test WORKERS=auto`.
+WORKERS ?= 2
+FAST_LAYERS := tests/unit tests/commands
 
-.PHONY: test lint typecheck pytest demo dist clean
+# pytest exits 5 when it collects nothing; make stops on any non-zero exit, so a layer that
+# selects no test fails the target instead of passing silently.
+.PHONY: test test-fast test-e2e lint typecheck coverage demo dist clean
+
+test: lint typecheck coverage
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,18 +23,39 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-test: lint typecheck pytest
+$(INSTALLED_PYTEST8): pyproject.toml
+	$(PYTHON) -m venv $(VENV_PYTEST8)
+	$(BIN_PYTEST8)/python -m pip install --quiet --upgrade pip
+	$(BIN_PYTEST8)/python -m pip install --quiet -e '.[test]' 'pytest>=8,<9'
+	touch $@
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/vulture
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
-# pytest exits 5 when it collects nothing; make stops on any non-zero exit.
-pytest: $(INSTALLED)
-	$(BIN)/pytest
+# The unit and command layers under coverage; every Python child they start is measured too
+# (`patch = ["subprocess"]` in pyproject.toml), then combined and held to `fail_under`.
+coverage: $(INSTALLED)
+	rm -f .coverage .coverage.*
+	$(BIN)/coverage run -m pytest -n $(WORKERS) --hypothesis-profile=quick $(FAST_LAYERS)
+	$(BIN)/coverage combine --quiet
+	$(BIN)/coverage report
+
+# The same two layers without coverage: the quick loop while editing.
+test-fast: $(INSTALLED)
+	$(BIN)/pytest -n $(WORKERS) --hypothesis-profile=quick $(FAST_LAYERS)
+
+# The slow layer under pytest 9, the fuzz tests at full strength, then every test that starts
+# a real pytest child again under pytest 8.
+test-e2e: $(INSTALLED) $(INSTALLED_PYTEST8)
+	$(BIN_PYTEST8)/python -c 'import pytest; assert pytest.version_tuple[0] == 8, pytest.__version__'
+	$(BIN)/pytest -n $(WORKERS) tests/e2e
+	$(BIN)/pytest -n $(WORKERS) --hypothesis-profile=thorough tests/commands/test_fuzz.py
+	$(BIN_PYTEST8)/pytest -n $(WORKERS) -m pytest_child tests
 
 demo: $(INSTALLED)
 	$(BIN)/three-ledger demo
@@ -34,4 +66,5 @@ dist: $(INSTALLED)
 	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 clean:
-	rm -rf $(VENV) dist ledgers .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VENV_PYTEST8) dist ledgers .coverage .coverage.* htmlcov
+	rm -rf .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli, git, make_tree, write_json
+from helpers import RunCli, git, make_tree, write_json
 
 MOCHA = "mocha@11.8.0"
 REPORTER = "mocha-junit-reporter@2.2.1"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli, fixture_pin, git, make_tree, write_json
-from suites import PYTEST, make_suite, prop, properties_pin
+from helpers import RunCli, fixture_pin, git, make_tree, write_json
+from helpers.suites import PYTEST, make_suite, prop, properties_pin
 
 TREE = {"fixtures/a.json": b"{}\n"}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli, git, is_gone, make_tree, wait_for_pid
+from helpers import RunCli, git, is_gone, make_tree, wait_for_pid
 from three_ledger import git as gate_git
 from three_ledger.runner import ChildHung, run_captured
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import CliResult, RunCli, git
+from helpers import CliResult, RunCli, git
 
 PASSING = "test_total_non_negative"
 FAILING = "test_id_stable"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from conftest import write_json
+from helpers import write_json
 from three_ledger.errors import Refused
 from three_ledger.matching import closest_first, match_pin, warning_lines
 from three_ledger.outcomes import Outcome

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from conftest import RunCli, git
+from helpers import RunCli, git
 from three_ledger.measured_oracles import _pytest_section, unmatched_oracle_paths
 
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import CliResult, RunCli, write_json
-from suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
+from helpers import CliResult, RunCli, write_json
+from helpers.suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
 
 
 def plan(run_cli: RunCli, repo: Path, *extra: str | Path, command: str = PYTEST) -> CliResult:

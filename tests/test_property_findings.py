@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from conftest import CliResult, RunCli, git
-from suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
+from helpers import CliResult, RunCli, git
+from helpers.suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
 
 DRAFT = f"{TEST_FILE}::TestDraft"
 FORMAT_SKIP = {"test": DRAFT, "reason": "Format checker "}
@@ -200,6 +200,7 @@ def test_adding_an_expected_skip_in_the_patch_is_pin_mutation(
 
 def test_findings_count_what_the_ledger_does_not_name() -> None:
     from test_ledgers import property_ledger
+
     from three_ledger.ledgers import FailingTest, UnpinnedFailures
     from three_ledger.outcomes import Outcome
     from three_ledger.property_findings import findings, plain_lines

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import git, make_tree
+from helpers import git, make_tree
 from three_ledger.runner_config import analyse, relative_file, runner_oracle_changes
 
 PACKAGE: dict[str, Any] = {

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import CliResult, RunCli, git
+from helpers import CliResult, RunCli, git
 
 PYTEST = f"{sys.executable} -m pytest -q"
 ALL_PASS = {

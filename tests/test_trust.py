@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE, RunCli, git, write_json
+from helpers import EXAMPLE, RunCli, git, write_json
 
 PYTEST = f"{sys.executable} -m pytest -q properties/test_orders.py"
 # The example as its base commit: the pins reviewed, the flake pin left out (not in play here).

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli, git
+from helpers import RunCli, git
 from three_ledger import __version__
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fixture_pin, make_tree
+from helpers import fixture_pin, make_tree
 from three_ledger import jsonio
 from three_ledger.ledgers import FixtureLedger, read_ledger
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli, fixture_pin, git, make_tree
+from helpers import RunCli, fixture_pin, git, make_tree
 
 
 def seed_digest(root: Path, files: list[str]) -> str:

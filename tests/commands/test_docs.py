@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli
+from helpers import REPO, RunCli
 
-REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 
 
@@ -32,14 +31,21 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert "make test" in start
 
 
-@pytest.mark.parametrize(
-    "document", [README, *sorted((REPO / "docs").glob("*.md"))], ids=lambda p: p.name
-)
+DOCUMENTS = [README, *sorted((REPO / "docs").glob("*.md")), REPO / "benchmarks" / "README.md"]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
 def test_relative_links_resolve(document: Path) -> None:
     links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", document.read_text(encoding="utf-8"))
     relative = [link for link in links if "://" not in link]
     missing = [link for link in relative if not (document.parent / link).exists()]
     assert missing == []
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+def test_test_files_named_in_the_docs_exist(document: Path) -> None:
+    named = set(re.findall(r"\btests/[\w/]+\.py\b", document.read_text(encoding="utf-8")))
+    assert sorted(path for path in named if not (REPO / path).is_file()) == []
 
 
 def test_every_subcommand_has_help(run_cli: RunCli) -> None:

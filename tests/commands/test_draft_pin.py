@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CliResult, RunCli, fixture_pin, git, make_tree
+from helpers import CliResult, RunCli, fixture_pin, git, make_tree
 from three_ledger.pins import load_fixture_pin
 
 REMINDER = "becomes a pin only after a person has read every path"

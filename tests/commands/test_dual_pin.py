@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from conftest import RunCli
-from test_ledgers import property_ledger
+from helpers import RunCli
+from helpers.records import property_ledger
 from three_ledger.ledgers import write_ledger
 
 DIGEST_A = "aa" * 32

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import CliResult, RunCli, fixture_pin, make_tree, write_json
+from helpers import CliResult, RunCli, fixture_pin, make_tree, write_json
 from three_ledger.digest import live_digest
 from three_ledger.fixture_diff import file_changes
 from three_ledger.ledgers import FileEntry, FixtureLedger, read_ledger

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli, fixture_pin, make_tree
+from helpers import RunCli, fixture_pin, make_tree
 
 SLOW = bool(os.environ.get("THREE_LEDGER_SLOW_TESTS"))
 

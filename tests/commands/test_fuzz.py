@@ -4,8 +4,9 @@ Each example is written to disk and read the way the gate reads it. The outcome 
 valid parse that passes an independent soundness check, or a clean refusal: exit 2 (4 for
 test results), one stderr line naming the file, no traceback, nothing written.
 
-The default run is bounded (profile `three-ledger-fuzz`). A long campaign sets the examples
-per test, e.g. `THREE_LEDGER_FUZZ_EXAMPLES=20000 .venv/bin/pytest tests/test_fuzz.py -n 2`
+The default run is bounded (profile `three-ledger-fuzz`, scaled by `--hypothesis-profile`).
+A long campaign sets the examples per test, e.g.
+`THREE_LEDGER_FUZZ_EXAMPLES=20000 .venv/bin/pytest tests/commands/test_fuzz.py -n 2`
 (profile `three-ledger-fuzz-long`; the tests that start a child process per example run a
 twentieth of that).
 """
@@ -29,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PLUGIN_STAND_IN, RunCli, write_json
+from helpers import PLUGIN_STAND_IN, RunCli, write_json
 from three_ledger import jsonio
 from three_ledger.errors import GateError, InfraFailure, Refused
 from three_ledger.ledgers import (
@@ -72,9 +73,14 @@ settings.register_profile(
 
 
 def fuzz(examples: int, *, per_example_process: bool = False) -> settings:
-    """The bounded default, or the long campaign when THREE_LEDGER_FUZZ_EXAMPLES is set."""
+    """The bounded default, or the long campaign when THREE_LEDGER_FUZZ_EXAMPLES is set.
+
+    The bounded count scales with the loaded Hypothesis profile: `quick` (make test) runs a
+    fifth of `examples`, `thorough` (make test-e2e) and Hypothesis's default run all of them.
+    """
     if not LONG_EXAMPLES:
-        return settings(settings.get_profile("three-ledger-fuzz"), max_examples=examples)
+        scaled = max(examples * settings().max_examples // 100, 5)
+        return settings(settings.get_profile("three-ledger-fuzz"), max_examples=scaled)
     long_run = settings.get_profile("three-ledger-fuzz-long")
     share = LONG_EXAMPLES // 20 if per_example_process else LONG_EXAMPLES
     return settings(long_run, max_examples=max(examples, share))

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from conftest import CliResult, RunCli, git, write_json
-from test_flake_observe import (
+from helpers import CliResult, RunCli, git, write_json
+from helpers.example_run import (
     FLAKY_ID,
     KRONA_ROUNDING,
     MISSED_PROPERTY,

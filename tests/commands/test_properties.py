@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from conftest import CliResult, RunCli, git, is_gone, wait_for_pid
+from helpers import CliResult, RunCli, git, is_gone, wait_for_pid
+
+pytestmark = pytest.mark.pytest_child
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, is_gone, wait_for_pid
+from helpers import git, is_gone, wait_for_pid
+
+pytestmark = pytest.mark.pytest_child
 
 # A background grandchild that ignores SIGINT, as `&` makes it in a non-interactive shell:
 # only the group-wide SIGKILL after the leader's exit can stop it.

@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE, CliResult, RunCli, git, write_json
+from helpers import EXAMPLE, CliResult, RunCli, git, write_json
+
+pytestmark = pytest.mark.pytest_child
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider properties/test_orders.py"
 FLAKY_ID = "orders.boundary.timeout"

@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+from helpers import REPO
+
+BENCHMARKS = REPO / "benchmarks"
 SHAPES = ["large-8x128MiB", "huge-1x2GiB", "small-100000x1KiB", "mixed-5000"]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli, git
+from helpers import RunCli, git
 from three_ledger.commands.demo import demo
 from three_ledger.demo.scenarios import SCENARIOS, Expected, Scenario
 from three_ledger.ledgers import Posture

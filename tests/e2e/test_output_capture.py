@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLUGIN_STAND_IN
+from helpers import PLUGIN_STAND_IN
 
 MIB = 1024 * 1024
 # Peak RSS the gate may gain over a quiet run, whatever the output: a few pipe chunks.

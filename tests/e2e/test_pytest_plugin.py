@@ -16,6 +16,8 @@ import pytest
 from three_ledger.outcomes import Outcome
 from three_ledger.results import read_results_file
 
+pytestmark = pytest.mark.pytest_child
+
 INNER_SUITE = """
 import unittest
 

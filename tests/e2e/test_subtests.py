@@ -17,6 +17,8 @@ import pytest
 from three_ledger.outcomes import Outcome
 from three_ledger.results import property_statuses, read_results_file
 
+pytestmark = pytest.mark.pytest_child
+
 FIXTURE_COUNT = 300
 NODE_ID = "test_conformance.py::ConformanceTest::test_every_valid_input_parses"
 PROPERTY_ID = "conformance.valid.parses"

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from conftest import write_json
+from helpers import write_json
+from helpers.records import HEX, STAMP, property_ledger
 from three_ledger import jsonio
 from three_ledger.errors import Refused
 from three_ledger.ledgers import (
@@ -29,39 +30,6 @@ from three_ledger.ledgers import (
     write_ledger,
 )
 from three_ledger.outcomes import Outcome
-
-HEX = "ab" * 32
-COMMIT = "cd" * 20
-STAMP = "2026-09-25T12:00:00.123456Z"
-
-
-def property_ledger(**change: Any) -> PropertyLedger:
-    fields: dict[str, Any] = {
-        "ledger_id": "0" * 32,
-        "pin_id": "fixpin-a",
-        "property_pin_id": "proppin",
-        "property_pin_sha256": HEX,
-        "fixture_digest": HEX,
-        "status_by_id": {"orders.a": "pass", "orders.b": "fail"},
-        "oracle_moved": False,
-        "oracle_changes": (),
-        "oracle_change_reasons": {},
-        "oracle_paths_unmatched": (),
-        "base_revision": COMMIT,
-        "head_revision": COMMIT,
-        "command": ("python3", "-m", "pytest"),
-        "command_exit": 1,
-        "junit_report": None,
-        "duration_ms": 12,
-        "network": "banned",
-        "network_enforcement": "netns",
-        "flake_results": {},
-        "tripwire": "sentinels",
-        "harness": None,
-        "recorded_at": STAMP,
-    }
-    return PropertyLedger(**{**fields, **change})
-
 
 RECORDS = [
     FixtureLedger(

@@ -9,99 +9,31 @@ from typing import Any
 
 import pytest
 
-from test_ledgers import property_ledger
+from helpers.records import (
+    DIGEST,
+    FLAKY,
+    OTHER_DIGEST,
+    TODAY,
+    dual_pin,
+    evidence,
+    flake_pin,
+    flake_reading,
+    passing_property,
+    prop_reading,
+    stamp,
+)
 from three_ledger.ledgers import (
     DualPinLedger,
-    FileEntry,
-    FixtureLedger,
-    FlakeLedger,
     Posture,
     StatusDifference,
 )
 from three_ledger.merge_table import (
-    Evidence,
     FlakePinView,
     LiveTree,
     PinChanges,
     Reading,
     decide,
 )
-from three_ledger.pins import FlakeEntry, FlakePin
-
-DIGEST = "aa" * 32
-OTHER_DIGEST = "bb" * 32
-PROP_SHA = "cc" * 32
-TODAY = datetime.date(2026, 9, 25)
-FLAKY = "orders.slow"
-
-
-def stamp(micro: int) -> str:
-    return f"2026-09-25T12:00:00.{micro:06d}Z"
-
-
-def fixture_ledger(**change: Any) -> FixtureLedger:
-    entry = FileEntry("fixtures/a.json", 2, DIGEST)
-    fields: dict[str, Any] = {
-        "ledger_id": "1" * 32, "pin_id": "fixpin-a", "digest": DIGEST, "fixtures_dir": "fixtures",
-        "files": (entry,), "recorded_at": stamp(1),
-    }  # fmt: skip
-    return FixtureLedger(**{**fields, **change})
-
-
-def dual_pin(**change: Any) -> DualPinLedger:
-    fields: dict[str, Any] = {
-        "ledger_id": "2" * 32, "drift": False, "left_pin_id": "fixpin-a",
-        "right_pin_id": "fixpin-b", "left_digest": DIGEST, "right_digest": OTHER_DIGEST,
-        "differences": {}, "recorded_at": stamp(3),
-    }  # fmt: skip
-    return DualPinLedger(**{**fields, **change})
-
-
-def flake_ledger(**change: Any) -> FlakeLedger:
-    fields: dict[str, Any] = {
-        "ledger_id": "3" * 32, "test_id": FLAKY, "flake_pin_id": "flakepin", "accepted_revision":
-        "abc", "review_by": "2026-12-31", "observed": "fail", "fixture_digest": DIGEST,
-        "property_ledger_sha256": PROP_SHA, "recorded_at": stamp(4),
-    }  # fmt: skip
-    return FlakeLedger(**{**fields, **change})
-
-
-def flake_pin(review_by: datetime.date = datetime.date(2026, 12, 31)) -> FlakePin:
-    entry = FlakeEntry(FLAKY, FLAKY, "abc", review_by, None, None)
-    return FlakePin(Path("pins/flakes.json"), "dd" * 32, "flakepin", (entry,))
-
-
-def passing_property(**change: Any) -> Any:
-    fields: dict[str, Any] = {
-        "fixture_digest": DIGEST,
-        "status_by_id": {"orders.a": "pass", "orders.b": "pass"},
-        "flake_results": {FLAKY: "fail"},
-        "recorded_at": stamp(2),
-    }
-    return property_ledger(**{**fields, **change})
-
-
-def evidence(**change: Any) -> Evidence:
-    """Evidence that reaches row 9; each test changes what it is about."""
-    fields: dict[str, Any] = {
-        "fixture": Reading(Path("f.json"), "11" * 32, fixture_ledger()),
-        "prop": Reading(Path("p.json"), PROP_SHA, passing_property()),
-        "dual_pin": Reading(Path("d.json"), "22" * 32, dual_pin()),
-        "flakes": (Reading(Path("fl.json"), "33" * 32, flake_ledger()),),
-        "live": LiveTree(Path("pins/fixtures.json"), "fixpin-a", DIGEST),
-        "pin_changes": PinChanges(Path("pins"), "main", ()),
-        "flake_pin": FlakePinView(Path("pins/flakes.json"), flake_pin()),
-        "today": TODAY,
-    }
-    return Evidence(**{**fields, **change})
-
-
-def prop_reading(**change: Any) -> Reading[Any]:
-    return Reading(Path("p.json"), PROP_SHA, passing_property(**change))
-
-
-def flake_reading(**change: Any) -> tuple[Reading[FlakeLedger], ...]:
-    return (Reading(Path("fl.json"), "33" * 32, flake_ledger(**change)),)
 
 
 def test_all_evidence_in_order_is_review() -> None:

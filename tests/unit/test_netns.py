@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import is_gone, wait_for_pid
+from helpers import is_gone, wait_for_pid
 from three_ledger import network_namespace
 from three_ledger.runner import run_command
 

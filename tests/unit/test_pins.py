@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import RunCli, fixture_pin, make_tree, write_json
+from helpers import RunCli, fixture_pin, make_tree, write_json
 from three_ledger.errors import Refused
 from three_ledger.pins import (
     load_fixture_pin,

@@ -149,6 +149,7 @@ def test_junit_call_failure_and_teardown_error_of_one_test_is_error(tmp_path: Pa
     ]
 
 
+@pytest.mark.pytest_child
 def test_junit_written_by_real_pytest_merges_call_failure_and_teardown_error(
     tmp_path: Path,
 ) -> None:

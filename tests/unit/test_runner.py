@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import is_gone, wait_for_pid
+from helpers import is_gone, wait_for_pid
 from three_ledger.runner import RunResult, run_command
 
 GRACE_S = 0.5

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_merge_table import DIGEST, evidence
+from helpers.records import DIGEST, evidence
 from three_ledger.ledgers import Posture
 from three_ledger.merge_report import (
     STEP_SUMMARY_LIMIT,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conftest import git, write_json
+from helpers import git, write_json
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 TEST_FILE = "tests/test_suite.py"

@@ -1,0 +1,105 @@
+"""Shared test helpers: run git, build fixture trees and pins, wait for processes.
+
+Importable as `helpers` from every layer (`pythonpath = ["tests"]` in pyproject.toml); the
+fixtures that use them live in conftest.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "orders"
+# Python that writes what pytest with the plugin writes besides the results: the tripwire's two
+# sentinel lines, and a harness measurement of nothing. For commands that stand in for pytest.
+PLUGIN_STAND_IN = """
+import json, os, sys
+_must_pass, _must_fail = os.environ["THREE_LEDGER_SENTINELS"].split(",")
+with open(os.environ["THREE_LEDGER_RESULTS"], "a") as _results:
+    for _id, _outcome in ((_must_pass, "pass"), (_must_fail, "fail")):
+        _results.write(json.dumps({"id": _id, "property_ids": [], "outcome": _outcome}) + "\\n")
+with open(os.environ["THREE_LEDGER_HARNESS"], "w") as _harness:
+    json.dump({"pytest": "stand-in", "rootdir": ".", "config_file": None, "main": "python",
+               "conftests": [], "plugins": [], "pythonpath": [], "addopts": [], "shadowing": {},
+               "test_side_modules": []}, _harness)
+"""
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def first_error_line(self) -> str:
+        return self.err.splitlines()[0] if self.err else ""
+
+
+RunCli = Callable[..., CliResult]
+
+
+def write_json(path: Path, document: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def make_tree(root: Path, files: dict[str, bytes]) -> None:
+    for relative, data in files.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def fixture_pin(
+    root: Path, files: Sequence[str], name: str = "fixtures.json", **extra: Any
+) -> Path:
+    document = {"pin_id": "fixpin-test", "algorithm": "sha256", "files": list(files), **extra}
+    return write_json(root / "pins" / name, document)
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    completed = subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    )
+    return completed.stdout.strip()
+
+
+def wait_for_pid(path: Path, timeout_s: float = 10.0) -> int:
+    """The pid a test's child wrote to `path` (as `echo $! > path` does), once it is there."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if text.endswith("\n"):
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never received a pid: the command did not start")
+
+
+def is_gone(pid: int, timeout_s: float = 5.0) -> bool:
+    """True once `pid` no longer runs; a zombie counts as gone (PID 1 here may not reap)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False
