@@ -160,8 +160,16 @@ def test_no_base_is_refused(
 def test_base_from_environment(
     run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("THREE_LEDGER_BASE", "HEAD")
+    base = git(orders_repo, "rev-parse", "HEAD")
+    product = orders_repo / "orders.py"
+    product.write_text(product.read_text() + "\n# a change under test that moves no oracle\n")
+    commit_all(orders_repo, "the change under test")
+    monkeypatch.setenv("THREE_LEDGER_BASE", base[:12])
     assert score(run_cli, orders_repo).code == 0
+    written = ledger(orders_repo)
+    assert written["base_revision"] == base
+    assert written["head_revision"] == git(orders_repo, "rev-parse", "HEAD") != base
+    assert (written["oracle_moved"], written["oracle_changes"]) == (False, [])
 
 
 def test_digest_mismatch_refused_before_running(run_cli: RunCli, orders_repo: Path) -> None:

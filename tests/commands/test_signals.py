@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import git, is_gone, wait_for_pid
+from helpers import default_sigint, git, is_gone, wait_for_pid
 
 pytestmark = pytest.mark.pytest_child
 
@@ -35,6 +35,7 @@ def gate(repo: Path, *argv: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-P", "-m", "three_ledger", *argv],
         cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint,
     )  # fmt: skip
 
 

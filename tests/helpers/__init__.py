@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -103,3 +104,13 @@ def is_gone(pid: int, timeout_s: float = 5.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def default_sigint() -> None:
+    """A `preexec_fn` that gives the child the default SIGINT action.
+
+    A child inherits an ignored SIGINT across exec (a test run started with `&` from a script,
+    or by a CI runner that ignores it), and the gate rightly keeps ignoring it then; a test
+    that interrupts its child must not depend on how the test run itself was started.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

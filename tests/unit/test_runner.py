@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import is_gone, wait_for_pid
+from helpers import default_sigint, is_gone, wait_for_pid
 from three_ledger.runner import RunResult, run_command
 
 GRACE_S = 0.5
@@ -201,6 +201,7 @@ def test_signal_to_the_gate_stops_the_child_group(tmp_path: Path, signum: int) -
     gate = subprocess.Popen(
         [sys.executable, str(gate_script), str(tmp_path), "sh", "-c", child],
         stdout=subprocess.DEVNULL,
+        preexec_fn=default_sigint,
     )
     leader = wait_for_pid(tmp_path / "leader")
     background = wait_for_pid(tmp_path / "bg")
