@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import default_sigint, git, is_gone, wait_for_pid
+from helpers import default_sigint, git, is_gone, terminated_on_exit, wait_for_pid
 
 pytestmark = pytest.mark.pytest_child
 
@@ -73,9 +73,10 @@ def test_an_interrupted_gate_kills_the_group_and_leaves_no_ledger(
         "--base", "HEAD", "--command", SHELL_CHILD if child == "shell" else PYTEST_CHILD,
         "--out", "../ledgers/p.json",
     )  # fmt: skip
-    grandchild = wait_for_pid(orders_repo / "grandchild.pid")
-    running.send_signal(signum)
-    _, err = running.communicate(timeout=40)
+    with terminated_on_exit(running):
+        grandchild = wait_for_pid(orders_repo / "grandchild.pid")
+        running.send_signal(signum)
+        _, err = running.communicate(timeout=40)
     assert running.returncode == 4, err
     name = signal.Signals(signum).name
     assert err.splitlines()[-2].startswith(

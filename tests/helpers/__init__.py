@@ -11,10 +11,11 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, AnyStr
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "orders"
@@ -114,3 +115,22 @@ def default_sigint() -> None:
     that interrupts its child must not depend on how the test run itself was started.
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextmanager
+def terminated_on_exit(process: subprocess.Popen[AnyStr]) -> Iterator[subprocess.Popen[AnyStr]]:
+    """`process`, sent SIGTERM (then SIGKILL) if the test leaves it running.
+
+    A gate that gets SIGTERM kills its child's whole group, so a failed assertion leaves no
+    sleeping grandchild behind to slow down every later test.
+    """
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import default_sigint, is_gone, wait_for_pid
+from helpers import default_sigint, is_gone, terminated_on_exit, wait_for_pid
 from three_ledger.runner import RunResult, run_command
 
 GRACE_S = 0.5
@@ -203,11 +203,12 @@ def test_signal_to_the_gate_stops_the_child_group(tmp_path: Path, signum: int) -
         stdout=subprocess.DEVNULL,
         preexec_fn=default_sigint,
     )
-    leader = wait_for_pid(tmp_path / "leader")
-    background = wait_for_pid(tmp_path / "bg")
-    gate.send_signal(signum)
-    # The gate itself survives the signal: it exits 0 after writing the result.
-    assert gate.wait(20) == 0
+    with terminated_on_exit(gate):
+        leader = wait_for_pid(tmp_path / "leader")
+        background = wait_for_pid(tmp_path / "bg")
+        gate.send_signal(signum)
+        # The gate itself survives the signal: it exits 0 after writing the result.
+        assert gate.wait(20) == 0
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["interrupted_by"] == signum
     assert result["timed_out"] is False
