@@ -10,15 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, fixture_pin, git, make_tree
-
-
-def seed_digest(root: Path, files: list[str]) -> str:
-    """The seed's algorithm, written independently: sorted paths, path NUL bytes."""
-    digest = hashlib.sha256()
-    for relative in sorted(files):
-        digest.update(relative.encode() + b"\0" + (root / relative).read_bytes())
-    return digest.hexdigest()
+from helpers import RunCli, fixture_pin, git, make_tree, seed_digest
 
 
 def run_digest(run_cli: RunCli, root: Path, pin: Path, *extra: str) -> tuple[int, str, str]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from helpers import CliResult, RunCli, fixture_pin, git, make_tree
+from helpers import CliResult, RunCli, fixture_pin, git, make_tree, seed_digest
 from three_ledger.pins import load_fixture_pin
 
 REMINDER = "becomes a pin only after a person has read every path"
@@ -26,14 +25,6 @@ def conformance_tree() -> dict[str, bytes]:
         for case in range(30):
             files[f"fixtures/invalid/group_{group:02d}/case_{case:03d}.json"] = b"{" * (case + 1)
     return files
-
-
-def seed_digest(root: Path, paths: list[str]) -> str:
-    """The digest of SPEC 4.1 step 4, written independently of the package."""
-    digest = hashlib.sha256()
-    for relative in sorted(paths):
-        digest.update(relative.encode() + b"\0" + (root / relative).read_bytes())
-    return digest.hexdigest()
 
 
 def draft(run_cli: RunCli, root: Path, *extra: str) -> CliResult:

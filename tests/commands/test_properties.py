@@ -12,42 +12,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from helpers import CliResult, RunCli, git, is_gone, wait_for_pid
+from helpers import RunCli, git, is_gone, wait_for_pid
+from helpers.scoring import PYTEST, ledger, live_digest, score
 
 pytestmark = pytest.mark.pytest_child
-
-PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
-
-
-def live_digest(run_cli: RunCli, repo: Path, pin: str = "pins/fixtures.json") -> str:
-    result = run_cli("digest", "--pin", repo / pin, "--root", repo, "--out", repo.parent / "f.json")
-    assert result.code == 0, result.err
-    return result.out.strip()
-
-
-def score(
-    run_cli: RunCli,
-    repo: Path,
-    *extra: str | Path,
-    command: str = f"{PYTEST} properties/test_orders.py",
-    digest: str | None = None,
-    pin: str = "pins/fixtures.json",
-) -> CliResult:
-    expected = digest or live_digest(run_cli, repo, pin)
-    return run_cli(
-        "properties", "--pin", repo / pin, "--expect-digest", expected,
-        "--properties", repo / "pins/properties.json", "--command", command,
-        "--root", repo, "--out", repo.parent / "ledgers/p.json", *extra,
-    )  # fmt: skip
-
-
-def ledger(repo: Path) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((repo.parent / "ledgers/p.json").read_text())
-    return document
 
 
 def assert_no_ledger(repo: Path) -> None:
@@ -287,17 +258,6 @@ def test_network_ban_blocks_a_server_the_test_reaches_for(
     pin.write_text(pin.read_text().replace('"banned"', '"allowed"'))
     assert score(run_cli, orders_repo, "--base", "HEAD").code == 0
     assert ledger(orders_repo)["network_enforcement"] == "none"
-
-
-def test_xdist_gives_the_same_statuses(run_cli: RunCli, orders_repo: Path) -> None:
-    code = orders_repo / "orders.py"
-    code.write_text(code.read_text().replace('order["id"])', 'order["id"], reverse=True)'))
-    assert score(run_cli, orders_repo, "--base", "HEAD").code == 1
-    serial = ledger(orders_repo)["status_by_id"]
-    command = f"{PYTEST} -n 2 properties/test_orders.py"
-    assert score(run_cli, orders_repo, "--base", "HEAD", command=command).code == 1
-    assert ledger(orders_repo)["status_by_id"] == serial
-    assert serial["orders.id.stable"] == "fail"
 
 
 JUNIT_CALL_AND_TEARDOWN = """<?xml version="1.0" encoding="utf-8"?>

@@ -6,6 +6,7 @@ fixtures that use them live in conftest.py.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -52,6 +53,24 @@ def write_json(path: Path, document: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def seed_digest(root: Path, files: Sequence[str]) -> str:
+    """SPEC 4.1 step 4, written independently of the package: sorted paths, path NUL bytes."""
+    digest = hashlib.sha256()
+    for relative in sorted(files):
+        digest.update(relative.encode() + b"\0" + (root / relative).read_bytes())
+    return digest.hexdigest()
+
+
+def many_files(root: Path, count: int) -> list[str]:
+    """`count` small fixture files spread over 100 folders under ROOT; their relative paths."""
+    files = [f"fixtures/d{index % 100:02d}/f{index:06d}.json" for index in range(count)]
+    for folder in {path.rsplit("/", 1)[0] for path in files}:
+        (root / folder).mkdir(parents=True)
+    for index, path in enumerate(files):
+        (root / path).write_bytes(b"%d\n" % index)
+    return files
 
 
 def make_tree(root: Path, files: dict[str, bytes]) -> None:
