@@ -12,6 +12,7 @@ import pytest
 
 from helpers import RunCli, git
 from three_ledger import __version__
+from three_ledger.cli import main
 
 
 def test_version_and_help_exit_zero(run_cli: RunCli) -> None:
@@ -49,6 +50,65 @@ def test_a_crash_is_not_a_verdict(run_cli: RunCli, monkeypatch: pytest.MonkeyPat
     assert result.code == 70
     assert "internal error" in result.first_error_line
     assert "please report it" in result.first_error_line
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("abc", "not a number of seconds: 'abc'"),
+        ("0", "must be a positive number of seconds: '0'"),
+        ("-5", "must be a positive number of seconds: '-5'"),
+        ("inf", "must be a positive number of seconds: 'inf'"),
+        ("nan", "must be a positive number of seconds: 'nan'"),
+    ],
+)
+def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(
+    run_cli: RunCli, value: str, message: str
+) -> None:
+    result = run_cli("properties", f"--timeout={value}")
+    assert result.code == 64
+    assert message in result.err
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [("", "the command is empty"), ("   ", "the command is empty"), ("'x", "cannot split")],
+)
+def test_a_command_with_no_words_is_a_usage_error(
+    run_cli: RunCli, command: str, message: str
+) -> None:
+    result = run_cli("properties", f"--command={command}")
+    assert result.code == 64
+    assert message in result.err
+
+
+def interrupt_dual_pin(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    from three_ledger.commands import dual_pin
+
+    def raise_it(**_: object) -> int:
+        raise error
+
+    monkeypatch.setattr(dual_pin, "dual_pin_not_run", raise_it)
+
+
+def test_ctrl_c_outside_a_child_run_exits_130(
+    run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    interrupt_dual_pin(monkeypatch, KeyboardInterrupt())
+    result = run_cli("dual-pin", "--not-run", "--out", "x.json")
+    assert (result.code, result.err) == (130, "three-ledger: interrupted\n")
+
+
+@pytest.mark.parametrize("debug", ["", "1"])
+def test_a_crash_shows_its_traceback_only_when_asked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], debug: str
+) -> None:
+    interrupt_dual_pin(monkeypatch, RuntimeError("boom"))
+    monkeypatch.setenv("THREE_LEDGER_DEBUG", debug)
+    assert main(["dual-pin", "--not-run", "--out", "x.json"]) == 70
+    err = capsys.readouterr().err
+    assert ("Traceback (most recent call last)" in err) == bool(debug)
+    assert ("set THREE_LEDGER_DEBUG=1 to see the traceback" in err) != bool(debug)
 
 
 def test_seed_workflow_steps_1_and_3_end_to_end(orders_repo: Path) -> None:
