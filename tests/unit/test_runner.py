@@ -299,3 +299,53 @@ def test_unwritable_log_is_a_start_error(tmp_path: Path) -> None:
     )
     assert result.start_error is not None
     assert result.start_error.startswith(f"cannot write log {blocker / 'run.log'}")
+
+
+def test_an_empty_command_is_a_start_error(tmp_path: Path) -> None:
+    result = run([], tmp_path)
+    assert result.start_error == "empty command"
+    assert result.failure() == "the command could not start: empty command"
+    assert not (tmp_path / "logs" / "run.log").exists()
+
+
+def test_a_file_that_is_not_a_program_is_a_start_error(tmp_path: Path) -> None:
+    script = tmp_path / "notes.txt"
+    script.write_bytes(b"\x7fELF not really\n")
+    script.chmod(0o755)
+    result = run([str(script)], tmp_path)
+    assert result.start_error == f"cannot start {script}: Exec format error"
+    assert result.exit_code is None
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_log_that_fills_up_is_reported_and_the_child_still_drains(tmp_path: Path) -> None:
+    console = io.BytesIO()
+    result = run_command(
+        [sys.executable, "-c", "import sys; sys.stdout.write('x' * 200_000)"],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout_s=20,
+        log_path=Path("/dev/full"),
+        console=console,
+    )
+    assert result.exit_code == 0
+    assert result.log_error is not None
+    assert "No space left on device" in result.log_error
+    assert result.failure() == f"the command's output could not be logged: {result.log_error}"
+    assert console.getvalue() == b"x" * 200_000
+
+
+def test_a_console_that_fails_is_dropped_and_the_log_stays_whole(tmp_path: Path) -> None:
+    console = io.BytesIO()
+    console.close()
+    result = run_command(
+        [sys.executable, "-c", "import sys; sys.stdout.write('y' * 200_000)"],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout_s=20,
+        log_path=tmp_path / "run.log",
+        console=console,
+    )
+    assert (result.exit_code, result.log_error) == (0, None)
+    assert result.failure() is None
+    assert (tmp_path / "run.log").read_bytes() == b"y" * 200_000
