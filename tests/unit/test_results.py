@@ -370,3 +370,32 @@ def test_flake_outcomes_are_worst_and_absent_when_not_run() -> None:
 
 def test_flake_outcomes_ignore_markers() -> None:
     assert flake_outcomes({"orders.marked": "elsewhere"}, RESULTS) == {}
+
+
+def test_a_folder_in_place_of_the_results_file_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "results.jsonl"
+    folder.mkdir()
+    with pytest.raises(InfraFailure) as caught:
+        read_results_file(folder)
+    assert caught.value.message == (
+        f"results file {folder}: Is a directory, so no results could be read"
+    )
+
+
+def test_a_folder_in_place_of_the_junit_file_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "junit.xml"
+    folder.mkdir()
+    with pytest.raises(InfraFailure) as caught:
+        read_junit_xml(folder)
+    assert caught.value.message == f"JUnit XML {folder}: not a regular file"
+
+
+def test_an_unreadable_junit_file_is_refused(tmp_path: Path) -> None:
+    # A link loop: stat fails with ELOOP, which is neither "missing" nor a size to check.
+    loop = tmp_path / "junit.xml"
+    loop.symlink_to(loop)
+    with pytest.raises(InfraFailure) as caught:
+        read_junit_xml(loop)
+    assert caught.value.message == (
+        f"JUnit XML {loop}: Too many levels of symbolic links, so no results could be read"
+    )
