@@ -22,11 +22,25 @@ exc_info
 src
 dst
 
+# Ledger record fields that only the generic JSON encoder reads (through dataclasses.fields).
+version
+algorithm
+tool
+property_pin_id
+property_pin_sha256
+network_enforcement
+
 # A field of the properties pin record: read from the pin, validated by the schema, shown to
 # reviewers in the pin itself, never needed by the gate's decisions.
 claim
 
-# pytest reads these by name: module marks, an autouse fixture, one used through usefixtures.
+# pytest reads these by name: module marks, an autouse fixture, fixtures used through usefixtures.
 pytestmark
 hermetic_git
 flaky_fails
+needs_network_namespace
+# A fixture a test requests by parameter for its effect on PATH alone.
+hanging_git
+
+# Called only by tests today; kept for reading a pinned file as it was at the base revision.
+file_at

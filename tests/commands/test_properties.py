@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, git, is_gone, wait_for_pid
+from helpers import RunCli, ban_enforcement, git, is_gone, wait_for_pid
 from helpers.scoring import PYTEST, ledger, live_digest, score
 
 pytestmark = pytest.mark.pytest_child
@@ -45,7 +45,7 @@ def test_all_pass_exit_0_and_ledger_fields(run_cli: RunCli, orders_repo: Path) -
     head = git(orders_repo, "rev-parse", "HEAD")
     assert (written["base_revision"], written["head_revision"]) == (head, head)
     assert (written["oracle_moved"], written["oracle_changes"]) == (False, [])
-    assert written["network_enforcement"] == "netns"
+    assert written["network_enforcement"] == ban_enforcement()
     assert written["command_exit"] == 0
     assert written["flake_results"] == {"orders.boundary.timeout": "pass"}
     assert isinstance(written["duration_ms"], int)

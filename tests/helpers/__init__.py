@@ -6,6 +6,7 @@ fixtures that use them live in conftest.py.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -153,3 +154,16 @@ def terminated_on_exit(process: subprocess.Popen[AnyStr]) -> Iterator[subprocess
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@functools.cache
+def namespace_problem() -> str | None:
+    """Why the gate can make no network namespace here, by its own probe; None when it can."""
+    from three_ledger.network_namespace import namespace_available
+
+    return namespace_available()
+
+
+def ban_enforcement() -> str:
+    """What enforces a pinned network ban on a pytest command here (SPEC 4.2 step 5)."""
+    return "netns" if namespace_problem() is None else "socket-guard"
