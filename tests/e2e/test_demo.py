@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import subprocess
 import sys
-import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, git
-from three_ledger.commands.demo import demo
-from three_ledger.demo.scenarios import SCENARIOS, Expected, Scenario
+from helpers import git
+from helpers.demo_rows import table_rows
+from three_ledger.demo.scenarios import SCENARIOS, Expected
 from three_ledger.ledgers import Posture
 
 # Each scenario's table row: the exit of digest A, digest B, properties A, properties B,
@@ -31,20 +28,6 @@ EXPECTED_ROWS = {
     "pins-drift": "0 0 0 1 3 - 1 reject 6 reject 6 ok",
     "flake-pin-mutated": "0 - 1 - 0 3 1 reject 4 reject 4 ok",
 }
-
-
-def scenario(name: str) -> Scenario:
-    return next(s for s in SCENARIOS if s.name == name)
-
-
-def table_rows(output: str) -> dict[str, str]:
-    """Table rows by scenario name (progress and legend lines start otherwise)."""
-    names = {s.name for s in SCENARIOS}
-    return {
-        line.split()[0]: " ".join(line.split()[1:])
-        for line in output.splitlines()
-        if line.split() and line.split()[0] in names
-    }
 
 
 @pytest.fixture(scope="module")
@@ -114,48 +97,3 @@ def test_demo_flake_pin_names_an_earlier_commit_and_a_future_date(
         "pins/flakes.json",
         "pins/properties.json",
     ]
-
-
-def test_a_wrong_expectation_is_marked_and_fails_the_demo(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    wrong = replace(scenario("unpinned-fixture"), expected=Expected(Posture.REVIEW, 9))
-    folder = tmp_path / "empty"
-    folder.mkdir()  # an existing empty folder is accepted
-    code = demo(directory=folder, scenarios=[scenario("fixture-moved"), wrong])
-    out = capsys.readouterr().out
-    assert code == 1
-    rows = table_rows(out)
-    assert rows["unpinned-fixture"].endswith("review 9 reject 1 FAIL")
-    assert rows["fixture-moved"].endswith("reject 1 reject 1 ok")
-    assert "1 scenario(s) not as expected: unpinned-fixture" in out
-
-
-def test_without_dir_the_temporary_folder_is_removed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    assert demo(directory=None, scenarios=[scenario("unpinned-fixture")]) == 0
-    assert "unpinned-fixture" in capsys.readouterr().out
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_a_non_empty_dir_is_refused_and_left_untouched(run_cli: RunCli, tmp_path: Path) -> None:
-    folder = tmp_path / "busy"
-    folder.mkdir()
-    (folder / "notes.txt").write_text("mine\n")
-    result = run_cli("demo", "--dir", folder)
-    assert result.code == 2
-    assert "not empty" in result.first_error_line
-    assert os.listdir(folder) == ["notes.txt"]
-    assert (folder / "notes.txt").read_text() == "mine\n"
-    assert result.out == ""
-
-
-def test_a_file_as_dir_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
-    target = tmp_path / "file"
-    target.write_text("mine\n")
-    result = run_cli("demo", "--dir", target)
-    assert result.code == 2
-    assert str(target) in result.first_error_line
-    assert target.read_text() == "mine\n"
