@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -46,3 +47,14 @@ def needs_network_namespace() -> None:
     problem = namespace_problem()
     if problem is not None:
         pytest.skip(f"no network namespace here: {problem}")
+
+
+@pytest.fixture(autouse=True)
+def child_runs_without_hypothesis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Child pytest runs started by a test skip Hypothesis's pytest plugin.
+
+    Its import costs every child about 0.5 s, and no suite a child runs uses it. Set per
+    test, so that it reaches the test's children but never this run's own xdist workers.
+    """
+    addopts = os.environ.get("PYTEST_ADDOPTS", "")
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"{addopts} -p no:hypothesispytest".strip())

@@ -37,6 +37,7 @@ claim
 # pytest reads these by name: module marks, an autouse fixture, fixtures used through usefixtures.
 pytestmark
 hermetic_git
+child_runs_without_hypothesis
 flaky_fails
 needs_network_namespace
 # A fixture a test requests by parameter for its effect on PATH alone.
