@@ -240,3 +240,58 @@ def test_runner_timeout_kills_the_group_inside_the_namespace(tmp_path: Path) -> 
     assert result.timed_out
     assert result.signal == signal.SIGTERM
     assert is_gone(wait_for_pid(tmp_path / "bg"))
+
+
+def fake_unshare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    fake = tmp_path / "unshare"
+    fake.write_text(f"#!/bin/sh\n{script}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_probe_that_fails_its_isolation_check_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_unshare(tmp_path, monkeypatch, "echo 'refusing: lo is down' >&2\nexit 125")
+    assert network_namespace.namespace_available() == (
+        "the network namespace failed its isolation check: refusing: lo is down"
+    )
+
+
+def test_a_probe_that_fails_otherwise_gives_its_exit_and_last_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_unshare(tmp_path, monkeypatch, "printf 'first\\n  last words  \\n' >&2\nexit 3")
+    assert network_namespace.namespace_available() == (
+        "the network namespace probe exited 3: last words"
+    )
+    fake_unshare(tmp_path, monkeypatch, "exit 9")
+    assert network_namespace.namespace_available() == (
+        "the network namespace probe exited 9: no message"
+    )
+
+
+def trampoline_in_a_bare_namespace(*command: str) -> subprocess.CompletedProcess[str]:
+    """`python -m` the trampoline inside `unshare -Urn`, as namespace_argv starts it but with
+    site on, so that a coverage run measures the trampoline where it really runs."""
+    argv = ["unshare", "--user", "--map-root-user", "--net", "--", sys.executable, "-m"]
+    argv += ["three_ledger.network_namespace", "--outer-netns", str(host_netns_inode())]
+    return subprocess.run([*argv, "--", *command], capture_output=True, text=True, timeout=30)
+
+
+@needs_unshare
+def test_the_trampoline_brings_lo_up_and_becomes_the_command() -> None:
+    done = trampoline_in_a_bare_namespace(
+        sys.executable, "-c", textwrap.dedent(LOOPBACK_ROUND_TRIP)
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ping\n", "")
+
+
+@needs_unshare
+def test_a_command_that_cannot_be_executed_exits_126(tmp_path: Path) -> None:
+    script = tmp_path / "not-executable.sh"
+    script.write_text("#!/bin/sh\necho ran\n")
+    done = trampoline_in_a_bare_namespace(str(script))
+    assert done.returncode == network_namespace.CANNOT_EXECUTE
+    assert done.stdout == ""
+    assert done.stderr == f"three-ledger netns: cannot run {script}: Permission denied\n"
