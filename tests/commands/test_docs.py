@@ -31,7 +31,13 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert "make test" in start
 
 
-DOCUMENTS = [README, *sorted((REPO / "docs").glob("*.md")), REPO / "benchmarks" / "README.md"]
+DOCUMENTS = [
+    README,
+    REPO / "CONTRIBUTING.md",
+    REPO / "CHANGELOG.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    REPO / "benchmarks" / "README.md",
+]
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
@@ -43,9 +49,17 @@ def test_relative_links_resolve(document: Path) -> None:
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
-def test_test_files_named_in_the_docs_exist(document: Path) -> None:
-    named = set(re.findall(r"\btests/[\w/]+\.py\b", document.read_text(encoding="utf-8")))
+def test_source_and_test_files_named_in_the_docs_exist(document: Path) -> None:
+    text = document.read_text(encoding="utf-8")
+    named = set(re.findall(r"\b(?:tests|src/three_ledger|benchmarks)/[\w/]+\.py\b", text))
     assert sorted(path for path in named if not (REPO / path).is_file()) == []
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+def test_make_targets_named_in_the_docs_exist(document: Path) -> None:
+    targets = set(re.findall(r"^([\w.-]+):", (REPO / "Makefile").read_text(), re.MULTILINE))
+    named = set(re.findall(r"`make ([\w-]+)", document.read_text(encoding="utf-8")))
+    assert sorted(named - targets) == []
 
 
 def test_every_subcommand_has_help(run_cli: RunCli) -> None:
