@@ -23,10 +23,11 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-$(INSTALLED_PYTEST8): pyproject.toml
+# pytest 8 reports sub-tests through the pytest-subtests plugin; pytest 9 has it built in.
+$(INSTALLED_PYTEST8): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV_PYTEST8)
 	$(BIN_PYTEST8)/python -m pip install --quiet --upgrade pip
-	$(BIN_PYTEST8)/python -m pip install --quiet -e '.[test]' 'pytest>=8,<9'
+	$(BIN_PYTEST8)/python -m pip install --quiet -e '.[test]' 'pytest>=8,<9' 'pytest-subtests>=0.14,<1'
 	touch $@
 
 lint: $(INSTALLED)
