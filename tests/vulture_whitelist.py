@@ -10,6 +10,13 @@ pytest_runtest_protocol
 pytest_runtest_logreport
 pytest_runtest_logfinish
 pytest_sessionfinish
+# ... and of the tripwire plugin, with its sentinel item's methods that pytest calls.
+pytest_configure_node
+pytest_collection_modifyitems
+pytest_sessionstart
+pytest_terminal_summary
+runtest
+reportinfo
 
 # xml.etree's parser calls its target's `doctype(name, pubid, system)`; the refusing target
 # raises before it reads them.
