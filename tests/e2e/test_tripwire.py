@@ -14,6 +14,8 @@ import pytest
 
 from helpers import CliResult, RunCli, git
 
+pytestmark = pytest.mark.pytest_child
+
 PYTEST = f"{sys.executable} -m pytest -q"
 ALL_PASS = {
     "orders.total.non_negative": "pass",
