@@ -8,7 +8,12 @@ VENV_PYTEST8 ?= .venv-pytest8
 BIN_PYTEST8 := $(VENV_PYTEST8)/bin
 INSTALLED_PYTEST8 := $(VENV_PYTEST8)/.installed
 # pytest-xdist workers: this project is sized for a 2-core machine; `make test WORKERS=auto`.
+# A module-scoped fixture is built once per worker that runs the module's tests: modules
+# whose fixture is costly name an xdist_group, and e2e modules (mostly one costly fixture
+# each) are sent whole to one worker.
 WORKERS ?= 2
+XDIST := -n $(WORKERS) --dist loadgroup
+XDIST_E2E := -n $(WORKERS) --dist loadfile
 FAST_LAYERS := tests/unit tests/commands
 
 # pytest exits 5 when it collects nothing; make stops on any non-zero exit, so a layer that
@@ -44,21 +49,21 @@ typecheck: $(INSTALLED)
 # (`patch = ["subprocess"]` in pyproject.toml), then combined and held to `fail_under`.
 coverage: $(INSTALLED)
 	rm -f .coverage .coverage.*
-	$(BIN)/coverage run -m pytest -n $(WORKERS) --hypothesis-profile=quick $(FAST_LAYERS)
+	$(BIN)/coverage run -m pytest $(XDIST) --hypothesis-profile=quick $(FAST_LAYERS)
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report
 
 # The same two layers without coverage: the quick loop while editing.
 test-fast: $(INSTALLED)
-	$(BIN)/pytest -n $(WORKERS) --hypothesis-profile=quick $(FAST_LAYERS)
+	$(BIN)/pytest $(XDIST) --hypothesis-profile=quick $(FAST_LAYERS)
 
 # The slow layer under pytest 9, the fuzz tests at full strength, then every test that starts
 # a real pytest child again under pytest 8.
 test-e2e: $(INSTALLED) $(INSTALLED_PYTEST8)
 	$(BIN_PYTEST8)/python -c 'import pytest; assert pytest.version_tuple[0] == 8, pytest.__version__'
-	$(BIN)/pytest -n $(WORKERS) tests/e2e
-	$(BIN)/pytest -n $(WORKERS) --hypothesis-profile=thorough tests/commands/test_fuzz.py
-	$(BIN_PYTEST8)/pytest -n $(WORKERS) -m pytest_child tests
+	$(BIN)/pytest $(XDIST_E2E) tests/e2e
+	$(BIN)/pytest $(XDIST) --hypothesis-profile=thorough tests/commands/test_fuzz.py
+	$(BIN_PYTEST8)/pytest $(XDIST_E2E) -m pytest_child tests
 
 demo: $(INSTALLED)
 	$(BIN)/three-ledger demo

@@ -29,6 +29,9 @@ from helpers.example_run import (
     utc_today,
 )
 
+# One worker builds the module's evidence once (`--dist loadgroup` in the Makefile).
+pytestmark = pytest.mark.xdist_group("flake-observe-evidence")
+
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> Run:
