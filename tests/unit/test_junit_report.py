@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import REPO
 from three_ledger.junit_report import Reading, parse_report
 from three_ledger.outcomes import Outcome
 from three_ledger.results import property_statuses
@@ -13,7 +14,7 @@ from three_ledger.results import property_statuses
 # jest's ancestor separator, as the recommended options set it (U+203A).
 SEP = "\u203a"
 
-DATA = Path(__file__).resolve().parent / "data" / "junit"
+DATA = REPO / "tests" / "data" / "junit"
 # Where tests/data/junit/suites/capture.sh ran each runner.
 CAPTURED_IN = Path("/tmp/three-ledger-junit")
 
