@@ -21,6 +21,8 @@ import pytest
 
 from helpers import EXAMPLE, RunCli, git, write_json
 
+pytestmark = pytest.mark.pytest_child
+
 PYTEST = f"{sys.executable} -m pytest -q properties/test_orders.py"
 # The example as its base commit: the pins reviewed, the flake pin left out (not in play here).
 BROKEN_TOTAL = "\n\ndef order_total(order):\n    return _order_total(order) - 10**12\n"
