@@ -32,7 +32,7 @@ $(INSTALLED): pyproject.toml
 $(INSTALLED_PYTEST8): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV_PYTEST8)
 	$(BIN_PYTEST8)/python -m pip install --quiet --upgrade pip
-	$(BIN_PYTEST8)/python -m pip install --quiet -e '.[test]' 'pytest>=8,<9' 'pytest-subtests>=0.14,<1'
+	$(BIN_PYTEST8)/python -m pip install --quiet -e '.[test]' 'pytest>=8.4,<9' 'pytest-subtests>=0.14,<1'
 	touch $@
 
 lint: $(INSTALLED)
