@@ -1,0 +1,81 @@
+"""The gate's refusal to run code from the tree it judges, on the gate's own sys.path and
+sys.modules, against a real git work tree in tmp_path."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from helpers import git, make_tree
+from three_ledger.errors import Refused
+from three_ledger.isolation import refuse_code_from_root
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A work tree with a tracked package under src/ and an ignored .venv beside it."""
+    repo = tmp_path / "repo"
+    make_tree(repo, {"src/vendored/__init__.py": b"", "README": b"r\n", ".gitignore": b".venv/\n"})
+    (repo / ".venv/lib/site-packages").mkdir(parents=True)
+    (repo / ".venv/lib/site-packages/helper.py").write_text("")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    return repo
+
+
+def imported_from(monkeypatch: pytest.MonkeyPatch, name: str, file: Path) -> None:
+    module = types.ModuleType(name)
+    module.__file__ = str(file)
+    monkeypatch.setitem(sys.modules, name, module)
+
+
+def test_a_gate_that_imports_nothing_from_root_passes(root: Path) -> None:
+    # The control for the refusals below: the same tree, nothing of it on the path.
+    refuse_code_from_root(root)  # no Refused
+
+
+def test_root_itself_on_the_path_is_refused(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(root))
+    with pytest.raises(Refused, match=r"ROOT .* is on three-ledger's own sys.path") as caught:
+        refuse_code_from_root(root)
+    assert "python -P -m three_ledger" in caught.value.message
+
+
+def test_a_tracked_folder_on_the_path_is_refused(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(root / "src"))
+    with pytest.raises(Refused, match="holds files git tracks under ROOT"):
+        refuse_code_from_root(root)
+
+
+def test_an_ignored_virtual_environment_on_the_path_passes(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = root / ".venv/lib/site-packages"
+    monkeypatch.syspath_prepend(str(site))
+    imported_from(monkeypatch, "helper_from_the_venv", site / "helper.py")
+    refuse_code_from_root(root)  # no Refused
+
+
+def test_a_module_imported_from_a_tracked_file_is_refused(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    imported_from(monkeypatch, "vendored", root / "src/vendored/__init__.py")
+    with pytest.raises(Refused, match=r"imported vendored from .*, a file git tracks under ROOT"):
+        refuse_code_from_root(root)
+
+
+def test_outside_a_git_work_tree_nothing_counts_as_tracked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = tmp_path / "plain"
+    make_tree(plain, {"lib/mod.py": b""})
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    monkeypatch.syspath_prepend(str(plain / "lib"))
+    imported_from(monkeypatch, "mod_outside_git", plain / "lib/mod.py")
+    refuse_code_from_root(plain)  # no Refused
