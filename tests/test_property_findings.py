@@ -199,7 +199,7 @@ def test_adding_an_expected_skip_in_the_patch_is_pin_mutation(
 
 
 def test_findings_count_what_the_ledger_does_not_name() -> None:
-    from test_ledgers import property_ledger
+    from helpers.records import property_ledger
 
     from three_ledger.ledgers import FailingTest, UnpinnedFailures
     from three_ledger.outcomes import Outcome
