@@ -6,8 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from helpers import CliResult, RunCli, write_json
 from helpers.suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
+
+pytestmark = pytest.mark.pytest_child
 
 
 def plan(run_cli: RunCli, repo: Path, *extra: str | Path, command: str = PYTEST) -> CliResult:

@@ -12,6 +12,8 @@ import pytest
 from helpers import CliResult, RunCli, git
 from helpers.suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
 
+pytestmark = pytest.mark.pytest_child
+
 DRAFT = f"{TEST_FILE}::TestDraft"
 FORMAT_SKIP = {"test": DRAFT, "reason": "Format checker "}
 LEAP_SKIP = {"test": f"{DRAFT}::test_format_dynamic", "reason": "Leap seconds"}
@@ -200,7 +202,6 @@ def test_adding_an_expected_skip_in_the_patch_is_pin_mutation(
 
 def test_findings_count_what_the_ledger_does_not_name() -> None:
     from helpers.records import property_ledger
-
     from three_ledger.ledgers import FailingTest, UnpinnedFailures
     from three_ledger.outcomes import Outcome
     from three_ledger.property_findings import findings, plain_lines
