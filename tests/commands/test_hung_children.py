@@ -39,9 +39,10 @@ def test_a_hung_child_and_its_group_are_killed(tmp_path: Path) -> None:
         "time.sleep(60)"
     )
     started = time.monotonic()
-    with pytest.raises(ChildHung, match=r"did not finish in 0\.5 s and was killed"):
-        run_captured([sys.executable, "-c", code], cwd=None, env=None, timeout_s=0.5)
-    assert time.monotonic() - started < 10
+    # Long enough for the child to start its grandchild even on a loaded machine.
+    with pytest.raises(ChildHung, match=r"did not finish in 5 s and was killed"):
+        run_captured([sys.executable, "-c", code], cwd=None, env=None, timeout_s=5)
+    assert time.monotonic() - started < 30
     assert is_gone(wait_for_pid(pid_file))
 
 

@@ -222,7 +222,7 @@ def test_a_log_in_a_pin_folder_is_refused(run_cli: RunCli, tmp_path: Path) -> No
     assert "three-ledger never writes beside a pin" in result.err
 
 
-REPORTS = Path(__file__).parent / "data" / "junit"
+REPORTS = Path(__file__).parent.parent / "data" / "junit"
 
 
 def test_plan_from_a_recorded_junit_report(run_cli: RunCli, tmp_path: Path) -> None:
