@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import RunCli, git, write_json
-from three_ledger.commands import demo
-from three_ledger.demo_scenarios import CLEAN, SCENARIOS, Expected, Scenario
-from three_ledger.merge_table import Posture
+from three_ledger.demo import repository as demo
+from three_ledger.demo.scenarios import CLEAN, SCENARIOS, Expected, Scenario
+from three_ledger.demo.workflow import run_scenario
+from three_ledger.ledgers import Posture
 
 TEST_COMMAND = shlex.join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "properties/test_orders.py"])  # fmt: skip
@@ -100,7 +101,7 @@ def test_gate_gives_the_posture_of_the_step_by_step_commands(
     project = project_for(tmp_path, item)
     for key, value in item.env.items():
         monkeypatch.setenv(key, value)
-    step_by_step = demo.run_scenario(item, demo.ScenarioPaths(project.folder), project.base)
+    step_by_step = run_scenario(item, demo.ScenarioPaths(project.folder), project.base)
     code, out, _ = run_gate(run_cli, project)
     gated = decision_of(project.folder / "gate")
     assert step_by_step.actual == item.expected

@@ -15,10 +15,11 @@ from three_ledger.ledgers import (
     FixtureLedger,
     FlakeLedger,
     MergeDecision,
+    Posture,
     PropertyLedger,
     read_ledger,
 )
-from three_ledger.merge_table import Evidence, Posture, Verdict
+from three_ledger.merge_table import Evidence, Verdict
 from three_ledger.pins import load_flake_pin
 from three_ledger.step_summary import StepRow, SummaryInput, render
 from three_ledger.verdict_junit import StepCase

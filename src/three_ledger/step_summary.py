@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, PropertyLedger
-from three_ledger.merge_table import Evidence, Posture, Reading, Verdict
+from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, Posture, PropertyLedger
+from three_ledger.merge_table import Evidence, Reading, Verdict
 
 SHORT_HEX = 12
 # Every character that can start inline Markdown on GitHub: code, emphasis, strikethrough,

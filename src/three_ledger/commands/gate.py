@@ -37,14 +37,15 @@ from three_ledger.ledgers import (
     FixtureLedger,
     MergeDecision,
     MergeInputs,
+    Posture,
     PropertyLedger,
     fresh_recorded_at,
     new_ledger_id,
     read_ledger,
-    remove_stale,
     write_ledger,
 )
-from three_ledger.merge_table import Posture, Verdict
+from three_ledger.merge_table import Verdict
+from three_ledger.outputs import Output, refuse_unwritable, remove_stale
 from three_ledger.pins import load_flake_pin
 from three_ledger.verdict_junit import DecisionCase, PropertyCase, dotenv, junit_xml
 
@@ -138,9 +139,18 @@ def _refuse_code_from_root(root: Path) -> None:
 
 
 def _refuse_out_dir_in_pins(request: GateRequest) -> None:
+    outputs = [Output("--out-dir", request.out_dir)]
+    for flag, path in (
+        ("--summary-md", request.summary_md),
+        ("--verdict-junit", request.verdict_junit),
+        ("--verdict-dotenv", request.verdict_dotenv),
+    ):
+        if path is not None:
+            outputs.append(Output(flag, path))
+    refuse_unwritable(outputs, pins_dir=request.pins_dir)
     target, pins = request.out_dir.resolve(), request.pins_dir.resolve()
-    if target == pins or target.is_relative_to(pins):
-        raise Refused(f"--out-dir {request.out_dir} lies in --pins-dir: pins are never written")
+    if pins.is_relative_to(target):
+        raise Refused(f"--out-dir {request.out_dir} holds --pins-dir: pins are never written")
 
 
 def _clear(out: OutDir) -> None:
@@ -410,7 +420,7 @@ def _finish(request: GateRequest, out: OutDir, outcome: GateOutcome, env: Mappin
 def _write_gate_decision(path: Path, verdict: Verdict) -> None:
     decision = MergeDecision(
         ledger_id=new_ledger_id(),
-        posture=verdict.posture.value,
+        posture=verdict.posture,
         row=verdict.row,
         reason=verdict.reason,
         inputs=MergeInputs(None, None, None, ()),
@@ -448,7 +458,7 @@ def _property_cases(outcome: GateOutcome) -> list[PropertyCase]:
 
 
 def _append_step_summary(env: Mapping[str, str], text: str) -> None:
-    from three_ledger.summary import append_step_summary
+    from three_ledger.merge_report import append_step_summary
 
     target = env.get("GITHUB_STEP_SUMMARY")
     if target:

@@ -350,9 +350,7 @@ def _decision(evidence: Evidence, verdict: Verdict) -> MergeDecision:
     )
 
 
-def _report(
-    evidence: Evidence, verdict: Verdict, env: Mapping[str, str], sources: Sources
-) -> None:
+def _report(evidence: Evidence, verdict: Verdict, env: Mapping[str, str], sources: Sources) -> None:
     print(verdict_text(evidence, verdict), end="")
     step_summary = env.get("GITHUB_STEP_SUMMARY")
     if step_summary:
