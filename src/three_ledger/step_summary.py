@@ -225,8 +225,8 @@ def _steps(summary: SummaryInput) -> list[str]:
         return []
     rows = [
         [
-            ("✅" if step.ok else "❌") + " " + text(step.name),
-            step.exit_text,
+            ("✅ " if step.ok else "❌ ") + breakable(step.name),
+            text(step.exit_text),
             code(step.ledger) if step.ledger else "—",
         ]
         for step in summary.steps
