@@ -74,6 +74,8 @@ class Runner:
     workspace: Path
     home: Path
     base_env: Mapping[str, str]
+    # RUNNER_TEMP; a test module may share one between runs, as steps of one job would.
+    temp: Path | None = None
 
     def run(self, inputs: Mapping[str, str], event: Event) -> ActionRun:
         action = yaml.safe_load((self.action_path / "action.yml").read_text(encoding="utf-8"))
@@ -90,8 +92,9 @@ class Runner:
         return ActionRun(runs, outputs, summary, self.home / "artifacts")
 
     def _job_files(self, event: Event) -> dict[str, str]:
-        temp = self.home / "runner-temp"
+        temp = self.temp or self.home / "runner-temp"
         temp.mkdir(parents=True, exist_ok=True)
+        self.home.mkdir(parents=True, exist_ok=True)
         event_path = self.home / "event.json"
         event_path.write_text(json.dumps(event.payload), encoding="utf-8")
         summary = self.home / "step_summary.md"
