@@ -1,4 +1,4 @@
-"""The verdict as JUnit XML, for readers that know only JUnit (GitLab's widget, Jenkins).
+"""The verdict as JUnit XML (GitLab's widget, Jenkins) and as a GitLab dotenv report.
 
 An output, not to be confused with `properties --junit-xml`, the runner's report read as
 input. One testcase per property id, where fail, error, skip and missing are all failures
