@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RunCli, git, write_json
+from three_ledger.commands.gate import OutDir
 from three_ledger.demo import repository as demo
 from three_ledger.demo.scenarios import CLEAN, SCENARIOS, Expected, Scenario
 from three_ledger.demo.workflow import run_scenario
@@ -378,3 +379,10 @@ def test_hostile_pin_file_names_are_escaped_in_annotations_and_the_summary(
     assert "forged" in summary
     assert "\n::error" not in summary
     assert all(line.count("\\n") == 0 for line in summary.splitlines() if "forged" in line)
+
+
+def test_a_step_log_never_leaves_the_logs_folder(tmp_path: Path) -> None:
+    out = OutDir(tmp_path / "out")
+    log = out.step_log(7, "flake-observe ../../../etc/evil\nname")
+    assert log.parent == tmp_path / "out" / "logs"
+    assert log.name == "7-flake-observe-etc-evil-name.log"

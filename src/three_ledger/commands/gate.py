@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -97,7 +98,9 @@ class OutDir:
         return self.folder / "decision.json"
 
     def step_log(self, number: int, name: str) -> Path:
-        slug = "-".join(name.lower().split()[:2])
+        # A flake step's name holds a test id from the pin: never a path of its own.
+        words = " ".join(name.lower().split()[:2])
+        slug = re.sub(r"[^a-z0-9]+", "-", words).strip("-")[:48]
         return self.folder / "logs" / f"{number}-{slug}.log"
 
     def leftovers(self) -> list[Path]:
