@@ -385,4 +385,4 @@ def test_a_step_log_never_leaves_the_logs_folder(tmp_path: Path) -> None:
     out = OutDir(tmp_path / "out")
     log = out.step_log(7, "flake-observe ../../../etc/evil\nname")
     assert log.parent == tmp_path / "out" / "logs"
-    assert log.name == "7-flake-observe-etc-evil-name.log"
+    assert log.name == "7-flake-observe-etc-evil.log"
