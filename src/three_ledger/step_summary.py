@@ -129,6 +129,7 @@ def render(summary: SummaryInput) -> str:
         *_pin_change(summary),
         *_problems(summary),
         *_properties(summary),
+        *_unpinned_failures(summary),
         *_flakes(summary),
         *_steps(summary),
         *_ledgers(summary),
@@ -191,10 +192,34 @@ def _properties(summary: SummaryInput) -> list[str]:
     return [heading, _table(["", "Property", "Status", "Claim and failing tests"], rows)]
 
 
+def _failing_tests(summary: SummaryInput, prop_id: str) -> list[str]:
+    """The tests behind a miss: as given, else as the property ledger records them."""
+    if prop_id in summary.failing_tests:
+        return list(summary.failing_tests[prop_id])
+    prop = _property_ledger(summary)
+    return [test.id for test in prop.failing_tests.get(prop_id, ())] if prop is not None else []
+
+
+def _unpinned_failures(summary: SummaryInput) -> list[str]:
+    prop = _property_ledger(summary)
+    if prop is None or not prop.unpinned_failures.count:
+        return []
+    unpinned = prop.unpinned_failures
+    items = "\n".join(f"- {code(test_id)}" for test_id in unpinned.first_ids[:MAX_PROBLEMS])
+    more = unpinned.count - min(len(unpinned.first_ids), MAX_PROBLEMS)
+    if more > 0:
+        items += f"\n- and {more} more"
+    heading = (
+        f"**Unpinned failures** ({unpinned.count} outside every property: they do not change "
+        "the posture; pin a property or a flake entry for them)"
+    )
+    return [heading, items]
+
+
 def _property_row(summary: SummaryInput, prop_id: str, status: str) -> list[str]:
     shown = f"**{status}**" if status != "pass" else status
     claim = text(summary.claims.get(prop_id, ""))
-    tests = list(summary.failing_tests.get(prop_id, ()))
+    tests = _failing_tests(summary, prop_id)
     if tests:
         listed = ", ".join(code(test) for test in tests[:FIRST_TESTS])
         more = f" and {len(tests) - FIRST_TESTS} more" if len(tests) > FIRST_TESTS else ""
