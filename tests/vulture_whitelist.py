@@ -64,3 +64,10 @@ file_at
 read_junit_xml
 tracked_files
 property_statuses
+
+# An autouse-style fixture a test requests by name; HTMLParser calls its handlers by name.
+clean_env
+handle_starttag
+handle_endtag
+handle_data
+attrs

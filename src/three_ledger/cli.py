@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_dual_pin,
         _add_flake_observe,
         _add_merge,
+        _add_gate,
+        _add_check_pins,
         _add_draft_pin,
         _add_explain,
         _add_demo,
@@ -216,6 +218,58 @@ def _add_merge(commands: Subparsers) -> None:
     )
     merge.add_argument("--out", type=Path, required=True, help="merge decision to write")
     merge.add_argument("--summary-md", type=Path, metavar="PATH", help="Markdown report")
+    merge.add_argument("--verdict-junit", type=Path, metavar="FILE", help="verdict as JUnit XML")
+    merge.add_argument(
+        "--verdict-dotenv", type=Path, metavar="FILE", help="GitLab dotenv report of the verdict"
+    )
+
+
+def _add_gate(commands: Subparsers) -> None:
+    gate = commands.add_parser(
+        "gate",
+        help="run the whole workflow (digest, properties, dual-pin, flake-observe, merge)",
+        description="Find the properties pin, the fixture pins it names and the flake pin in "
+        "--pins-dir; run digest and properties on each fixture pin, dual-pin (or --not-run), "
+        "flake-observe for each flake entry that did not pass, then merge. Each ledger is a "
+        "file of its own in --out-dir; a step that refuses leaves its ledger absent and the "
+        "chain goes on to merge. Exit: merge's (1 reject, 0 otherwise). A change that touches "
+        "only --pins-dir is not scored: check-pins runs and the posture is human_review.",
+    )
+    gate.add_argument("--pins-dir", type=Path, required=True, metavar="DIR", help="pins folder")
+    gate.add_argument(
+        "--command", type=_command_words, required=True, metavar="CMD", help="test command"
+    )
+    gate.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    gate.add_argument("--base", metavar="REV", help="base revision (default: the CI event's)")
+    gate.add_argument(
+        "--out-dir", type=Path, default=Path("ledgers"), metavar="DIR", help="default ledgers"
+    )
+    gate.add_argument("--summary-md", type=Path, metavar="FILE", help="Markdown report")
+    gate.add_argument("--verdict-junit", type=Path, metavar="FILE", help="verdict as JUnit XML")
+    gate.add_argument(
+        "--verdict-dotenv", type=Path, metavar="FILE", help="GitLab dotenv report of the verdict"
+    )
+    gate.add_argument(
+        "--junit-xml", type=Path, metavar="REPORT", help="the runner's JUnit report (not pytest)"
+    )
+    gate.add_argument(
+        "--timeout", type=_positive_seconds, default=1800.0, metavar="S", help="default 1800"
+    )
+
+
+def _add_check_pins(commands: Subparsers) -> None:
+    check = commands.add_parser(
+        "check-pins",
+        help="validate every pin in a pins folder, listing every problem",
+        description="Check that each pin parses and matches its schema, that fixture_pins "
+        "names fixture pins of the folder, that every domain names pinned files, and that "
+        "every pinned path exists under ROOT. Exit 2 lists every problem. An expired "
+        "review_by is a warning, not a failure.",
+    )
+    check.add_argument(
+        "--pins-dir", type=Path, default=Path("pins"), metavar="DIR", help="default pins"
+    )
+    check.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
 
 
 def _add_draft_pin(commands: Subparsers) -> None:
@@ -303,7 +357,20 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def _run_digest(args: argparse.Namespace) -> int:
     from three_ledger.commands.digest import digest
 
-    return digest(pin_path=args.pin, root=args.root, out=args.out, base=args.base)
+    base = args.base or _ci_base_for_messages(args.root)
+    return digest(pin_path=args.pin, root=args.root, out=args.out, base=base)
+
+
+def _ci_base_for_messages(root: Path) -> str | None:
+    """The CI event's base, where it resolves: digest only uses it to name moved files."""
+    from three_ledger import git
+    from three_ledger.base_resolution import ci_revision
+
+    try:
+        base = ci_revision(None, os.environ)
+        return git.resolve_commit(root, base) if base is not None else None
+    except GateError:
+        return None
 
 
 def _run_plan(args: argparse.Namespace) -> int:
@@ -362,8 +429,14 @@ def _run_dual_pin(args: argparse.Namespace) -> int:
 
 
 def _run_flake_observe(args: argparse.Namespace) -> int:
+    from three_ledger.base_resolution import ci_revision
     from three_ledger.commands.flake_observe import flake_observe
+    from three_ledger.errors import FlakeRefused
 
+    try:
+        base = ci_revision(args.base, os.environ)
+    except GateError as exc:
+        raise FlakeRefused(exc.message, exc.details) from None
     return flake_observe(
         fixture_path=args.fixture_ledger,
         property_path=args.property_ledger,
@@ -371,16 +444,20 @@ def _run_flake_observe(args: argparse.Namespace) -> int:
         test_id=args.test_id,
         out=args.out,
         root=args.root,
-        base=args.base,
+        base=base,
     )
 
 
 def _run_merge(args: argparse.Namespace) -> int:
+    from three_ledger.base_resolution import ci_revision
     from three_ledger.commands.merge import merge
 
-    if (args.pins_dir is None) != (args.base is None):
-        raise UsageError("merge: give --pins-dir and --base together, or neither")
-    if args.properties is not None and args.base is None:
+    if args.base is not None and args.pins_dir is None:
+        raise UsageError("merge: --base goes with --pins-dir")
+    base = ci_revision(args.base, os.environ) if args.pins_dir is not None else None
+    if args.pins_dir is not None and base is None:
+        raise UsageError("merge: --pins-dir needs --base REV (or a CI event that names the base)")
+    if args.properties is not None and base is None:
         raise UsageError("merge: --properties needs --pins-dir and --base")
     return merge(
         fixture_path=args.fixture_ledger,
@@ -391,11 +468,38 @@ def _run_merge(args: argparse.Namespace) -> int:
         pin_path=args.pin,
         root=args.root,
         pins_dir=args.pins_dir,
-        base=args.base,
+        base=base,
         properties_pin_path=args.properties,
         out=args.out,
         summary_md=args.summary_md,
+        verdict_junit=args.verdict_junit,
+        verdict_dotenv=args.verdict_dotenv,
     )
+
+
+def _run_gate(args: argparse.Namespace) -> int:
+    from three_ledger.commands.gate import GateRequest, gate
+
+    return gate(
+        GateRequest(
+            pins_dir=args.pins_dir,
+            command=args.command,
+            root=args.root,
+            base=args.base,
+            out_dir=args.out_dir,
+            timeout_s=args.timeout,
+            summary_md=args.summary_md,
+            verdict_junit=args.verdict_junit,
+            verdict_dotenv=args.verdict_dotenv,
+            junit_xml=args.junit_xml,
+        )
+    )
+
+
+def _run_check_pins(args: argparse.Namespace) -> int:
+    from three_ledger.commands.check_pins import check_pins
+
+    return check_pins(pins_dir=args.pins_dir, root=args.root)
 
 
 def _run_draft_pin(args: argparse.Namespace) -> int:
@@ -429,6 +533,8 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "dual-pin": _run_dual_pin,
     "flake-observe": _run_flake_observe,
     "merge": _run_merge,
+    "gate": _run_gate,
+    "check-pins": _run_check_pins,
     "draft-pin": _run_draft_pin,
     "explain": _run_explain,
     "demo": _run_demo,

@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from three_ledger.errors import Refused
 from three_ledger.runner import Captured, ChildHung, run_captured
+
+if TYPE_CHECKING:
+    from three_ledger.base_resolution import BaseChoice
 
 CANNOT_TELL = "cannot tell whether oracles moved"
 # No git question the gate asks takes long; one that does is a hung git (a lock, a prompt,
@@ -114,23 +118,17 @@ def work_tree_top(root: Path) -> Path:
     return Path(top)
 
 
-def _unset_if_blank(value: str | None) -> str | None:
-    return value.strip() if value and value.strip() else None
+def base_choice(explicit: str | None, env: Mapping[str, str]) -> BaseChoice:
+    """The base revision to resolve, from the command line, the environment or the CI event."""
+    from three_ledger.base_resolution import choose_base
 
-
-def base_choice(explicit: str | None, env: Mapping[str, str]) -> tuple[str, str | None]:
-    """The base revision and, when it came from GitHub, the branch name to fetch."""
-    for given in (explicit, env.get("THREE_LEDGER_BASE")):
-        rev = _unset_if_blank(given)
-        if rev:
-            return rev, None
-    github_ref = _unset_if_blank(env.get("GITHUB_BASE_REF"))
-    if github_ref:
-        return f"origin/{github_ref}", github_ref
-    gitlab_sha = _unset_if_blank(env.get("CI_MERGE_REQUEST_DIFF_BASE_SHA"))
-    if gitlab_sha:
-        return gitlab_sha, None
-    raise Refused(f"no base revision: give --base REV or set THREE_LEDGER_BASE; {CANNOT_TELL}")
+    try:
+        choice = choose_base(explicit, env)
+    except Refused as err:
+        raise Refused(f"{err.message}; {CANNOT_TELL}") from None
+    if choice is None:
+        raise Refused(f"no base revision: give --base REV or set THREE_LEDGER_BASE; {CANNOT_TELL}")
+    return choice
 
 
 def _commit_id(root: Path, rev: str) -> str | None:
@@ -147,30 +145,33 @@ def _commit_id(root: Path, rev: str) -> str | None:
     return _decode(done.stdout).strip()
 
 
-def _fetch_advice(github_ref: str) -> str:
-    refspec = f"+refs/heads/{github_ref}:refs/remotes/origin/{github_ref}"
-    return f"fetch it first: git fetch origin {refspec} (or check out with fetch-depth: 0)"
-
-
-def resolve_commit(root: Path, rev: str, *, github_base_ref: str | None = None) -> str:
-    """The full commit id of REV; pass GITHUB_BASE_REF's value when REV was built from it."""
+def resolve_commit(root: Path, rev: str) -> str:
+    """The full commit id of REV."""
     commit = _commit_id(root, rev)
     if commit is not None:
         return commit
-    message = f"revision {rev!r} does not resolve to a commit in {root}"
-    if github_base_ref is not None:
-        message += f" (it comes from GITHUB_BASE_REF); {_fetch_advice(github_base_ref)}"
-    raise Refused(message)
+    raise Refused(f"revision {rev!r} does not resolve to a commit in {root}")
 
 
 def resolve_base(root: Path, explicit: str | None, env: Mapping[str, str]) -> str:
     """The full commit id of the base revision the oracles are compared with (SPEC 4.2 step 3)."""
-    rev, github_ref = base_choice(explicit, env)
+    from three_ledger.base_resolution import missing_base_advice
+
+    choice = base_choice(explicit, env)
     work_tree_top(root)
-    try:
-        return resolve_commit(root, rev, github_base_ref=github_ref)
-    except Refused as err:
-        raise Refused(f"base {err.message}: {CANNOT_TELL}", err.details) from None
+    commit = _commit_id(root, choice.revision)
+    if commit is not None:
+        return commit
+    message = f"base revision {choice.revision!r} does not resolve to a commit in {root} "
+    message += f"(from {choice.source})"
+    advice = missing_base_advice(choice, is_shallow(root))
+    raise Refused(f"{message}{'; ' + advice if advice else ''}: {CANNOT_TELL}")
+
+
+def is_shallow(root: Path) -> bool:
+    """Whether the repository holding ROOT is a shallow clone (history cut at some depth)."""
+    done = _run_git(root, ["rev-parse", "--is-shallow-repository"])
+    return done.returncode == 0 and _decode(done.stdout).strip() == "true"
 
 
 def head_revision(root: Path) -> str:

@@ -1,8 +1,7 @@
-"""How a merge decision is reported: the stdout verdict, the Markdown summary, GitHub's hooks."""
+"""How a merge decision is reported: the stdout verdict, the step summary file, GitHub hooks."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from three_ledger.ledgers import DualPinLedger, FlakeLedger
 from three_ledger.merge_table import Evidence, Reading, Verdict
 from three_ledger.property_findings import findings, plain_lines
+from three_ledger.workflow_commands import escape_data
 
 # GitHub refuses a step summary file of 1 MiB or more: the addition is cut to stay under.
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -17,7 +17,6 @@ TRUNCATION_NOTE = (
     "\n\n_three-ledger: this report was cut to keep the step summary under 1 MiB; "
     "the full report is the `--summary-md` file._\n"
 )
-_HEX_DIGEST = re.compile(r"\b[0-9a-f]{64}\b")
 
 
 @dataclass(frozen=True)
@@ -110,35 +109,6 @@ def _plain_state(state: LedgerState) -> str:
     return "; ".join(part for part in parts if part)
 
 
-def markdown(evidence: Evidence, verdict: Verdict) -> str:
-    """The Markdown report for `--summary-md` and GitHub's step summary."""
-    lines = [
-        f"## three-ledger merge: {verdict.posture.value} (row {verdict.row})",
-        "",
-        f"**Reason:** {_cell(verdict.reason)}",
-        "",
-        "| Ledger | File | Digest | Status map | Drift | Flakes |",
-        "|---|---|---|---|---|---|",
-    ]
-    lines += [_table_row(state) for state in ledger_states(evidence)]
-    lines += failure_section(evidence)
-    return "\n".join(lines) + "\n"
-
-
-def _table_row(state: LedgerState) -> str:
-    if state.problem is not None:
-        cells = [state.kind, f"`{state.path}`", f"unusable: {state.problem}", "", "", ""]
-    else:
-        digest = _HEX_DIGEST.sub(r"`\g<0>`", state.digest)
-        cells = [state.kind, f"`{state.path}`", digest, state.statuses, state.drift, state.flakes]
-    return "| " + " | ".join(_cell(cell) for cell in cells) + " |"
-
-
-def _cell(text: str) -> str:
-    # A pipe or a line break inside a cell would end the cell or the table.
-    return " ".join(text.replace("|", "\\|").split())
-
-
 # What failed, from the property ledger: the tests behind each property miss, and the
 # failures outside every property. They do not change the posture; they are for the reader.
 
@@ -147,23 +117,6 @@ def failure_lines(evidence: Evidence) -> list[str]:
     """The stdout lines: each property miss with its first failing tests, then unpinned ones."""
     prop = evidence.prop.record
     return plain_lines(findings(prop)) if prop is not None else []
-
-
-def failure_section(evidence: Evidence) -> list[str]:
-    """The same as a Markdown list under a heading of its own; nothing when nothing failed."""
-    prop = evidence.prop.record
-    found = findings(prop) if prop is not None else []
-    if not found:
-        return []
-    lines = ["", "### What failed", ""]
-    for finding in found:
-        lines.append(f"- {_cell(finding.headline)}")
-        lines += [
-            f"  - `{_cell(test_id)}`" + (f" ({outcome})" if outcome else "")
-            for test_id, outcome in finding.tests
-        ]
-        lines += [f"  - ... and {finding.more} more"] if finding.more > 0 else []
-    return lines
 
 
 def fit_step_summary(existing_bytes: int, text: str, limit: int = STEP_SUMMARY_LIMIT) -> str:
@@ -196,6 +149,4 @@ def append_step_summary(path: Path, text: str) -> str | None:
 
 def error_annotation(verdict: Verdict) -> str:
     """One GitHub `::error::` workflow command, its message escaped as the runner expects."""
-    message = f"three-ledger {headline(verdict)}"
-    escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return f"::error::{escaped}"
+    return f"::error::{escape_data(f'three-ledger {headline(verdict)}')}"

@@ -334,10 +334,10 @@ def test_summary_md_and_github_step_summary(
     summary = tmp_path / "report" / "summary.md"
     merge(run_cli, clean, "--dual-pin", clean / "d.json", "--summary-md", summary)
     text = summary.read_text()
-    assert text.startswith("## three-ledger merge: review (row 9)")
-    assert "| fixture |" in text
-    assert "orders.total.non_negative: pass" in text
-    assert "agree" in text
+    assert text.startswith("### 🔎 three-ledger merge: review (row 9): a person reads the diff")
+    assert "| fixture | <code>" in text
+    assert "| ✅ | <code>orders.<wbr>total.<wbr>non\\_<wbr>negative</code> | pass |" in text
+    assert "fixpin-orders-a and fixpin-orders-b agree" in text
     assert step_summary.read_text() == "## an earlier step\n\n" + text
 
 

@@ -231,7 +231,7 @@ ALL_SOURCES = {
     ],
 )
 def test_base_resolution_order(explicit: str | None, env: dict[str, str], expected: str) -> None:
-    assert git.base_choice(explicit, env)[0] == expected
+    assert git.base_choice(explicit, env).revision == expected
 
 
 @pytest.mark.parametrize("env", [{}, {key: "" for key in ALL_SOURCES}])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.records import DIGEST, evidence
+from helpers.records import evidence
 from three_ledger.ledgers import Posture
 from three_ledger.merge_report import (
     STEP_SUMMARY_LIMIT,
@@ -12,35 +12,11 @@ from three_ledger.merge_report import (
     append_step_summary,
     error_annotation,
     fit_step_summary,
-    markdown,
     verdict_text,
 )
-from three_ledger.merge_table import Reading, Verdict
+from three_ledger.merge_table import Verdict
 
 REJECT = Verdict(Posture.REJECT, 7, "property miss stands: orders.b is fail")
-
-
-def test_markdown_lists_every_ledger_with_its_evidence() -> None:
-    text = markdown(evidence(), REJECT)
-    lines = text.splitlines()
-    assert lines[0] == "## three-ledger merge: reject (row 7)"
-    assert "**Reason:** property miss stands: orders.b is fail" in lines
-    rows = [line for line in lines if line.startswith("| ") and not line.startswith("| Ledger")]
-    assert [row.split(" | ")[0] for row in rows] == ["| fixture", "| property", "| dual-pin",
-                                                       "| flake"]  # fmt: skip
-    assert f"`{DIGEST}` (fixpin-a)" in rows[0]
-    assert "orders.a: pass, orders.b: pass" in rows[1]
-    assert "| agree |" in rows[2]
-    assert "orders.slow: fail (until 2026-12-31)" in rows[3]
-
-
-def test_markdown_keeps_a_pipe_or_newline_inside_its_cell() -> None:
-    broken = Reading(Path("f.json"), None, None, "bad | value\nsecond line")
-    text = markdown(evidence(fixture=broken), Verdict(Posture.REJECT, 1, "do not | score"))
-    fixture_row = next(line for line in text.splitlines() if line.startswith("| fixture"))
-    assert "unusable: bad \\| value second line" in fixture_row
-    assert fixture_row.count(" | ") == 5
-    assert "do not \\| score" in text
 
 
 def test_verdict_text_ends_with_the_row_and_why() -> None:

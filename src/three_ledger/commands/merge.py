@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from three_ledger import git, jsonio
 from three_ledger.digest import live_digest, refuse_unreviewed
@@ -34,7 +34,7 @@ from three_ledger.ledgers import (
     read_ledger,
     write_ledger,
 )
-from three_ledger.merge_report import append_step_summary, error_annotation, markdown, verdict_text
+from three_ledger.merge_report import append_step_summary, error_annotation, verdict_text
 from three_ledger.merge_table import (
     Evidence,
     FlakePinView,
@@ -52,6 +52,9 @@ from three_ledger.pins import (
     load_flake_pin,
     utc_today,
 )
+
+if TYPE_CHECKING:
+    from three_ledger import verdict_junit
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,8 @@ def merge(
     out: Path,
     properties_pin_path: Path | None = None,
     summary_md: Path | None,
+    verdict_junit: Path | None = None,
+    verdict_dotenv: Path | None = None,
     env: Mapping[str, str] = os.environ,
 ) -> int:
     sources = Sources(
@@ -110,15 +115,8 @@ def merge(
         base=base,
         properties_pin=properties_pin_path,
     )
-    refuse_unwritable_outputs(sources, out, summary_md)
-    evidence = gather(sources)
-    verdict = decide(evidence)
-    with nothing_left_on_failure(out):
-        write_ledger(out, _decision(evidence, verdict))
-        if summary_md is not None:
-            jsonio.write_atomic(summary_md, markdown(evidence, verdict))
-    _report(evidence, verdict, env)
-    return exit_code(verdict.posture)
+    reports = Reports(summary_md, verdict_junit, verdict_dotenv)
+    return exit_code(judge(sources, out, reports, env).verdict.posture)
 
 
 def exit_code(posture: Posture) -> ExitCode:
@@ -132,11 +130,87 @@ def exit_code(posture: Posture) -> ExitCode:
             assert_never(posture)
 
 
-def refuse_unwritable_outputs(sources: Sources, out: Path, summary_md: Path | None) -> None:
+@dataclass(frozen=True)
+class Reports:
+    """The optional reports of a decision, beside the decision itself."""
+
+    summary_md: Path | None = None
+    verdict_junit: Path | None = None
+    verdict_dotenv: Path | None = None
+
+    def outputs(self) -> list[Output]:
+        flags = (
+            ("--summary-md", self.summary_md),
+            ("--verdict-junit", self.verdict_junit),
+            ("--verdict-dotenv", self.verdict_dotenv),
+        )
+        return [Output(flag, path) for flag, path in flags if path is not None]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    evidence: Evidence
+    verdict: Verdict
+
+
+def judge(sources: Sources, out: Path, reports: Reports, env: Mapping[str, str]) -> Judgement:
+    """Read the evidence, apply the table, write the decision and its reports, report it."""
+    refuse_unwritable_outputs(sources, out, reports)
+    evidence = gather(sources)
+    verdict = decide(evidence)
+    with nothing_left_on_failure(out):
+        write_ledger(out, _decision(evidence, verdict))
+        write_reports(reports, evidence, verdict, sources, out)
+    _report(evidence, verdict, env, sources)
+    return Judgement(evidence, verdict)
+
+
+def write_reports(
+    reports: Reports, evidence: Evidence, verdict: Verdict, sources: Sources, out: Path
+) -> None:
+    from three_ledger import verdict_junit
+
+    if reports.summary_md is not None:
+        jsonio.write_atomic(reports.summary_md, summary_markdown(evidence, verdict, sources))
+    if reports.verdict_junit is not None:
+        decision = verdict_junit.DecisionCase(verdict.posture.value, verdict.row, verdict.reason)
+        cases = property_cases(evidence)
+        document = verdict_junit.junit_xml(decision, cases).decode("utf-8")
+        jsonio.write_atomic(reports.verdict_junit, document)
+    if reports.verdict_dotenv is not None:
+        text = verdict_junit.dotenv(verdict.posture.value, verdict.row, os.fspath(out))
+        jsonio.write_atomic(reports.verdict_dotenv, text)
+
+
+def property_cases(evidence: Evidence) -> list[verdict_junit.PropertyCase]:
+    from three_ledger.verdict_junit import PropertyCase
+
+    prop = evidence.prop.record
+    if prop is None:
+        return []
+    return [PropertyCase(prop_id, status) for prop_id, status in prop.status_by_id.items()]
+
+
+def summary_markdown(evidence: Evidence, verdict: Verdict, sources: Sources) -> str:
+    from three_ledger.step_summary import SummaryInput, render
+
+    owners = _flake_owners(sources)
+    return render(SummaryInput(verdict, evidence, "three-ledger merge", flake_owners=owners))
+
+
+def _flake_owners(sources: Sources) -> dict[str, str]:
+    if sources.flake_pin is None:
+        return {}
+    try:
+        pin = load_flake_pin(sources.flake_pin)
+    except Refused:
+        return {}
+    return {entry.test_id: entry.owner for entry in pin.flakes if entry.owner}
+
+
+def refuse_unwritable_outputs(sources: Sources, out: Path, reports: Reports) -> None:
     """Exit 2 for an output that is an input, a pin, or inside a pin folder (SPEC 3)."""
-    outputs = [Output("--out", out)]
-    if summary_md is not None:
-        outputs.append(Output("--summary-md", summary_md))
+    outputs = [Output("--out", out), *reports.outputs()]
     refuse_unwritable(
         outputs, pins=sources.pins(), pins_dir=sources.pins_dir, inputs=sources.ledgers()
     )
@@ -276,11 +350,12 @@ def _decision(evidence: Evidence, verdict: Verdict) -> MergeDecision:
     )
 
 
-def _report(evidence: Evidence, verdict: Verdict, env: Mapping[str, str]) -> None:
+def _report(evidence: Evidence, verdict: Verdict, env: Mapping[str, str], sources: Sources) -> None:
     print(verdict_text(evidence, verdict), end="")
     step_summary = env.get("GITHUB_STEP_SUMMARY")
     if step_summary:
-        warning = append_step_summary(Path(step_summary), markdown(evidence, verdict))
+        text = summary_markdown(evidence, verdict, sources)
+        warning = append_step_summary(Path(step_summary), text)
         if warning is not None:
             print(f"three-ledger: {warning}", file=sys.stderr)
     if verdict.posture is Posture.REJECT and env.get("GITHUB_ACTIONS") == "true":

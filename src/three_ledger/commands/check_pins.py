@@ -1,0 +1,134 @@
+"""`three-ledger check-pins`: validate every pin in a pins folder, listing every problem.
+
+Checked: each pin parses and matches its schema; there is one properties pin and at most
+one flake pin; fixture pin ids are unique; every `fixture_pins` id names a fixture pin of
+the folder; every domain entry names files that pin lists; every pinned path is a regular
+file under ROOT. An expired `review_by` is a warning only: such an entry already counts as
+not listed wherever it is read.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from three_ledger.digest import pinned_file_problem
+from three_ledger.errors import Refused
+from three_ledger.exit_codes import ExitCode
+from three_ledger.pin_folder import FIXTURE, FLAKE, PROPERTIES, PinFile, PinFolder, scan
+from three_ledger.pins import (
+    FixturePin,
+    FlakePin,
+    PropertiesPin,
+    domain_covers,
+    load_fixture_pin,
+    load_flake_pin,
+    load_properties_pin,
+    utc_today,
+)
+
+PinT = TypeVar("PinT", FixturePin, PropertiesPin, FlakePin)
+
+
+def check_pins(*, pins_dir: Path, root: Path, today: datetime.date | None = None) -> int:
+    folder = scan(pins_dir)
+    problems = [pin.problem or "" for pin in folder.unsorted()]
+    fixtures = _load_all(folder.of_kind(FIXTURE), load_fixture_pin, problems)
+    properties = _load_all(folder.of_kind(PROPERTIES), load_properties_pin, problems)
+    flakes = _load_all(folder.of_kind(FLAKE), load_flake_pin, problems)
+    problems += count_problems(folder)
+    for properties_pin in properties:
+        problems += reference_problems(properties_pin, fixtures)
+    for fixture_pin in fixtures:
+        problems += missing_file_problems(root, fixture_pin)
+    for warning in expiry_warnings(flakes, today or utc_today()):
+        print(f"three-ledger: warning: {warning}", file=sys.stderr)
+    if problems:
+        raise Refused(f"check-pins: {len(problems)} problem(s) in {pins_dir}", problems)
+    print(f"check-pins: {len(folder.files)} pin(s) in {pins_dir} are valid")
+    return ExitCode.OK
+
+
+def _load_all(
+    pins: Sequence[PinFile], load: Callable[[Path], PinT], problems: list[str]
+) -> list[PinT]:
+    loaded: list[PinT] = []
+    for pin in pins:
+        try:
+            loaded.append(load(pin.path))
+        except Refused as refusal:
+            problems.append(_one_line(refusal))
+    return loaded
+
+
+def _one_line(refusal: Refused) -> str:
+    return "; ".join([refusal.message, *refusal.details])
+
+
+def count_problems(folder: PinFolder) -> list[str]:
+    """One properties pin, at most one flake pin, and one file per fixture pin id."""
+    problems = []
+    properties = folder.of_kind(PROPERTIES)
+    if len(properties) != 1:
+        names = ", ".join(str(pin.path) for pin in properties) or "none"
+        problems.append(
+            f"{folder.folder}: holds {len(properties)} properties pins ({names}); gate needs one"
+        )
+    flakes = folder.of_kind(FLAKE)
+    if len(flakes) > 1:
+        names = ", ".join(str(pin.path) for pin in flakes)
+        problems.append(f"{folder.folder}: holds {len(flakes)} flake pins ({names}); at most one")
+    for pin_id, pins in sorted(folder.fixture_pins_by_id().items()):
+        if len(pins) > 1:
+            names = ", ".join(str(pin.path) for pin in pins)
+            problems.append(f"{folder.folder}: fixture pin id {pin_id!r} is used by {names}")
+    return problems
+
+
+def reference_problems(properties_pin: PropertiesPin, fixtures: Sequence[FixturePin]) -> list[str]:
+    """Every `fixture_pins` id must name a fixture pin; every domain entry, files it lists."""
+    by_id = {pin.pin_id: pin for pin in fixtures}
+    source = properties_pin.source
+    problems = []
+    for index, pin_id in enumerate(properties_pin.fixture_pins):
+        fixture_pin = by_id.get(pin_id)
+        if fixture_pin is None:
+            problems.append(
+                f"{source}: $.fixture_pins[{index}]: {pin_id!r} names no valid fixture pin in "
+                "the folder"
+            )
+            continue
+        problems += domain_problems(properties_pin, fixture_pin)
+    return problems
+
+
+def domain_problems(properties_pin: PropertiesPin, fixture_pin: FixturePin) -> list[str]:
+    return [
+        f"{properties_pin.source}: $.properties[{index}].domain[{position}]: {entry!r} names "
+        f"no file pinned by {fixture_pin.source} under {fixture_pin.fixtures_dir!r}"
+        for index, prop in enumerate(properties_pin.properties)
+        for position, entry in enumerate(prop.domain)
+        if not domain_covers(entry, fixture_pin)
+    ]
+
+
+def missing_file_problems(root: Path, fixture_pin: FixturePin) -> list[str]:
+    return [
+        f"{fixture_pin.source}: $.files[{index}]: {path!r} {problem}"
+        for index, path in enumerate(fixture_pin.files)
+        if (problem := pinned_file_problem(root, path)) is not None
+    ]
+
+
+def expiry_warnings(flake_pins: Sequence[FlakePin], today: datetime.date) -> list[str]:
+    return [
+        f"{pin.source}: $.flakes[{index}]: {entry.test_id!r} has review_by "
+        f"{entry.review_by.isoformat()}, which has passed (today is {today.isoformat()} UTC): "
+        "the entry counts as not listed until a person renews or removes it"
+        for pin in flake_pins
+        for index, entry in enumerate(pin.flakes)
+        if entry.expired(today)
+    ]

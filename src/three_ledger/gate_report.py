@@ -1,0 +1,251 @@
+"""How `gate` reports: one console line per step, the step table, the posture, the step
+summary, and GitHub annotations for moved fixtures, oracle changes and pin mutation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from three_ledger.errors import Refused
+from three_ledger.gate_plan import Change, Plan
+from three_ledger.ledgers import (
+    DualPinLedger,
+    FixtureLedger,
+    FlakeLedger,
+    MergeDecision,
+    Posture,
+    PropertyLedger,
+    read_ledger,
+)
+from three_ledger.merge_table import Evidence, Verdict
+from three_ledger.pins import load_flake_pin
+from three_ledger.step_summary import StepRow, SummaryInput, render
+from three_ledger.verdict_junit import StepCase
+from three_ledger.workflow_commands import Annotation, annotations_of_kind
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_LEVEL = {Posture.REJECT: "error", Posture.HUMAN_REVIEW: "warning", Posture.REVIEW: "notice"}
+
+
+def one_line(value: str) -> str:
+    """VALUE with every control character shown as an escape: a console line stays one line."""
+    return _CONTROL.sub(lambda match: repr(match.group(0))[1:-1], value)
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    # None: the step did not run.
+    exit_code: int | None
+    ledger: Path | None
+    # A refusal's message, why the step did not run, or what its ledger says.
+    note: str
+    log: Path | None
+    # A refusal's detail lines (check-pins lists every problem there).
+    details: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def is_flake(self) -> bool:
+        return self.name.startswith("flake-observe")
+
+    @property
+    def exit_text(self) -> str:
+        return "-" if self.exit_code is None else str(self.exit_code)
+
+    def junit_case(self) -> StepCase:
+        return StepCase(self.name, self.exit_code, self.ok, self.note)
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    verdict: Verdict | None
+    evidence: Evidence | None
+    change: Change | None
+    plan: Plan | None
+    steps: Sequence[Step]
+    pin_change: bool = False
+    # Paths under each pin's fixtures_dir that differ from the base, relative to ROOT.
+    moved_fixtures: tuple[str, ...] = field(default=())
+
+    def property_ledger(self) -> PropertyLedger | None:
+        return self.evidence.prop.record if self.evidence is not None else None
+
+    def statuses(self) -> dict[str, str]:
+        prop = self.property_ledger()
+        return dict(prop.status_by_id) if prop is not None else {}
+
+    def claims(self) -> dict[str, str]:
+        """Claims of the properties pin, when it is the pin the property ledger was scored on."""
+        if self.plan is None:
+            return {}
+        pin = self.plan.properties_pin
+        prop = self.property_ledger()
+        if prop is not None and prop.property_pin_sha256 != pin.sha256:
+            return {}
+        return {entry.id: entry.claim for entry in pin.properties}
+
+    def why_unscored(self) -> str:
+        if self.property_ledger() is not None:
+            return ""
+        if self.evidence is not None:
+            return f"no property ledger: {self.evidence.prop.problem or 'not read'}"
+        return self.verdict.reason if self.verdict is not None else "not scored"
+
+
+def describe(name: str, ledger: Path | None) -> str:
+    """What a step's ledger says, in a few words."""
+    if ledger is None or not ledger.is_file():
+        return "pins valid" if name == "check-pins" else "no ledger"
+    try:
+        return _describe(ledger)
+    except Refused as exc:
+        return f"ledger unreadable: {exc.message}"
+
+
+def _describe(ledger: Path) -> str:
+    kind = ledger.name.split("-")[0].split(".")[0]
+    if kind == "fixture":
+        return f"digest {read_ledger(ledger, FixtureLedger).record.digest[:12]}"
+    if kind == "property":
+        prop = read_ledger(ledger, PropertyLedger).record
+        if prop.oracle_moved:
+            return f"oracles moved: {', '.join(prop.oracle_changes)}"
+        failing = prop.failing_ids()
+        listed = ", ".join(f"{key} {prop.status_by_id[key]}" for key in failing)
+        return f"not pass: {listed}" if failing else f"{len(prop.status_by_id)} properties pass"
+    if kind == "dual":
+        dual = read_ledger(ledger, DualPinLedger).record
+        if not dual.run:
+            return "not run: one fixture pin"
+        return f"drift: {', '.join(dual.differences)}" if dual.drift else "the pins agree"
+    if kind == "flake":
+        flake = read_ledger(ledger, FlakeLedger).record
+        return f"{flake.test_id} observed {flake.observed}: a flake note, not a pass"
+    decision = read_ledger(ledger, MergeDecision).record
+    return f"{decision.posture} (row {decision.row})"
+
+
+def step_line(step: Step) -> str:
+    if step.exit_code is None:
+        return one_line(f"{step.name}: not run: {step.note}")
+    return one_line(f"{step.name}: exit {step.exit_code}: {step.note}")
+
+
+def render_steps(steps: Sequence[Step]) -> str:
+    rows = [("step", "exit", "ledger")]
+    rows += [
+        (one_line(s.name), s.exit_text, one_line(str(s.ledger)) if s.ledger else "-") for s in steps
+    ]
+    width = max(len(name) for name, _, _ in rows)
+    return "\n".join(f"{name:<{width}}  {code:>4}  {ledger}" for name, code, ledger in rows)
+
+
+def console_report(outcome: GateOutcome) -> str:
+    lines = ["", render_steps(outcome.steps), ""] if outcome.steps else [""]
+    verdict = outcome.verdict
+    if verdict is None:
+        lines.append("posture: none: merge wrote no decision (see its step above)")
+    else:
+        lines.append(
+            one_line(f"posture: {verdict.posture.value} (row {verdict.row}): {verdict.reason}")
+        )
+    return "\n".join(lines) + "\n"
+
+
+def summary_markdown(outcome: GateOutcome) -> str:
+    assert outcome.verdict is not None
+    plan = outcome.plan
+    summary = SummaryInput(
+        verdict=outcome.verdict,
+        evidence=outcome.evidence,
+        title="three-ledger gate",
+        claims=outcome.claims(),
+        flake_owners=_flake_owners(plan),
+        steps=[_step_row(step) for step in outcome.steps],
+        pinned_ids=[entry.id for entry in plan.properties_pin.properties] if plan else [],
+        pin_change=_changed_pins(outcome) if outcome.pin_change else None,
+        problems=[detail for step in outcome.steps for detail in step.details],
+    )
+    return render(summary)
+
+
+def _changed_pins(outcome: GateOutcome) -> list[str]:
+    return outcome.change.changed_pins() if outcome.change is not None else []
+
+
+def _step_row(step: Step) -> StepRow:
+    ledger = step.ledger.name if step.ledger is not None else ""
+    return StepRow(step.name, step.exit_text, ledger, step.ok)
+
+
+def _flake_owners(plan: Plan | None) -> dict[str, str]:
+    if plan is None or plan.flake_pin is None:
+        return {}
+    try:
+        pin = load_flake_pin(plan.flake_pin)
+    except Refused:
+        return {}
+    return {entry.test_id: entry.owner for entry in pin.flakes if entry.owner}
+
+
+# --- GitHub annotations -----------------------------------------------------------------
+
+
+def github_annotations(outcome: GateOutcome) -> list[Annotation]:
+    verdict = outcome.verdict
+    if verdict is None:
+        return []
+    level = _LEVEL[verdict.posture]
+    headline = Annotation(
+        level, f"three-ledger {verdict.posture.value} (row {verdict.row})", verdict.reason
+    )
+    return [headline, *_moved_fixtures(outcome), *_oracle_changes(outcome), *_pin_edits(outcome)]
+
+
+def _level(outcome: GateOutcome, row: int) -> str:
+    verdict = outcome.verdict
+    return "error" if verdict is not None and verdict.row == row else "warning"
+
+
+def _moved_fixtures(outcome: GateOutcome) -> list[Annotation]:
+    change = outcome.change
+    if change is None or not outcome.moved_fixtures:
+        return []
+    items = [
+        (change.in_top(path), f"{path} differs from the base {change.base[:12]}: a fixture moved")
+        for path in outcome.moved_fixtures
+    ]
+    return annotations_of_kind(_level(outcome, 1), "three-ledger: fixture moved", items)
+
+
+def _oracle_changes(outcome: GateOutcome) -> list[Annotation]:
+    prop = outcome.property_ledger()
+    change = outcome.change
+    if change is None or prop is None or not prop.oracle_moved:
+        return []
+    items = [
+        (change.in_top(path), f"{path} is an oracle and differs from the base: review it alone")
+        for path in prop.oracle_changes
+    ]
+    return annotations_of_kind(_level(outcome, 5), "three-ledger: oracle changed", items)
+
+
+def _pin_edits(outcome: GateOutcome) -> list[Annotation]:
+    pins = _changed_pins(outcome)
+    if not pins:
+        return []
+    if outcome.pin_change:
+        posture = outcome.verdict.posture if outcome.verdict else Posture.REJECT
+        refused = posture is Posture.REJECT
+        level = "error" if refused else "notice"
+        what = "pin change refused by check-pins" if refused else "pin change: pin owners review it"
+    else:
+        level, what = _level(outcome, 4), "pin mutation: a pin edit mixed into a scored change"
+    items = [(path, f"{path}: {what}") for path in pins]
+    return annotations_of_kind(level, "three-ledger: pin changed", items)

@@ -1,0 +1,348 @@
+"""The Markdown report of a decision, for `merge --summary-md`, `gate` and GitHub's step summary.
+
+Read at a glance: the posture, row and reason come first, then what to do next, then one
+row per property. Tables stay narrow (at most four columns, digests cut to 12 hex digits,
+long ids given break points), so nothing scrolls sideways at 1,000 px; the full digests
+sit in a `<details>` block. Every id, path and reason is escaped: they come from the change
+under review.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, Posture, PropertyLedger
+from three_ledger.merge_table import Evidence, Reading, Verdict
+
+SHORT_HEX = 12
+# Every character that can start inline Markdown on GitHub: code, emphasis, strikethrough,
+# links, images, raw HTML, entities, table cells, @mentions, #references, :emoji:, $math$.
+_MARKUP = re.compile(r"([\\`*_~\[\]!<>&|@#:$])")
+# `www.` starts a link of its own in GitHub's Markdown.
+_WWW = re.compile(r"(?i)\b(www)\.")
+# After these a long id or path may wrap (a `<wbr>` is an invisible break point).
+_BREAK_AFTER = re.compile(r"(\\[_:]|[./,;=-])")
+# A heading keeps the reason short; the whole reason follows when it was cut.
+HEADING_REASON_CHARS = 160
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_HEX_DIGEST = re.compile(r"\b[0-9a-f]{64}\b")
+MAX_PROBLEMS = 20
+# Failing tests shown per property before "and N more".
+FIRST_TESTS = 3
+
+_POSTURE_MARK = {Posture.REJECT: "❌", Posture.HUMAN_REVIEW: "🟡", Posture.REVIEW: "🔎"}
+STATUS_MARK = {"pass": "✅", "fail": "❌", "error": "💥", "skip": "⚠️", "missing": "❓"}
+
+# What to do next, for each row of the merge table (0: gate decided before the table).
+NEXT_STEP = {
+    1: "Restore the fixture files to the pinned bytes, or change the fixture pin (and its "
+    "reviewed digest) in a change of its own. `three-ledger explain` names the files that moved.",
+    2: "Re-run the gate: the property ledger is missing or was scored on other fixture bytes. "
+    "The properties step's log says why.",
+    3: "Report a writer bug: two ledgers carry one `recorded_at`. Re-run the gate.",
+    4: "Take the pin edit out of this change and propose it in a change of its own, for the "
+    "pin owners to review.",
+    5: "Review the oracle edit in a change of its own; then re-run this change against it.",
+    6: "File the fixture drift: the pins disagree on the properties listed below. Find which "
+    "fixture bytes the code mishandles; a disagreement is never a flake.",
+    7: "Fix the code so that every property below holds. A failing property is never a flake.",
+    8: "A person reads the diff. One fixture pin is weaker evidence: a second pin lets the "
+    "gate answer `review`.",
+    9: "A person reads the diff. Flake notes, if any, are listed below: a flake note is not a "
+    "pass.",
+}
+NEXT_STEP_UNUSABLE = (
+    "Fix the gate's configuration (the reason above names what is missing); "
+    "`three-ledger check-pins` checks the pins folder."
+)
+NEXT_STEP_PIN_CHANGE = (
+    "The pin owners (CODEOWNERS on the pins folder) review this pin change. Merge it on its "
+    "own; changes that rely on it are scored once it has landed."
+)
+NEXT_STEP_PIN_REFUSED = "Fix the pins until `three-ledger check-pins` passes."
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One gate step as the summary shows it."""
+
+    name: str
+    exit_text: str
+    ledger: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class SummaryInput:
+    verdict: Verdict
+    # None when gate decided before the merge table (row 0).
+    evidence: Evidence | None
+    title: str = "three-ledger"
+    claims: Mapping[str, str] = field(default_factory=dict)
+    failing_tests: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    flake_owners: Mapping[str, str] = field(default_factory=dict)
+    steps: Sequence[StepRow] = ()
+    # Property ids to list as missing when no property ledger could be read.
+    pinned_ids: Sequence[str] = ()
+    pin_change: Sequence[str] | None = None
+    # What the steps refused for, one line each (check-pins lists every problem).
+    problems: Sequence[str] = ()
+
+
+def text(value: str) -> str:
+    """VALUE as literal Markdown text inside a line: every character that starts markup escaped."""
+    one_line = " ".join(_CONTROL.sub(" ", value).split())
+    return _WWW.sub(r"\1\\.", _MARKUP.sub(r"\\\1", one_line))
+
+
+def breakable(value: str) -> str:
+    """Escaped VALUE with invisible break points after dots, slashes, underscores, dashes."""
+    return _BREAK_AFTER.sub(r"\1<wbr>", text(value))
+
+
+def code(value: str) -> str:
+    return f"<code>{breakable(value)}</code>"
+
+
+def short(digest: str) -> str:
+    return digest[:SHORT_HEX]
+
+
+def shorten_digests(value: str) -> str:
+    return _HEX_DIGEST.sub(lambda match: short(match.group(0)) + "…", value)
+
+
+def render(summary: SummaryInput) -> str:
+    verdict = summary.verdict
+    mark = _POSTURE_MARK[verdict.posture]
+    reason = shorten_digests(verdict.reason)
+    cut = reason if len(reason) <= HEADING_REASON_CHARS else reason[:HEADING_REASON_CHARS] + "…"
+    blocks = [
+        (
+            f"### {mark} {text(summary.title)}: {verdict.posture.value} (row {verdict.row}): "
+            f"{text(cut)}"
+        ),
+        f"**Reason:** {text(reason)}" if cut != reason else "",
+        f"**What to do next:** {_next_step(summary)}",
+        *_pin_change(summary),
+        *_problems(summary),
+        *_properties(summary),
+        *_unpinned_failures(summary),
+        *_flakes(summary),
+        *_steps(summary),
+        *_ledgers(summary),
+        *_digests(summary),
+    ]
+    return "\n\n".join(block for block in blocks if block) + "\n"
+
+
+def _next_step(summary: SummaryInput) -> str:
+    verdict = summary.verdict
+    if verdict.row in NEXT_STEP:
+        return NEXT_STEP[verdict.row]
+    if summary.pin_change is not None:
+        return (
+            NEXT_STEP_PIN_CHANGE if verdict.posture is not Posture.REJECT else NEXT_STEP_PIN_REFUSED
+        )
+    return NEXT_STEP_UNUSABLE
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _pin_change(summary: SummaryInput) -> list[str]:
+    if summary.pin_change is None:
+        return []
+    items = "\n".join(f"- {code(path)}" for path in summary.pin_change)
+    return ["**Pins changed** (not scored: pins move in reviewed changes of their own):", items]
+
+
+def _problems(summary: SummaryInput) -> list[str]:
+    if not summary.problems:
+        return []
+    shown = summary.problems[:MAX_PROBLEMS]
+    items = "\n".join(f"- {text(problem)}" for problem in shown)
+    more = len(summary.problems) - len(shown)
+    if more > 0:
+        items += f"\n- and {more} more (see the step logs)"
+    return ["**Problems found:**", items]
+
+
+def _property_ledger(summary: SummaryInput) -> PropertyLedger | None:
+    return summary.evidence.prop.record if summary.evidence is not None else None
+
+
+def _properties(summary: SummaryInput) -> list[str]:
+    prop = _property_ledger(summary)
+    statuses = dict(prop.status_by_id) if prop is not None else {}
+    ids = list(statuses) or list(summary.pinned_ids)
+    if not ids:
+        return []
+    # Not passing first, in the ledger's order; then the passes.
+    ordered = sorted(ids, key=lambda prop_id: statuses.get(prop_id, "missing") == "pass")
+    rows = [
+        _property_row(summary, prop_id, statuses.get(prop_id, "missing")) for prop_id in ordered
+    ]
+    heading = "**Properties**" if prop is not None else "**Properties** (no property ledger)"
+    return [heading, _table(["", "Property", "Status", "Claim and failing tests"], rows)]
+
+
+def _failing_tests(summary: SummaryInput, prop_id: str) -> list[str]:
+    """The tests behind a miss: as given, else as the property ledger records them."""
+    if prop_id in summary.failing_tests:
+        return list(summary.failing_tests[prop_id])
+    prop = _property_ledger(summary)
+    return [test.id for test in prop.failing_tests.get(prop_id, ())] if prop is not None else []
+
+
+def _unpinned_failures(summary: SummaryInput) -> list[str]:
+    prop = _property_ledger(summary)
+    if prop is None or not prop.unpinned_failures.count:
+        return []
+    unpinned = prop.unpinned_failures
+    items = "\n".join(f"- {code(test_id)}" for test_id in unpinned.first_ids[:MAX_PROBLEMS])
+    more = unpinned.count - min(len(unpinned.first_ids), MAX_PROBLEMS)
+    if more > 0:
+        items += f"\n- and {more} more"
+    heading = (
+        f"**Unpinned failures** ({unpinned.count} outside every property: they do not change "
+        "the posture; pin a property or a flake entry for them)"
+    )
+    return [heading, items]
+
+
+def _property_row(summary: SummaryInput, prop_id: str, status: str) -> list[str]:
+    shown = f"**{status}**" if status != "pass" else status
+    claim = text(summary.claims.get(prop_id, ""))
+    tests = _failing_tests(summary, prop_id)
+    if tests:
+        listed = ", ".join(code(test) for test in tests[:FIRST_TESTS])
+        more = f" and {len(tests) - FIRST_TESTS} more" if len(tests) > FIRST_TESTS else ""
+        claim = f"{claim}<br>failing: {listed}{more}" if claim else f"failing: {listed}{more}"
+    return [STATUS_MARK.get(status, "❓"), code(prop_id), shown, claim]
+
+
+def _flakes(summary: SummaryInput) -> list[str]:
+    evidence = summary.evidence
+    notes = [r.record for r in evidence.flakes if r.record is not None] if evidence else []
+    if not notes:
+        return []
+    rows = [
+        [
+            code(note.test_id),
+            text(note.observed),
+            text(summary.flake_owners.get(note.test_id, "")),
+            text(note.review_by),
+        ]
+        for note in notes
+    ]
+    heading = "**Flake notes** (a flake note is not a pass)"
+    return [heading, _table(["Test", "Observed", "Owner", "Review by"], rows)]
+
+
+def _steps(summary: SummaryInput) -> list[str]:
+    if not summary.steps:
+        return []
+    rows = [
+        [
+            ("✅ " if step.ok else "❌ ") + breakable(step.name),
+            text(step.exit_text),
+            code(step.ledger) if step.ledger else "—",
+        ]
+        for step in summary.steps
+    ]
+    return ["**Steps**", _table(["Step", "Exit", "Ledger"], rows)]
+
+
+@dataclass(frozen=True)
+class _LedgerLine:
+    kind: str
+    path: str
+    state: str
+    digests: tuple[tuple[str, str], ...] = ()
+
+
+def _ledger_lines(evidence: Evidence) -> list[_LedgerLine]:
+    lines = [_fixture_line(evidence.fixture), _property_line(evidence.prop)]
+    if evidence.dual_pin is not None:
+        lines.append(_dual_line(evidence.dual_pin))
+    lines += [_flake_line(reading) for reading in evidence.flakes]
+    return lines
+
+
+def _fixture_line(reading: Reading[FixtureLedger]) -> _LedgerLine:
+    fixture = reading.record
+    if fixture is None:
+        return _LedgerLine(
+            "fixture", str(reading.path), f"unusable: {reading.problem or 'not read'}"
+        )
+    state = f"digest {short(fixture.digest)} (pin {fixture.pin_id})"
+    return _LedgerLine(
+        "fixture", str(reading.path), state, ((f"fixture {fixture.pin_id}", fixture.digest),)
+    )
+
+
+def _property_line(reading: Reading[PropertyLedger]) -> _LedgerLine:
+    prop = reading.record
+    if prop is None:
+        return _LedgerLine(
+            "property", str(reading.path), f"unusable: {reading.problem or 'not read'}"
+        )
+    failing = len(prop.failing_ids())
+    passing = len(prop.status_by_id) - failing
+    state = f"scored on {short(prop.fixture_digest)}: {passing} pass, {failing} not pass"
+    if prop.oracle_moved:
+        state += f"; oracles moved: {', '.join(prop.oracle_changes)}"
+    return _LedgerLine("property", str(reading.path), state)
+
+
+def _dual_line(reading: Reading[DualPinLedger]) -> _LedgerLine:
+    dual = reading.record
+    if dual is None:
+        return _LedgerLine(
+            "dual-pin", str(reading.path), f"unusable: {reading.problem or 'not read'}"
+        )
+    if not dual.run:
+        return _LedgerLine("dual-pin", str(reading.path), "not run (one pin)")
+    split = ", ".join(
+        f"{key}: {d.left} vs {d.right}" for key, d in sorted(dual.differences.items())
+    )
+    state = f"drift: {split}" if dual.drift else f"{dual.left_pin_id} and {dual.right_pin_id} agree"
+    digests = (
+        (f"dual-pin left {dual.left_pin_id}", dual.left_digest),
+        (f"dual-pin right {dual.right_pin_id}", dual.right_digest),
+    )
+    return _LedgerLine("dual-pin", str(reading.path), state, digests)
+
+
+def _flake_line(reading: Reading[FlakeLedger]) -> _LedgerLine:
+    flake = reading.record
+    if flake is None:
+        return _LedgerLine("flake", str(reading.path), f"unusable: {reading.problem or 'not read'}")
+    state = f"{flake.test_id}: {flake.observed} on {short(flake.fixture_digest)}"
+    return _LedgerLine("flake", str(reading.path), state)
+
+
+def _ledgers(summary: SummaryInput) -> list[str]:
+    if summary.evidence is None:
+        return []
+    rows = [
+        [text(line.kind), code(line.path), text(shorten_digests(line.state))]
+        for line in _ledger_lines(summary.evidence)
+    ]
+    return ["**Ledgers**", _table(["Ledger", "File", "State"], rows)]
+
+
+def _digests(summary: SummaryInput) -> list[str]:
+    if summary.evidence is None:
+        return []
+    pairs = [pair for line in _ledger_lines(summary.evidence) for pair in line.digests]
+    if not pairs:
+        return []
+    items = "\n".join(f"- {text(label)}: `{digest}`" for label, digest in pairs)
+    return [f"<details><summary>Full digests</summary>\n\n{items}\n\n</details>"]

@@ -1,0 +1,242 @@
+"""A small stand-in for GitHub's runner: runs a composite action's steps as the runner would.
+
+It covers what `action.yml` uses and nothing more: `run:` steps under bash with GitHub's
+default flags, `env:` and `with:` values holding `${{ inputs.* }}`, `${{ steps.*.outputs.* }}`,
+`${{ runner.temp }}` or `${{ github.action_path }}`, `if: always()`, and
+`actions/upload-artifact`, whose upload is a copy into an artifacts folder. The event payload,
+`GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY` are real files, as on a runner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+_UPLOAD_ARTIFACT = "actions/upload-artifact@"
+
+
+@dataclass(frozen=True)
+class Event:
+    """A GitHub event: its name and the payload the runner writes to GITHUB_EVENT_PATH."""
+
+    name: str
+    payload: Mapping[str, Any]
+
+
+@dataclass
+class StepRun:
+    step_id: str
+    name: str
+    outcome: str  # success, failure or skipped, as `steps.<id>.outcome` says
+    exit_code: int | None
+    output: str
+    outputs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ActionRun:
+    steps: list[StepRun]
+    outputs: dict[str, str]
+    summary: str
+    artifacts: Path
+
+    @property
+    def failed(self) -> bool:
+        return any(step.outcome == "failure" for step in self.steps)
+
+    def step(self, step_id: str) -> StepRun:
+        return next(step for step in self.steps if step.step_id == step_id)
+
+    def log(self) -> str:
+        """The run as a runner's log shows it: each step's name, its output, its outcome."""
+        parts = []
+        for step in self.steps:
+            parts.append(f"##[group]{step.name}\n{step.output.rstrip()}\n##[endgroup]")
+            parts.append(f"{step.name}: {step.outcome} (exit {step.exit_code})")
+        return "\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class Runner:
+    """One job's runner folders: workspace (the checkout), temp, artifacts, event files."""
+
+    action_path: Path
+    workspace: Path
+    home: Path
+    base_env: Mapping[str, str]
+    # RUNNER_TEMP; a test module may share one between runs, as steps of one job would.
+    temp: Path | None = None
+
+    def run(self, inputs: Mapping[str, str], event: Event) -> ActionRun:
+        action = yaml.safe_load((self.action_path / "action.yml").read_text(encoding="utf-8"))
+        values = _inputs_with_defaults(action, inputs)
+        files = self._job_files(event)
+        context = _Context(values, self.action_path, files["RUNNER_TEMP"])
+        runs: list[StepRun] = []
+        for index, step in enumerate(action["runs"]["steps"]):
+            runs.append(self._step(step, index, context, files, failed=_any_failed(runs)))
+        outputs = {
+            name: context.evaluate(spec["value"]) for name, spec in action["outputs"].items()
+        }
+        summary = Path(files["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
+        return ActionRun(runs, outputs, summary, self.home / "artifacts")
+
+    def _job_files(self, event: Event) -> dict[str, str]:
+        temp = self.temp or self.home / "runner-temp"
+        temp.mkdir(parents=True, exist_ok=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        event_path = self.home / "event.json"
+        event_path.write_text(json.dumps(event.payload), encoding="utf-8")
+        summary = self.home / "step_summary.md"
+        summary.touch()
+        return {
+            "RUNNER_TEMP": str(temp),
+            "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_EVENT_NAME": event.name,
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "GITHUB_WORKSPACE": str(self.workspace),
+            "GITHUB_ACTION_PATH": str(self.action_path),
+            "GITHUB_ACTIONS": "true",
+            "CI": "true",
+        }
+
+    def _step(
+        self,
+        step: Mapping[str, Any],
+        index: int,
+        context: _Context,
+        files: Mapping[str, str],
+        *,
+        failed: bool,
+    ) -> StepRun:
+        step_id = str(step.get("id", f"step{index}"))
+        name = str(step.get("name", step_id))
+        condition = str(step.get("if", "success()"))
+        if failed and "always()" not in condition:
+            return StepRun(step_id, name, "skipped", None, "")
+        if "uses" in step:
+            run = self._uses(step, step_id, name, context)
+        else:
+            run = self._run(step, step_id, name, context, files)
+        context.steps[step_id] = run.outputs
+        return run
+
+    def _run(
+        self,
+        step: Mapping[str, Any],
+        step_id: str,
+        name: str,
+        context: _Context,
+        files: Mapping[str, str],
+    ) -> StepRun:
+        assert step.get("shell") == "bash", f"{name}: the harness runs bash steps only"
+        output_file = Path(files["RUNNER_TEMP"]) / f"output-{step_id}"
+        output_file.write_text("", encoding="utf-8")
+        script = Path(files["RUNNER_TEMP"]) / f"step-{step_id}.sh"
+        script.write_text(step["run"], encoding="utf-8")
+        env = {**self.base_env, **files, "GITHUB_OUTPUT": str(output_file)}
+        env.update({key: context.evaluate(str(value)) for key, value in step["env"].items()})
+        # GitHub's command line for `shell: bash`.
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=self.workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        outputs = parse_output_file(output_file.read_text(encoding="utf-8"))
+        outcome = "success" if done.returncode == 0 else "failure"
+        return StepRun(step_id, name, outcome, done.returncode, done.stdout + done.stderr, outputs)
+
+    def _uses(self, step: Mapping[str, Any], step_id: str, name: str, context: _Context) -> StepRun:
+        assert str(step["uses"]).startswith(_UPLOAD_ARTIFACT), step["uses"]
+        given = {key: context.evaluate(str(value)) for key, value in step["with"].items()}
+        source = self.workspace / given["path"]
+        target = self.home / "artifacts" / given["name"]
+        files = [path for path in source.rglob("*") if path.is_file()] if source.is_dir() else []
+        if not files:
+            missing = given.get("if-no-files-found", "warn")
+            outcome = "failure" if missing == "error" else "success"
+            return StepRun(step_id, name, outcome, None, f"No files were found at {source}")
+        shutil.copytree(source, target)
+        return StepRun(step_id, name, "success", 0, f"uploaded {len(files)} file(s) as {target}")
+
+
+class _Context:
+    """The expression contexts a composite action's `env:`, `with:` and outputs read."""
+
+    def __init__(self, inputs: Mapping[str, str], action_path: Path, temp: str) -> None:
+        self.inputs = dict(inputs)
+        self.steps: dict[str, dict[str, str]] = {}
+        self.fixed = {"runner.temp": temp, "github.action_path": str(action_path)}
+
+    def evaluate(self, text: str) -> str:
+        return _EXPRESSION.sub(lambda match: self._value(match.group(1)), text)
+
+    def _value(self, expression: str) -> str:
+        if expression in self.fixed:
+            return self.fixed[expression]
+        if expression.startswith("inputs."):
+            return self.inputs[expression.removeprefix("inputs.")]
+        parts = expression.split(".")
+        if len(parts) == 4 and parts[0] == "steps" and parts[2] == "outputs":
+            # A step that did not run, or did not write the output, gives "" as on GitHub.
+            return self.steps.get(parts[1], {}).get(parts[3], "")
+        raise AssertionError(f"the harness does not evaluate ${{{{ {expression} }}}}")
+
+
+def _inputs_with_defaults(action: Mapping[str, Any], given: Mapping[str, str]) -> dict[str, str]:
+    declared = action["inputs"]
+    unknown = set(given) - set(declared)
+    assert not unknown, f"inputs the action does not declare: {sorted(unknown)}"
+    values = {}
+    for name, spec in declared.items():
+        if name in given:
+            values[name] = given[name]
+        else:
+            assert not spec.get("required"), f"required input {name!r} not given"
+            values[name] = str(spec.get("default", ""))
+    return values
+
+
+def _any_failed(runs: list[StepRun]) -> bool:
+    return any(run.outcome == "failure" for run in runs)
+
+
+def parse_output_file(text: str) -> dict[str, str]:
+    """`name=value` lines and `name<<DELIMITER` blocks, as the runner reads GITHUB_OUTPUT."""
+    outputs: dict[str, str] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            block = []
+            for body in lines:
+                if body == delimiter:
+                    break
+                block.append(body)
+            outputs[name] = "\n".join(block)
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            outputs[name] = value
+    return outputs
+
+
+def runner_environment() -> dict[str, str]:
+    """This machine's environment without anything a real runner would not set for us."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GITHUB_", "RUNNER_", "CI_", "THREE_LEDGER_", "GITLAB"))
+    }

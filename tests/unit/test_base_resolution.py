@@ -1,0 +1,228 @@
+"""The base resolver: each CI event's payload, blank fields, new branches, shallow clones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import RunCli, git
+from three_ledger import git as git_module
+from three_ledger.base_resolution import GITHUB, GITLAB, BaseChoice, choose_base
+from three_ledger.errors import Refused
+
+SHA_A = "a" * 40
+SHA_B = "b" * 40
+ZEROS = "0" * 40
+
+
+def github(tmp_path: Path, event: str, payload: Any, **extra: str) -> dict[str, str]:
+    """A GitHub runner's environment for EVENT, its payload written to GITHUB_EVENT_PATH."""
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event,
+            "GITHUB_EVENT_PATH": str(path), **extra}  # fmt: skip
+
+
+PULL_REQUEST = {"pull_request": {"number": 7, "base": {"sha": SHA_A, "ref": "main"}}}
+MERGE_GROUP = {"merge_group": {"base_sha": SHA_A, "head_sha": SHA_B, "base_ref": "refs/heads/main"}}
+PUSH = {"before": SHA_A, "after": SHA_B, "ref": "refs/heads/main"}
+
+
+@pytest.mark.parametrize(
+    ("event", "payload", "source"),
+    [
+        ("pull_request", PULL_REQUEST, "pull_request.base.sha in GITHUB_EVENT_PATH"),
+        ("pull_request_target", PULL_REQUEST, "pull_request.base.sha in GITHUB_EVENT_PATH"),
+        ("merge_group", MERGE_GROUP, "merge_group.base_sha in GITHUB_EVENT_PATH"),
+        ("push", PUSH, "before in GITHUB_EVENT_PATH"),
+    ],
+)
+def test_each_github_event_gives_its_payload_base(
+    tmp_path: Path, event: str, payload: Any, source: str
+) -> None:
+    env = github(tmp_path, event, payload, GITHUB_BASE_REF="other")
+    assert choose_base(None, env) == BaseChoice(SHA_A, source, GITHUB)
+
+
+def test_merge_group_no_longer_needs_github_base_ref(tmp_path: Path) -> None:
+    # In a merge queue GITHUB_BASE_REF is empty: the payload alone names the base.
+    env = github(tmp_path, "merge_group", MERGE_GROUP, GITHUB_BASE_REF="")
+    choice = choose_base(None, env)
+    assert choice is not None
+    assert choice.revision == SHA_A
+
+
+def test_explicit_base_and_three_ledger_base_come_first(tmp_path: Path) -> None:
+    env = github(tmp_path, "pull_request", PULL_REQUEST, THREE_LEDGER_BASE="env-base")
+    assert choose_base("cli-base", env) == BaseChoice("cli-base", "--base")
+    assert choose_base("  ", env) == BaseChoice("env-base", "THREE_LEDGER_BASE")
+
+
+def test_all_zero_before_of_a_new_branch_is_refused(tmp_path: Path) -> None:
+    env = github(tmp_path, "push", {**PUSH, "before": ZEROS})
+    with pytest.raises(Refused, match=r"all zeros \(a new branch.*pass --base REV"):
+        choose_base(None, env)
+
+
+@pytest.mark.parametrize(
+    ("event", "payload"),
+    [
+        ("pull_request", {"pull_request": {"base": {"sha": "  "}}}),
+        ("pull_request", {"pull_request": {"base": {}}}),
+        ("merge_group", {"merge_group": {"base_sha": ""}}),
+        ("merge_group", {"merge_group": None}),
+        ("push", {"before": None}),
+        ("push", []),
+    ],
+)
+def test_a_blank_payload_field_falls_back_to_github_base_ref(
+    tmp_path: Path, event: str, payload: Any
+) -> None:
+    env = github(tmp_path, event, payload, GITHUB_BASE_REF="main")
+    choice = choose_base(None, env)
+    assert choice == BaseChoice("origin/main", "GITHUB_BASE_REF", GITHUB, github_ref="main")
+
+
+def test_a_blank_payload_field_without_github_base_ref_is_refused(tmp_path: Path) -> None:
+    env = github(tmp_path, "merge_group", {"merge_group": {"base_sha": " "}}, GITHUB_BASE_REF="")
+    with pytest.raises(Refused, match=r"merge_group event gives no merge_group\.base_sha.*--base"):
+        choose_base(None, env)
+
+
+def test_an_unreadable_payload_is_refused_naming_the_file(tmp_path: Path) -> None:
+    env = github(tmp_path, "pull_request", {})
+    Path(env["GITHUB_EVENT_PATH"]).write_text("{not json", encoding="utf-8")
+    with pytest.raises(Refused, match=r"GITHUB_EVENT_PATH .*event\.json: not a JSON event payload"):
+        choose_base(None, env)
+    env["GITHUB_EVENT_PATH"] = str(tmp_path / "absent.json")
+    with pytest.raises(Refused, match=r"absent\.json: cannot read"):
+        choose_base(None, env)
+
+
+def test_other_github_events_have_no_base(tmp_path: Path) -> None:
+    assert choose_base(None, github(tmp_path, "workflow_dispatch", {"inputs": {}})) is None
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({"CI_MERGE_REQUEST_DIFF_BASE_SHA": SHA_A, "CI_MERGE_REQUEST_TARGET_BRANCH_SHA": SHA_B},
+         BaseChoice(SHA_A, "CI_MERGE_REQUEST_DIFF_BASE_SHA", GITLAB)),
+        ({"CI_MERGE_REQUEST_DIFF_BASE_SHA": "", "CI_MERGE_REQUEST_TARGET_BRANCH_SHA": SHA_B},
+         BaseChoice(SHA_B, "CI_MERGE_REQUEST_TARGET_BRANCH_SHA", GITLAB)),
+        ({"CI_MERGE_REQUEST_TARGET_BRANCH_SHA": " "}, None),
+    ],
+)  # fmt: skip
+def test_gitlab_merge_requests_and_trains(
+    variables: dict[str, str], expected: BaseChoice | None
+) -> None:
+    env = {"GITLAB_CI": "true", "CI_MERGE_REQUEST_EVENT_TYPE": "merge_train", **variables}
+    assert choose_base(None, env) == expected
+
+
+# --- resolving the choice in a real clone ------------------------------------------------------
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> tuple[Path, str]:
+    """A repository with three commits; returns it and its first commit (the base)."""
+    repo = tmp_path / "upstream"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for number in range(3):
+        (repo / "file.txt").write_text(f"{number}\n", encoding="utf-8")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"commit {number}")
+    return repo, git(repo, "rev-list", "--max-parents=0", "HEAD")
+
+
+def shallow_clone(upstream: Path, target: Path) -> Path:
+    git(target.parent, "clone", "-q", "--depth", "1", f"file://{upstream}", str(target))
+    return target
+
+
+def test_a_base_missing_from_a_shallow_github_clone_names_fetch_depth(
+    tmp_path: Path, upstream: tuple[Path, str]
+) -> None:
+    repo, base = upstream
+    clone = shallow_clone(repo, tmp_path / "clone")
+    env = github(tmp_path, "merge_group", {"merge_group": {"base_sha": base}})
+    with pytest.raises(Refused) as raised:
+        git_module.resolve_base(clone, None, env)
+    message = raised.value.message
+    assert f"{base!r} does not resolve" in message
+    assert "this clone is shallow" in message
+    assert "`fetch-depth: 0`" in message
+    assert f"git fetch --no-tags origin {base}" in message
+    # The advice works: after that fetch the same base resolves.
+    git(clone, "fetch", "-q", "--no-tags", "origin", base)
+    assert git_module.resolve_base(clone, None, env) == base
+
+
+def test_a_base_missing_from_a_shallow_gitlab_clone_names_git_depth(
+    tmp_path: Path, upstream: tuple[Path, str]
+) -> None:
+    repo, base = upstream
+    clone = shallow_clone(repo, tmp_path / "clone")
+    env = {"CI_MERGE_REQUEST_DIFF_BASE_SHA": base}
+    with pytest.raises(Refused, match=r"shallow: set `GIT_DEPTH: 0`.*git fetch --no-tags origin"):
+        git_module.resolve_base(clone, None, env)
+
+
+def set_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+def test_digest_names_moved_files_against_the_event_base(
+    tmp_path: Path, orders_repo: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Step-by-step users get the resolver too: no --base, the merge queue's base_sha."""
+    base = git(orders_repo, "rev-parse", "HEAD")
+    set_env(monkeypatch, github(tmp_path, "merge_group", {"merge_group": {"base_sha": base}}))
+    moved = orders_repo / "fixtures" / "orders_min.json"
+    moved.write_bytes(moved.read_bytes() + b" ")
+    result = run_cli("digest", "--pin", orders_repo / "pins/fixtures.json", "--root",
+                     orders_repo, "--out", tmp_path / "f.json")  # fmt: skip
+    assert result.code == 2
+    assert f"1 pinned file(s) differ from {base}" in result.first_error_line
+    assert f"moved since {base}: fixtures/orders_min.json" in result.err
+
+
+def test_merge_with_pins_dir_refuses_a_new_branch_push(
+    tmp_path: Path, orders_repo: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_env(monkeypatch, github(tmp_path, "push", {"before": ZEROS}))
+    result = run_cli("merge", "--fixture-ledger", tmp_path / "f.json", "--property-ledger",
+                     tmp_path / "p.json", "--root", orders_repo, "--pins-dir",
+                     orders_repo / "pins", "--out", tmp_path / "decision.json")  # fmt: skip
+    assert result.code == 2
+    assert "all zeros (a new branch" in result.first_error_line
+    assert "pass --base REV" in result.first_error_line
+    assert not (tmp_path / "decision.json").exists()
+
+
+def test_merge_with_pins_dir_and_no_base_anywhere_is_a_usage_error(
+    tmp_path: Path, orders_repo: Path, run_cli: RunCli
+) -> None:
+    result = run_cli("merge", "--fixture-ledger", tmp_path / "f.json", "--property-ledger",
+                     tmp_path / "p.json", "--pins-dir", orders_repo / "pins",
+                     "--out", tmp_path / "decision.json")  # fmt: skip
+    assert result.code == 64
+    assert "--pins-dir needs --base REV" in result.first_error_line
+
+
+def test_flake_observe_reports_a_new_branch_push_as_its_refusal(
+    tmp_path: Path, orders_repo: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_env(monkeypatch, github(tmp_path, "push", {"before": ZEROS}))
+    result = run_cli("flake-observe", "--fixture-ledger", tmp_path / "f.json",
+                     "--property-ledger", tmp_path / "p.json", "--flake-pin",
+                     orders_repo / "pins/flakes.json", "--test-id", "x",
+                     "--out", tmp_path / "flake.json")  # fmt: skip
+    assert result.code == 3
+    assert "pass --base REV" in result.first_error_line

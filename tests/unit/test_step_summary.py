@@ -1,0 +1,223 @@
+"""The step summary: decision first, what to do next, narrow tables, escaped hostile text.
+
+The width check renders the Markdown with cmark-gfm (GitHub's own parser) and bounds each
+table's narrowest layout: a column is at least as wide as the longest run of characters no
+browser may break (no space, no `<wbr>`), so the table's minimum width is the sum over its
+columns. That minimum must fit in 1,000 px, the width the redesign promises.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import cmarkgfm
+import pytest
+from cmarkgfm.cmark import Options
+
+from helpers.records import DIGEST, OTHER_DIGEST, evidence, flake_reading, prop_reading
+from three_ledger.ledgers import Posture
+from three_ledger.merge_table import Reading, Verdict
+from three_ledger.step_summary import (
+    NEXT_STEP,
+    STATUS_MARK,
+    StepRow,
+    SummaryInput,
+    breakable,
+    render,
+    text,
+)
+
+PAGE_PX = 1000
+# Generous per-character widths: GitHub's body font is 16 px, its code font 85% monospace.
+CHAR_PX = 10
+CELL_PADDING_PX = 26
+LONG_ID = "jsonschema.validators.draft202012.format_checker.unknown_formats_are_ignored_by_default"
+
+POSTURES = {
+    "reject": Verdict(Posture.REJECT, 7, "property miss stands: orders.b is fail"),
+    "human_review": Verdict(Posture.HUMAN_REVIEW, 8, "one pin is weaker evidence: no dual-pin"),
+    "review": Verdict(Posture.REVIEW, 9, "a person reads the diff: every property passes"),
+}  # fmt: skip
+
+
+def gfm_html(markdown: str) -> str:
+    # GitHub renders with cmark-gfm's table extension and keeps raw HTML such as <wbr>.
+    rendered = cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
+    return str(rendered)
+
+
+class _Tables(HTMLParser):
+    """Each table as rows of cells; each cell as its runs of unbreakable characters."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[list[str]]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = [""]
+        elif tag in ("wbr", "br") and self._cell is not None:
+            self._cell.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append(self._cell)
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            words = data.split(" ")
+            self._cell[-1] += words[0]
+            self._cell.extend(words[1:])
+
+
+def tables_of(markdown: str) -> list[list[list[list[str]]]]:
+    parser = _Tables()
+    parser.feed(gfm_html(markdown))
+    return parser.tables
+
+
+def minimum_width_px(table: list[list[list[str]]]) -> int:
+    columns = max(len(row) for row in table)
+    widest = [0] * columns
+    for row in table:
+        for index, runs in enumerate(row):
+            widest[index] = max(widest[index], max(len(run) for run in runs))
+    return sum(width * CHAR_PX + CELL_PADDING_PX for width in widest)
+
+
+def full_summary(verdict: Verdict, prop_id: str = "orders.b") -> SummaryInput:
+    statuses = {"orders.a": "pass", prop_id: "fail" if verdict.row == 7 else "pass"}
+    return SummaryInput(
+        verdict=verdict,
+        evidence=evidence(prop=prop_reading(status_by_id=statuses)),
+        title="three-ledger gate",
+        claims={prop_id: "Every order total in the domain is zero or more, " * 3},
+        failing_tests={
+            prop_id: [f"properties/test_orders.py::test_{prop_id}[case{n}]" for n in range(5)]
+        },
+        flake_owners={"orders.slow": "orders-team"},
+        steps=[StepRow(f"properties A ({prop_id})", "1", "property-a.json", ok=False)],
+    )
+
+
+@pytest.mark.parametrize("posture", sorted(POSTURES))
+def test_the_first_line_says_posture_row_and_reason(posture: str) -> None:
+    verdict = POSTURES[posture]
+    lines = render(full_summary(verdict)).splitlines()
+    assert lines[0].startswith("### ")
+    assert f"three-ledger gate: {posture} (row {verdict.row}): " in lines[0]
+    assert text(verdict.reason) in lines[0]
+    assert lines[2] == f"**What to do next:** {NEXT_STEP[verdict.row]}"
+
+
+@pytest.mark.parametrize("posture", sorted(POSTURES))
+@pytest.mark.parametrize("prop_id", ["orders.b", LONG_ID])
+def test_no_table_needs_more_than_1000_px(posture: str, prop_id: str) -> None:
+    markdown = render(full_summary(POSTURES[posture], prop_id))
+    tables = tables_of(markdown)
+    assert len(tables) >= 3  # properties, flake notes, steps, ledgers
+    for table in tables:
+        assert max(len(row) for row in table) <= 4
+        assert minimum_width_px(table) <= PAGE_PX, table
+
+
+def test_the_width_check_catches_a_full_digest_in_a_table() -> None:
+    wide = f"| a | b |\n|---|---|\n| `{DIGEST}{OTHER_DIGEST}` | {LONG_ID}{LONG_ID} |\n"
+    assert minimum_width_px(tables_of(wide)[0]) > PAGE_PX
+
+
+def test_properties_not_passing_come_first_with_a_mark_and_their_failing_tests() -> None:
+    summary = full_summary(POSTURES["reject"])
+    table = tables_of(render(summary))[0]
+    header, first, second = table[0], table[1], table[2]
+    assert [" ".join(cell) for cell in header][1:] == [
+        "Property",
+        "Status",
+        "Claim and failing tests",
+    ]
+    assert "".join(first[0]) == STATUS_MARK["fail"]
+    assert "".join(first[1]) == "orders.b"
+    assert "".join(second[0]) == STATUS_MARK["pass"]
+    markdown = render(summary)
+    assert "failing: <code>properties/<wbr>test\\_<wbr>orders.<wbr>py" in markdown
+    assert " and 2 more |" in markdown
+
+
+@pytest.mark.parametrize(
+    ("status", "mark"), [("error", "💥"), ("skip", "⚠️"), ("missing", "❓"), ("fail", "❌")]
+)
+def test_every_status_that_is_not_a_pass_stands_out(status: str, mark: str) -> None:
+    summary = SummaryInput(
+        POSTURES["reject"], evidence(prop=prop_reading(status_by_id={"orders.a": status}))
+    )
+    row = tables_of(render(summary))[0][1]
+    assert "".join(row[0]) == mark
+    assert "".join(row[2]) == status
+    assert f"| **{status}** |" in render(summary)
+
+
+def test_digests_are_cut_to_12_hex_with_the_full_values_in_details() -> None:
+    markdown = render(full_summary(POSTURES["review"]))
+    outside, _, details = markdown.partition("<details><summary>Full digests</summary>")
+    assert DIGEST not in outside
+    assert DIGEST[:12] in outside
+    assert f"`{DIGEST}`" in details
+    assert f"`{OTHER_DIGEST}`" in details
+    assert details.rstrip().endswith("</details>")
+
+
+def test_flake_notes_show_owner_and_review_by() -> None:
+    markdown = render(full_summary(POSTURES["review"]))
+    flakes = tables_of(markdown)[1]
+    assert [" ".join(cell) for cell in flakes[0]] == ["Test", "Observed", "Owner", "Review by"]
+    assert ["".join(cell) for cell in flakes[1]] == ["orders.slow", "fail", "orders-team",
+                                                      "2026-12-31"]  # fmt: skip
+
+
+HOSTILE = "evil|id\n::error::x <script>alert(1)</script> [link](http://e.com) @team #1 *b* `c`"
+
+
+def test_hostile_text_stays_literal_in_every_place_it_reaches() -> None:
+    summary = SummaryInput(
+        Verdict(Posture.REJECT, 4, f"pin mutation: {HOSTILE}"),
+        evidence(flakes=flake_reading(test_id=HOSTILE)),
+        flake_owners={HOSTILE: HOSTILE},
+        steps=[StepRow(HOSTILE, "3", HOSTILE, ok=False)],
+        pin_change=[HOSTILE],
+        problems=[HOSTILE],
+    )
+    markdown = render(summary)
+    rendered = gfm_html(markdown)
+    assert "<script>" not in rendered
+    assert "<a " not in rendered
+    assert "<em>" not in rendered
+    assert "\n::error" not in markdown
+    visible = html.unescape(re.sub(r"<[^>]+>", "", rendered))
+    assert visible.count("evil|id ::error::x <script>alert(1)</script>") >= 5
+    for table in tables_of(markdown):
+        assert len({len(row) for row in table}) == 1  # no pipe split a row
+
+
+def test_breakable_marks_break_points_and_keeps_the_text() -> None:
+    marked = breakable(LONG_ID)
+    assert marked.count("<wbr>") >= 10
+    assert html.unescape(re.sub(r"<[^>]+>|\\", "", marked)) == LONG_ID
+
+
+def test_without_a_property_ledger_the_pinned_ids_are_missing() -> None:
+    broken = Reading(Path("p.json"), None, None, "p.json: not found")
+    summary = SummaryInput(
+        Verdict(Posture.REJECT, 2, "do not score"), evidence(prop=broken), pinned_ids=["orders.a"]
+    )
+    markdown = render(summary)
+    assert "**Properties** (no property ledger)" in markdown
+    assert "| ❓ | <code>orders.<wbr>a</code> | **missing** |" in markdown
