@@ -44,6 +44,7 @@ from three_ledger.pins import (
     load_flake_pin,
     load_properties_pin,
 )
+from three_ledger.plugin_shard import SHARD_IDS_ENV
 from three_ledger.plugin_staging import plugin_environment, stage_plugin
 from three_ledger.property_findings import findings, plain_lines
 from three_ledger.results import (
@@ -214,8 +215,9 @@ def run_and_read(
     scored: Scored,
     enforcement: Enforcement,
     log_path: Path,
-    extra_env: Mapping[str, str] | None = None,
+    shard_ids: Path | None = None,
 ) -> Observed:
+    """Run the command and read its results; with SHARD_IDS, only those node ids run."""
     from three_ledger.runner import run_command
 
     report = None
@@ -231,7 +233,8 @@ def run_and_read(
             os.environ, request.root, scored.fixture_pin, enforcement, results_path
         )
         env = plugin_environment(env, plugin)
-        env.update(extra_env or {})
+        if shard_ids is not None:
+            env[SHARD_IDS_ENV] = str(shard_ids)
         harness_path = Path(private) / "harness.json"
         if request.junit_xml is None:
             env.update(sentinels.environment())
@@ -257,7 +260,7 @@ def run_and_read(
             raise InfraFailure(f"{exit_meaning(run.exit_code, enforcement)} (log: {log_path})")
         recorded = read_plugin_results(results_path, log_path)
         try:
-            results = checked_and_removed(recorded, sentinels)
+            results = checked_and_removed(recorded, sentinels, allow_empty=shard_ids is not None)
             harness = read_harness(harness_path)
             measured = measured_changes(
                 request.root, scored.before, harness, pinned_results(scored, results)

@@ -38,7 +38,6 @@ from three_ledger.ledgers import (
 from three_ledger.network_ban import choose_enforcement
 from three_ledger.outcomes import Status
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
-from three_ledger.plugin_shard import SHARD_IDS_ENV
 
 
 def property_shard(request: Request) -> int:
@@ -68,9 +67,7 @@ def property_shard(request: Request) -> int:
         with tempfile.TemporaryDirectory(prefix="three-ledger-shard-") as private:
             ids_path = Path(private) / "slice.json"
             ids_path.write_text(json.dumps(list(plan.slices[index])), encoding="utf-8")
-            observed = run_and_read(
-                request, scored, enforcement, log_path, {SHARD_IDS_ENV: str(ids_path)}
-            )
+            observed = run_and_read(request, scored, enforcement, log_path, ids_path)
         whole = build_ledger(request, scored, enforcement, observed)
         ledger = PropertyShardLedger(
             ledger_id=whole.ledger_id,
