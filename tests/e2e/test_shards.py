@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from suites import TEST_FILE, make_suite, prop, properties_pin
 
-from conftest import CliResult, RunCli, git, write_json
+from helpers import CliResult, RunCli, git, write_json
+from helpers.suites import TEST_FILE, make_suite, prop, properties_pin
 from three_ledger.exit_codes import ExitCode
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
