@@ -64,3 +64,8 @@ file_at
 read_junit_xml
 tracked_files
 property_statuses
+# Ledger fields written for readers (combine's provenance, the plan's balancing): read by
+# people and the schema, not by the gate's code.
+ledger_ids
+ledger_sha256s
+balanced_by
