@@ -71,3 +71,8 @@ handle_starttag
 handle_endtag
 handle_data
 attrs
+# Ledger fields written for readers (combine's provenance, the plan's balancing): read by
+# people and the schema, not by the gate's code.
+ledger_ids
+ledger_sha256s
+balanced_by

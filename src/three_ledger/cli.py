@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_digest,
         _add_plan,
         _add_properties,
+        _add_shard_plan,
+        _add_combine,
         _add_dual_pin,
         _add_flake_observe,
         _add_merge,
@@ -161,6 +163,67 @@ def _add_properties(commands: Subparsers) -> None:
     )
     props.add_argument("--log", type=Path, metavar="PATH", help="command log (default OUT.log)")
     props.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
+    props.add_argument(
+        "--shard-plan",
+        type=Path,
+        metavar="PLAN",
+        help="run one slice of this shard plan and write a property_shard ledger",
+    )
+    props.add_argument("--shard", type=_index, metavar="K", help="with --shard-plan: slice K")
+
+
+def _index(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"not a slice index (0, 1, ...): {text!r}")
+    return int(text)
+
+
+def _count_of_shards(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a number of shards >= 1: {text!r}")
+    return int(text)
+
+
+def _add_shard_plan(commands: Subparsers) -> None:
+    plan = commands.add_parser(
+        "shard-plan",
+        help="fix the tests to run and split them into N slices for sharded scoring",
+        description="Collect the tests once, as `plan` does, keep those a pinned property or "
+        "flake entry matches (or all, with --all), and split them into N slices, balanced by "
+        "--durations when given, else by count. Shards run with `properties --shard-plan "
+        "PLAN --shard K`; `combine` merges them.",
+    )
+    plan.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
+    plan.add_argument("--properties", type=Path, required=True, help="properties pin (JSON)")
+    plan.add_argument(
+        "--command", type=_command_words, required=True, metavar="CMD", help="pytest command"
+    )
+    plan.add_argument("--shards", type=_count_of_shards, required=True, metavar="N")
+    plan.add_argument(
+        "--durations", type=Path, metavar="FILE", help="JSON {node id: seconds} to balance by"
+    )
+    plan.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    plan.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
+    plan.add_argument("--all", action="store_true", help="every collected test, not only pinned")
+    plan.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"default {DEFAULT_TIMEOUT_S:g}",
+    )
+    plan.add_argument("--log", type=Path, metavar="PATH", help="keep the collection's output")
+    plan.add_argument("--out", type=Path, required=True, help="shard plan to write")
+
+
+def _add_combine(commands: Subparsers) -> None:
+    combine = commands.add_parser(
+        "combine",
+        help="merge the property_shard ledgers of a shard plan into one property ledger",
+    )
+    combine.add_argument("--plan", type=Path, required=True, help="the shard plan")
+    combine.add_argument("--out", type=Path, required=True, help="property ledger to write")
+    combine.add_argument("shards", type=Path, nargs="+", metavar="SHARD", help="shard ledgers")
 
 
 def _add_dual_pin(commands: Subparsers) -> None:
@@ -399,6 +462,9 @@ def _run_plan(args: argparse.Namespace) -> int:
 def _run_properties(args: argparse.Namespace) -> int:
     from three_ledger.commands.properties import Request, properties
 
+    if (args.shard_plan is None) != (args.shard is None):
+        raise UsageError("properties: give --shard-plan and --shard together, or neither")
+
     return properties(
         Request(
             pin_path=args.pin,
@@ -412,8 +478,36 @@ def _run_properties(args: argparse.Namespace) -> int:
             junit_xml=args.junit_xml,
             log_path=args.log,
             flake_pin_path=args.flake_pin,
+            shard_plan_path=args.shard_plan,
+            shard_index=args.shard,
         )
     )
+
+
+def _run_shard_plan(args: argparse.Namespace) -> int:
+    from three_ledger.commands.shard_plan import ShardPlanRequest, shard_plan
+
+    return shard_plan(
+        ShardPlanRequest(
+            pin_path=args.pin,
+            properties_path=args.properties,
+            command=args.command,
+            shards=args.shards,
+            root=args.root,
+            flake_pin_path=args.flake_pin,
+            durations_path=args.durations,
+            all_tests=args.all,
+            timeout_s=args.timeout,
+            log_path=args.log,
+            out=args.out,
+        )
+    )
+
+
+def _run_combine(args: argparse.Namespace) -> int:
+    from three_ledger.commands.combine import combine
+
+    return combine(plan_path=args.plan, shard_paths=args.shards, out=args.out)
 
 
 def _run_dual_pin(args: argparse.Namespace) -> int:
@@ -530,6 +624,8 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "digest": _run_digest,
     "plan": _run_plan,
     "properties": _run_properties,
+    "shard-plan": _run_shard_plan,
+    "combine": _run_combine,
     "dual-pin": _run_dual_pin,
     "flake-observe": _run_flake_observe,
     "merge": _run_merge,

@@ -168,6 +168,17 @@ class UnpinnedFailures:
     first_ids: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ShardsProvenance:
+    """The shard plan (sha256 of its bytes), its slice count, and each shard ledger merged,
+    in index order."""
+
+    plan_sha256: str
+    total: int
+    ledger_ids: tuple[str, ...]
+    ledger_sha256s: tuple[str, ...]
+
+
 @dataclass(frozen=True, kw_only=True)
 class PropertyLedger(_Encoded):
     KIND: ClassVar[str] = "property"
@@ -203,6 +214,8 @@ class PropertyLedger(_Encoded):
     # Per property that is not `pass`, the first tests that did not pass.
     failing_tests: dict[str, tuple[FailingTest, ...]] = dataclasses.field(default_factory=dict)
     unpinned_failures: UnpinnedFailures = dataclasses.field(default_factory=UnpinnedFailures)
+    # Where `combine` wrote it: the plan and the shard ledgers it merged; None when not sharded.
+    shards: ShardsProvenance | None = None
     recorded_at: str
 
     def failing_ids(self) -> list[str]:
@@ -297,6 +310,79 @@ class MergeDecision(_Encoded):
     recorded_at: str
 
 
+@dataclass(frozen=True, kw_only=True)
+class ShardPlan(_Encoded):
+    """The node ids one collection fixed, split into slices; shards name it by sha256.
+
+    It carries the text of the pins it was made under, so that `combine` scores the merged
+    results with exactly those pins.
+    """
+
+    KIND: ClassVar[str] = "shard_plan"
+    SCHEMA: ClassVar[str] = "shard-plan"
+    ledger_id: str
+    pin_id: str
+    fixture_digest: str
+    head_revision: str
+    property_pin_sha256: str
+    flake_pin_sha256: str | None
+    properties_pin_text: str
+    flake_pin_text: str | None
+    command: tuple[str, ...]
+    all_tests: bool
+    balanced_by: str
+    slices: tuple[tuple[str, ...], ...]
+    recorded_at: str
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int
+    total: int
+    plan_sha256: str
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """One test a shard ran: its node id, marker property ids, outcome, and skip reason."""
+
+    id: str
+    property_ids: tuple[str, ...]
+    outcome: Outcome
+    skip_reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PropertyShardLedger(_Encoded):
+    """One slice of a shard plan, run; `combine` turns all of them into a property ledger."""
+
+    KIND: ClassVar[str] = "property_shard"
+    SCHEMA: ClassVar[str] = "property-shard-ledger"
+    ledger_id: str
+    shard: Shard
+    pin_id: str
+    property_pin_id: str
+    property_pin_sha256: str
+    flake_pin_sha256: str | None
+    fixture_digest: str
+    oracle_moved: bool
+    oracle_changes: tuple[str, ...]
+    oracle_change_reasons: dict[str, str]
+    oracle_paths_unmatched: tuple[str, ...]
+    base_revision: str
+    head_revision: str
+    command: tuple[str, ...]
+    command_exit: int
+    duration_ms: int
+    network: Network
+    network_enforcement: Enforcement
+    tripwire: Tripwire
+    harness: Harness | None
+    ids_run: tuple[str, ...]
+    results: tuple[ShardResult, ...]
+    recorded_at: str
+
+
 class Record(Protocol):
     KIND: ClassVar[str]
     SCHEMA: ClassVar[str]
@@ -308,7 +394,14 @@ class Record(Protocol):
 
 
 RecordT = TypeVar(
-    "RecordT", FixtureLedger, PropertyLedger, DualPinLedger, FlakeLedger, MergeDecision
+    "RecordT",
+    FixtureLedger,
+    PropertyLedger,
+    DualPinLedger,
+    FlakeLedger,
+    MergeDecision,
+    ShardPlan,
+    PropertyShardLedger,
 )
 
 

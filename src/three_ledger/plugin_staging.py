@@ -25,6 +25,7 @@ PLUGIN_SIDE_MODULES = (
     "plugin_tripwire.py",
     "plugin_harness.py",
     "plugin_collect.py",
+    "plugin_shard.py",
 )
 # The name the `pytest11` entry point registers (SPEC 6), blocked in the gate's runs.
 ENTRY_POINT_MODULE = "three_ledger.pytest_plugin"

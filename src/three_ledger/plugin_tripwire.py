@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from . import plugin_shard
+
 SENTINELS_ENV = "THREE_LEDGER_SENTINELS"
 # How the names reach xdist workers: the controller pops the variable (so that pytest runs
 # nested in a test never grow sentinels) and hands the names over in `workerinput`.
@@ -71,8 +73,9 @@ class Tripwire:
     ) -> None:
         # Last, so after every deselection (-k, -m, --lf, --sw) and reordering; first in the
         # run, so that -x or --maxfail cannot stop the run before they have run. None in a
-        # run that selected nothing: that stays pytest's "no tests collected" (exit 5).
-        if not items:
+        # run that selected nothing: that stays pytest's "no tests collected" (exit 5), except
+        # in a shard, whose empty slice is a valid run (plugin_shard.py).
+        if not items and not self.config.stash.get(plugin_shard.SHARD_ACTIVE, False):
             return
         sentinels = [
             Sentinel.from_parent(session, name=self.must_pass, nodeid=self.must_pass, must="pass"),

@@ -16,7 +16,7 @@ import pytest
 
 # Relative: the gate runs a private copy of this package under a random name
 # (plugin_staging.py), and the copy must import the copy.
-from . import plugin_harness, plugin_tripwire
+from . import plugin_harness, plugin_shard, plugin_tripwire
 from .outcomes import SEVERITY, Outcome
 from .plugin_collect import register_collection_recorder, skip_reason
 from .socket_guard import install_socket_guard_if_banned
@@ -53,6 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "property(id): the three-ledger property id this test checks (repeatable).",
     )
     install_socket_guard_if_banned()
+    plugin_shard.install(config)
     plugin_tripwire.install(config)
     plugin_harness.install(config)
     # xdist workers only forward reports; the controller alone owns the results file.

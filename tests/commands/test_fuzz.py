@@ -279,6 +279,7 @@ PROPERTY_LEDGER = {
     "expected_skips_left_out": {"p.one": 2},
     "failing_tests": {"p.two": [{"id": "t.py::test_two", "outcome": "fail", "reason": None}]},
     "unpinned_failures": {"count": 1, "first_ids": ["t.py::test_other"]},
+    "shards": None,
     "recorded_at": STAMP,
 }
 DUAL_PIN_LEDGER = {

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from three_ledger import git, junit_evidence, network_namespace
 from three_ledger.digest import live_digest, refuse_unreviewed
@@ -43,6 +44,7 @@ from three_ledger.pins import (
     load_flake_pin,
     load_properties_pin,
 )
+from three_ledger.plugin_shard import SHARD_IDS_ENV
 from three_ledger.plugin_staging import plugin_environment, stage_plugin
 from three_ledger.property_findings import findings, plain_lines
 from three_ledger.results import (
@@ -73,6 +75,9 @@ class Request:
     junit_xml: Path | None
     log_path: Path | None
     flake_pin_path: Path | None
+    # With a shard plan, the run is slice `shard_index` of it (commands/property_shard.py).
+    shard_plan_path: Path | None = None
+    shard_index: int | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,10 @@ class Scored:
 
 
 def properties(request: Request) -> int:
+    if request.shard_plan_path is not None:
+        from three_ledger.commands.property_shard import property_shard
+
+        return property_shard(request)
     pin_paths = [request.pin_path, request.properties_path]
     if request.flake_pin_path is not None:
         pin_paths.append(request.flake_pin_path)
@@ -202,8 +211,13 @@ class Observed:
 
 
 def run_and_read(
-    request: Request, scored: Scored, enforcement: Enforcement, log_path: Path
+    request: Request,
+    scored: Scored,
+    enforcement: Enforcement,
+    log_path: Path,
+    shard_ids: Path | None = None,
 ) -> Observed:
+    """Run the command and read its results; with SHARD_IDS, only those node ids run."""
     from three_ledger.runner import run_command
 
     report = None
@@ -219,6 +233,8 @@ def run_and_read(
             os.environ, request.root, scored.fixture_pin, enforcement, results_path
         )
         env = plugin_environment(env, plugin)
+        if shard_ids is not None:
+            env[SHARD_IDS_ENV] = str(shard_ids)
         harness_path = Path(private) / "harness.json"
         if request.junit_xml is None:
             env.update(sentinels.environment())
@@ -244,7 +260,7 @@ def run_and_read(
             raise InfraFailure(f"{exit_meaning(run.exit_code, enforcement)} (log: {log_path})")
         recorded = read_plugin_results(results_path, log_path)
         try:
-            results = checked_and_removed(recorded, sentinels)
+            results = checked_and_removed(recorded, sentinels, allow_empty=shard_ids is not None)
             harness = read_harness(harness_path)
             measured = measured_changes(
                 request.root, scored.before, harness, pinned_results(scored, results)
@@ -352,20 +368,12 @@ def build_ledger(
     results = observed.results
     # The pin's own oracle paths first: a path that is both keeps the reason a reviewer wrote.
     reasons = {**observed.measured_changes, **scored.oracle_reasons}
-    pin = scored.properties_pin
-    selectors = {prop.id: prop.test for prop in pin.properties}
-    flake_selectors = {}
-    if scored.flake_pin is not None:
-        flake_selectors = {entry.test_id: entry.test for entry in scored.flake_pin.flakes}
-    scores = score_properties(selectors, results, pin.expected_skips)
-    unpinned = unpinned_failures(selectors, list(flake_selectors.values()), results)
     return PropertyLedger(
         ledger_id=new_ledger_id(),
         pin_id=scored.fixture_pin.pin_id,
         property_pin_id=scored.properties_pin.pin_id,
         property_pin_sha256=scored.properties_pin.sha256,
         fixture_digest=scored.digest,
-        status_by_id={property_id: score.status for property_id, score in scores.items()},
         oracle_moved=bool(reasons),
         oracle_changes=ledger_text(sorted(reasons)),
         oracle_change_reasons=dict(zip(ledger_text(list(reasons)), reasons.values(), strict=True)),
@@ -378,19 +386,38 @@ def build_ledger(
         duration_ms=observed.duration_ms,
         network=scored.properties_pin.network,
         network_enforcement=enforcement,
-        flake_results=flake_outcomes(flake_selectors, results),
         tripwire=observed.tripwire,
         harness=observed.harness,
-        expected_skips_left_out={
+        shards=None,
+        recorded_at=fresh_recorded_at(),
+        **scored_fields(scored.properties_pin, scored.flake_pin, results),
+    )
+
+
+def scored_fields(
+    pin: PropertiesPin, flake_pin: FlakePin | None, results: Sequence[TestResult]
+) -> dict[str, Any]:
+    """The property ledger's fields computed from the whole run's results under the pins."""
+    selectors = {prop.id: prop.test for prop in pin.properties}
+    flake_selectors = {}
+    if flake_pin is not None:
+        flake_selectors = {entry.test_id: entry.test for entry in flake_pin.flakes}
+    scores = score_properties(selectors, results, pin.expected_skips)
+    unpinned = unpinned_failures(selectors, list(flake_selectors.values()), results)
+    return {
+        "status_by_id": {property_id: score.status for property_id, score in scores.items()},
+        "flake_results": flake_outcomes(flake_selectors, results),
+        "expected_skips_left_out": {
             p: score.expected_skips for p, score in scores.items() if score.expected_skips
         },
-        failing_tests={p: _failing_tests(score) for p, score in scores.items() if score.non_pass},
-        unpinned_failures=UnpinnedFailures(
+        "failing_tests": {
+            p: _failing_tests(score) for p, score in scores.items() if score.non_pass
+        },
+        "unpinned_failures": UnpinnedFailures(
             count=len(unpinned),
             first_ids=ledger_text([result.id for result in unpinned[:UNPINNED_SHOWN]]),
         ),
-        recorded_at=fresh_recorded_at(),
-    )
+    }
 
 
 def _failing_tests(score: PropertyScore) -> tuple[FailingTest, ...]:

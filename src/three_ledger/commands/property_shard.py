@@ -1,0 +1,137 @@
+"""`three-ledger properties --shard-plan PLAN --shard K`: run slice K of a shard plan.
+
+Every refusal of `properties` applies; the plan must also have been made on this head, this
+fixture digest, these pins and this command. The plugin deselects every collected test outside
+the slice (plugin_shard.py), so the command's own arguments cannot widen it; an empty slice
+runs only the tripwire's sentinels. The `property_shard` ledger holds per-test outcomes, which
+`combine` scores together.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from three_ledger import network_namespace
+from three_ledger.commands.properties import (
+    Request,
+    Scored,
+    _git_hang_is_infra,
+    build_ledger,
+    check_before_running,
+    ledger_text,
+    run_and_read,
+)
+from three_ledger.errors import Refused, UsageError
+from three_ledger.exit_codes import ExitCode
+from three_ledger.ledgers import (
+    PropertyShardLedger,
+    Shard,
+    ShardPlan,
+    ShardResult,
+    read_ledger,
+    write_ledger,
+)
+from three_ledger.network_ban import choose_enforcement
+from three_ledger.outcomes import Status
+from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
+
+
+def property_shard(request: Request) -> int:
+    assert request.shard_plan_path is not None
+    if request.junit_xml is not None:
+        raise UsageError("properties: --shard-plan needs the pytest plugin; drop --junit-xml")
+    plan_file = read_ledger(request.shard_plan_path, ShardPlan)
+    plan = plan_file.record
+    total = len(plan.slices)
+    index = request.shard_index
+    if index is None or not 0 <= index < total:
+        raise UsageError(f"properties: --shard must be 0..{total - 1} for {plan_file.path}")
+    pin_paths = [request.pin_path, request.properties_path]
+    if request.flake_pin_path is not None:
+        pin_paths.append(request.flake_pin_path)
+    log_path = request.log_path or request.out.with_name(request.out.name + ".log")
+    refuse_unwritable(
+        [Output("--out", request.out), Output("--log", log_path)],
+        pins=pin_paths,
+        inputs=[request.shard_plan_path],
+    )
+    with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
+        probe = background.submit(network_namespace.namespace_available)
+        scored = _git_hang_is_infra(check_before_running, request)
+        refuse_other_plan(plan, plan_file.path, scored, request)
+        enforcement = choose_enforcement(scored.properties_pin.network, request.command, probe)
+        with tempfile.TemporaryDirectory(prefix="three-ledger-shard-") as private:
+            ids_path = Path(private) / "slice.json"
+            ids_path.write_text(json.dumps(list(plan.slices[index])), encoding="utf-8")
+            observed = run_and_read(request, scored, enforcement, log_path, ids_path)
+        whole = build_ledger(request, scored, enforcement, observed)
+        ledger = PropertyShardLedger(
+            ledger_id=whole.ledger_id,
+            shard=Shard(index, total, plan_file.sha256),
+            pin_id=whole.pin_id,
+            property_pin_id=whole.property_pin_id,
+            property_pin_sha256=whole.property_pin_sha256,
+            flake_pin_sha256=scored.flake_pin.sha256 if scored.flake_pin else None,
+            fixture_digest=whole.fixture_digest,
+            oracle_moved=whole.oracle_moved,
+            oracle_changes=whole.oracle_changes,
+            oracle_change_reasons=whole.oracle_change_reasons,
+            oracle_paths_unmatched=whole.oracle_paths_unmatched,
+            base_revision=whole.base_revision,
+            head_revision=whole.head_revision,
+            command=whole.command,
+            command_exit=whole.command_exit,
+            duration_ms=whole.duration_ms,
+            network=whole.network,
+            network_enforcement=whole.network_enforcement,
+            tripwire=whole.tripwire,
+            harness=whole.harness,
+            ids_run=ledger_text([result.id for result in observed.results]),
+            results=tuple(
+                ShardResult(
+                    ledger_text([result.id])[0],
+                    result.property_ids,
+                    result.outcome,
+                    result.skip_reason,
+                )
+                for result in observed.results
+            ),
+            recorded_at=whole.recorded_at,
+        )
+        write_ledger(request.out, ledger)
+    ran = len(ledger.ids_run)
+    print(
+        f"three-ledger: shard {index} of {total}: {ran} of {len(plan.slices[index])} planned "
+        f"tests ran; {request.out} waits for `three-ledger combine`",
+        file=sys.stderr,
+    )
+    if ledger.oracle_moved:
+        print(f"three-ledger: oracles moved: {', '.join(ledger.oracle_changes)}", file=sys.stderr)
+        return ExitCode.ORACLE_MOVED
+    matched = [s for s in whole.status_by_id.values() if s is not Status.MISSING]
+    if any(status is not Status.PASS for status in matched):
+        return ExitCode.PROPERTY_MISS
+    return ExitCode.OK
+
+
+def refuse_other_plan(plan: ShardPlan, path: Path, scored: Scored, request: Request) -> None:
+    """The plan must have been made on this head, digest, pins and command (exit 2)."""
+    flake_sha = scored.flake_pin.sha256 if scored.flake_pin else None
+    checks = [
+        ("head_revision", plan.head_revision, scored.head_revision),
+        ("fixture_digest", plan.fixture_digest, scored.digest),
+        ("pin_id", plan.pin_id, scored.fixture_pin.pin_id),
+        ("property_pin_sha256", plan.property_pin_sha256, scored.properties_pin.sha256),
+        ("flake_pin_sha256", plan.flake_pin_sha256, flake_sha),
+        ("command", list(plan.command), list(request.command)),
+    ]
+    for key, planned, live in checks:
+        if planned != live:
+            raise Refused(
+                f"{path}: $.{key}: the plan says {planned!r}, this run has {live!r}: make "
+                "the shard plan again on this tree"
+            )

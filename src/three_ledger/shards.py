@@ -1,0 +1,61 @@
+"""Sharded scoring: which collected tests a plan fixes, and how they split into slices."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from three_ledger import jsonio
+from three_ledger.errors import Refused
+from three_ledger.pins import PropertiesPin
+from three_ledger.results import TestResult
+
+# What a test without a recorded duration weighs: the mean of the recorded ones.
+DEFAULT_SECONDS = 1.0
+
+
+def planned_ids(
+    pin: PropertiesPin, flake_selectors: Sequence[str], tests: Sequence[TestResult]
+) -> list[str]:
+    """The node ids a pinned property or a flake entry matches, in collection order."""
+    properties = [(prop.id, prop.test) for prop in pin.properties]
+    return [
+        test.id
+        for test in tests
+        if any(
+            prop_id in test.property_ids or any(map(test.matches, selectors))
+            for prop_id, selectors in properties
+        )
+        or any(map(test.matches, flake_selectors))
+    ]
+
+
+def split(ids: Sequence[str], shards: int, seconds: Mapping[str, float]) -> list[list[str]]:
+    """IDS in SHARDS slices: longest first into the lightest slice (lowest index on a tie).
+
+    Each slice keeps the ids in their collection order. Without durations every test weighs
+    the same, so the slices differ in size by one at most.
+    """
+    known = [seconds[test_id] for test_id in ids if test_id in seconds]
+    default = sum(known) / len(known) if known else DEFAULT_SECONDS
+    weight = {test_id: seconds.get(test_id, default) for test_id in ids}
+    position = {test_id: number for number, test_id in enumerate(ids)}
+    loads = [0.0] * shards
+    slices: list[list[str]] = [[] for _ in range(shards)]
+    for test_id in sorted(ids, key=lambda t: (-weight[t], position[t])):
+        lightest = min(range(shards), key=lambda k: (loads[k], len(slices[k]), k))
+        slices[lightest].append(test_id)
+        loads[lightest] += weight[test_id]
+    return [sorted(chosen, key=position.__getitem__) for chosen in slices]
+
+
+def read_durations(path: Path) -> dict[str, float]:
+    """A JSON object {node id: seconds}; anything else is refused (exit 2)."""
+    data = jsonio.read_bytes_capped(path, "durations file")
+    document = jsonio.parse_json(data, path, "durations file")
+    if not isinstance(document, dict):
+        raise Refused(f"{path}: $: expected an object {{node id: seconds}}")
+    for key, value in document.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise Refused(f"{path}: $[{key!r}]: expected a number of seconds >= 0")
+    return {key: float(value) for key, value in document.items()}
