@@ -345,4 +345,4 @@ def write_ledger(path: Path, record: Record) -> None:
     """Validate `record` against its own schema, then write it atomically."""
     document = record.to_json()
     jsonio.validate(document, record.SCHEMA, path, "ledger about to be written")
-    jsonio.write_atomic(path, jsonio.dumps(document))
+    jsonio.write_json(path, document)
