@@ -68,11 +68,22 @@ def tree_problems(root: Path, pin: FixturePin) -> list[str]:
         missing = f"{pin.fixtures_dir}: fixtures folder is missing or not a plain folder"
         return [missing, *pinned_problems(root, pin.files, found={})]
     found = dict(walk_entries(root / pin.fixtures_dir, pin.fixtures_dir))
-    unpinned = sorted(found.keys() - set(pin.files))
+    pinned = set(pin.files)
+    unpinned = sorted(found.keys() - pinned)
     return [
-        *pinned_problems(root, pin.files, found),
+        *pinned_problems(root, _not_found_as_files(pinned, found), found),
         *(f"{shown}: unpinned {found[shown]}{_spelling(shown)}" for shown in unpinned),
     ]
+
+
+def _not_found_as_files(pinned: set[str], found: Mapping[str, str]) -> set[str]:
+    """The pinned paths the walk did not find as regular files.
+
+    When it found nothing but regular files, as is usual, that is one set difference.
+    """
+    if set(found.values()) <= {REGULAR_FILE}:
+        return pinned - found.keys()
+    return {path for path in pinned if found.get(path) != REGULAR_FILE}
 
 
 def _spelling(shown: str) -> str:

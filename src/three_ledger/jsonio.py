@@ -16,6 +16,7 @@ from json.encoder import encode_basestring as _json_string
 from pathlib import Path
 from typing import Any
 
+from three_ledger import compiled_schema
 from three_ledger.errors import Refused
 
 # A fixture ledger takes about 170 bytes per pinned file, so this admits some 700,000
@@ -192,9 +193,12 @@ def _bulk_checked(document: Any, schema_name: str) -> Any:
 
 def validate(document: Any, schema_name: str, source: Path, what: str) -> None:
     """Refuse `document` unless it satisfies the packaged schema `schema_name`."""
+    checked = _bulk_checked(document, schema_name)
+    if _passes_compiled(checked, schema_name):
+        return
     validator = _validator(schema_name)
     try:
-        errors = list(validator.iter_errors(_bulk_checked(document, schema_name)))
+        errors = list(validator.iter_errors(checked))
     except RecursionError as exc:
         raise Refused(f"{source}: {what} is nested too deeply") from exc
     if errors:
@@ -231,17 +235,32 @@ def load_schema(schema_name: str) -> dict[str, Any]:
     return schema
 
 
+def _passes_compiled(document: Any, schema_name: str) -> bool:
+    """Whether the compiled check clears `document`; if not, jsonschema has the last word."""
+    check = _compiled(schema_name)
+    try:
+        return check is not None and check(document)
+    except (compiled_schema.Unsure, RecursionError):
+        return False
+
+
+@functools.cache
+def _compiled(schema_name: str) -> compiled_schema.Check | None:
+    try:
+        return compiled_schema.compile_schema(load_schema(schema_name))
+    except compiled_schema.Unsupported:
+        return None
+
+
 @functools.cache
 def _validator(schema_name: str) -> Any:
-    # Imported here: only commands that read pins or ledgers pay for jsonschema.
+    # Imported here: only a document the compiled check does not clear pays for jsonschema.
     from jsonschema import Draft202012Validator, ValidationError, validators
 
     def ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
         # ECMA-262 `$` (what editors use) never matches before a trailing newline;
         # Python's does. Match the way the published schema reads.
-        if not isinstance(instance, str):
-            return
-        if not re.search(pattern, instance) or (pattern.endswith("$") and instance.endswith("\n")):
+        if isinstance(instance, str) and not compiled_schema.pattern_matches(pattern, instance):
             yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
     # Ledgers hold no floats (SPEC 4): 1.0 is not an integer here, as JSON Schema would allow.

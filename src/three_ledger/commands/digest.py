@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 from three_ledger.digest import live_digest, refuse_unreviewed
@@ -19,7 +22,7 @@ from three_ledger.pins import load_fixture_pin
 
 def digest(*, pin_path: Path, root: Path, out: Path, base: str | None) -> int:
     refuse_unwritable([Output("--out", out)], pins=[pin_path])
-    with nothing_left_on_failure(out):
+    with nothing_left_on_failure(out), _cyclic_collector_paused():
         refuse_code_from_root(root)
         pin = load_fixture_pin(pin_path)
         live = live_digest(root, pin)
@@ -35,3 +38,20 @@ def digest(*, pin_path: Path, root: Path, out: Path, base: str | None) -> int:
         write_ledger(out, ledger)
     print(live.digest)
     return ExitCode.OK
+
+
+@contextlib.contextmanager
+def _cyclic_collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector, which frees nothing here.
+
+    A pin of 100,000 files makes several hundred thousand objects (paths, entries,
+    records), none in a reference cycle; the collector's passes over them cost about
+    5% of the run.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
