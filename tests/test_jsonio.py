@@ -41,7 +41,7 @@ HEX64 = "0123456789abcdef" * 4
 STAMP = "2026-11-29T10:11:12.123456Z"
 
 
-class Colour(str, enum.Enum):
+class Colour(enum.StrEnum):
     RED = "red"
 
 
