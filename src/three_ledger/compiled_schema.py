@@ -1,6 +1,6 @@
 """The packaged JSON Schemas compiled to plain checks: valid documents pass without jsonschema.
 
-`jsonschema` costs some 60 ms to import and more to build a validator, on every command
+`jsonschema` costs some 70 ms to import, and a few ms per validator, on every command
 that reads a pin or writes a ledger. A document these checks accept is one the
 jsonschema validator of `jsonio` accepts too; anything else goes to that validator,
 which says what is wrong. A check gives the validator's own answer for every keyword
