@@ -94,3 +94,11 @@ def test_properties_benchmark_runs_and_scores_every_test() -> None:
         assert f"| {contender} | " in result.stdout
     assert "Target (issue 16): `three-ledger properties` <= 1.10x plain pytest: " in result.stdout
     assert "| the gate's own process (start-up, checks, results, ledger) | " in result.stdout
+
+
+def test_digest_profile_walks_every_step(tmp_path: Path) -> None:
+    result = run_script("profile_digest.py", "--data", tmp_path, "--tiny", "--tracemalloc")
+    assert result.returncode == 0, result.stderr
+    steps = ["load the pin", "check the tree", "hash the files", "ledger to JSON", "validate"]
+    for step in [*steps, "write"]:
+        assert f"| {step} | " in result.stdout

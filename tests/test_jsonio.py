@@ -418,3 +418,35 @@ def test_one_of_means_exactly_one() -> None:
     assert check("a") is True  # the first only
     assert check(3) is True  # the second only: minLength says nothing about a number
     assert check("ab") is False  # both
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def test_a_document_is_read_whole_whatever_its_size_says(tmp_path: Path) -> None:
+    document = tmp_path / "pin.json"
+    document.write_bytes(b"x" * 1000)
+    assert jsonio.read_bytes_capped(document, "pin") == b"x" * 1000
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    writer = os.fork()
+    if writer == 0:  # a FIFO's size is 0: what comes through it is read all the same
+        with fifo.open("wb") as stream:
+            stream.write(b"y" * 5000)
+        os._exit(0)
+    try:
+        assert jsonio.read_bytes_capped(fifo, "pin") == b"y" * 5000
+    finally:
+        os.waitpid(writer, 0)
+
+
+def test_a_document_over_the_cap_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jsonio, "MAX_DOCUMENT_BYTES", 100)
+    document = tmp_path / "pin.json"
+    document.write_bytes(b"x" * 101)
+    with pytest.raises(Refused, match="pin is larger than 100 bytes"):
+        jsonio.read_bytes_capped(document, "pin")
+    document.write_bytes(b"x" * 100)
+    assert len(jsonio.read_bytes_capped(document, "pin")) == 100

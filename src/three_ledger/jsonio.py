@@ -33,7 +33,12 @@ def read_bytes_capped(path: Path, what: str) -> bytes:
     """The bytes of a small document, refused when unreadable or oversized."""
     try:
         with path.open("rb") as stream:
-            data = stream.read(MAX_DOCUMENT_BYTES + 1)
+            # A buffer the size of the file, not of the cap; one that grows while it is
+            # read, or is not a regular file (size 0), is read on up to the cap.
+            expected = os.fstat(stream.fileno()).st_size
+            data = stream.read(min(expected, MAX_DOCUMENT_BYTES) + 1)
+            if len(data) > expected:
+                data += stream.read(MAX_DOCUMENT_BYTES + 1 - len(data))
     except IsADirectoryError as exc:
         raise Refused(f"{path}: is a folder; give the {what} file itself") from exc
     except OSError as exc:
