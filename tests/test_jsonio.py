@@ -193,18 +193,59 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "property_pin_sha256": HEX64,
             "fixture_digest": HEX64,
             "status_by_id": {"p.one": "pass", "p.two": "missing"},
-            "oracle_moved": False,
+            "oracle_moved": True,
             "oracle_changes": ["properties/x.py"],
+            "oracle_change_reasons": {"properties/x.py": "under oracle_paths"},
+            "oracle_paths_unmatched": ["tests/"],
             "base_revision": HEX40,
             "head_revision": HEX64,
             "command": ["pytest", "-q"],
             "command_exit": 0,
+            "junit_report": None,
             "duration_ms": 12,
             "network": "banned",
             "network_enforcement": "netns",
             "flake_results": {"t::y": "fail"},
+            "tripwire": "sentinels",
+            "harness": {
+                "pytest": "8.3.0",
+                "rootdir": ".",
+                "config_file": None,
+                "main": "pytest",
+                "conftests": ["conftest.py"],
+                "plugins": [{"name": "xdist", "source": "pytest-xdist 3.5"}],
+                "pythonpath": ["src"],
+                "addopts": ["-q"],
+                "shadowing": {"json": "json.py"},
+                "test_side_modules": ["helpers"],
+            },
             "recorded_at": STAMP,
-        }
+        },
+        {
+            "kind": "property",
+            "ledger_id": HEX32,
+            "pin_id": "fix.pin-1",
+            "property_pin_id": "props",
+            "property_pin_sha256": HEX64,
+            "fixture_digest": HEX64,
+            "status_by_id": {},
+            "oracle_moved": False,
+            "oracle_changes": [],
+            "oracle_change_reasons": {},
+            "oracle_paths_unmatched": [],
+            "base_revision": HEX40,
+            "head_revision": HEX40,
+            "command": ["runner"],
+            "command_exit": 1,
+            "junit_report": {"path": "../report.xml", "size": 10, "sha256": HEX64},
+            "duration_ms": 0,
+            "network": "allowed",
+            "network_enforcement": "none",
+            "flake_results": {},
+            "tripwire": "none",
+            "harness": None,
+            "recorded_at": STAMP,
+        },
     ],
     "dual-pin-ledger": [
         {
@@ -450,3 +491,15 @@ def test_a_document_over_the_cap_is_refused(
         jsonio.read_bytes_capped(document, "pin")
     document.write_bytes(b"x" * 100)
     assert len(jsonio.read_bytes_capped(document, "pin")) == 100
+
+
+def test_a_local_ref_is_followed_even_when_it_refers_to_itself() -> None:
+    tree = {
+        "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}},
+        "$ref": "#/$defs/node",
+    }
+    check = compiled_schema.compile_schema(tree)
+    assert check({"next": {"next": {}}}) is True
+    assert check({"next": {"next": 3}}) is False
+    with pytest.raises(compiled_schema.Unsupported):
+        compiled_schema.compile_schema({"$ref": "https://example.com/schema"})
