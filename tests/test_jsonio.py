@@ -153,7 +153,12 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "fixture_pins": ["fix.pin-1"],
             "network": "banned",
             "oracle_paths": ["properties/"],
-            "properties": [{"id": "p.one", "claim": "holds", "domain": ["a.json"], "test": "t::x"}],
+            "properties": [
+                {"id": "p.one", "claim": "holds", "domain": ["a.json"], "test": "t::x"},
+                {"id": "p.two", "claim": "also", "domain": ["b/"], "test": ["t::y", "u::*"]},
+            ],
+            "plugins": ["xdist", "hypothesis"],
+            "expected_skips": [{"test": "t::y", "reason": "needs a GPU"}],
         }
     ],
     "flake-pin": [
@@ -219,6 +224,14 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
                 "shadowing": {"json": "json.py"},
                 "test_side_modules": ["helpers"],
             },
+            "expected_skips_left_out": {"p.two": 2},
+            "failing_tests": {
+                "p.two": [
+                    {"id": "t.py::a", "outcome": "skip", "reason": "no network"},
+                    {"id": "t.py::b", "outcome": "fail", "reason": None},
+                ]
+            },
+            "unpinned_failures": {"count": 1, "first_ids": ["t.py::c"]},
             "recorded_at": STAMP,
         },
         {
@@ -244,6 +257,9 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "flake_results": {},
             "tripwire": "none",
             "harness": None,
+            "expected_skips_left_out": {},
+            "failing_tests": {},
+            "unpinned_failures": {"count": 0, "first_ids": []},
             "recorded_at": STAMP,
         },
     ],

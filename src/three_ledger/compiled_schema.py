@@ -135,6 +135,11 @@ def _min_items(value: Any, _: Mapping[str, Any], __: _Scope) -> Check:
     return lambda instance: not isinstance(instance, list) or len(instance) >= least
 
 
+def _max_items(value: Any, _: Mapping[str, Any], __: _Scope) -> Check:
+    most = _count(value, "maxItems")
+    return lambda instance: not isinstance(instance, list) or len(instance) <= most
+
+
 def _unique_items(value: Any, _: Mapping[str, Any], __: _Scope) -> Check:
     if value is not True:
         raise Unsupported(f"uniqueItems {value!r}")
@@ -233,6 +238,7 @@ _COMPILERS: Mapping[str, Callable[[Any, Mapping[str, Any], _Scope], Check]] = {
     "pattern": _pattern,
     "minLength": _min_length,
     "minItems": _min_items,
+    "maxItems": _max_items,
     "uniqueItems": _unique_items,
     "minimum": _minimum,
     "maximum": _maximum,
