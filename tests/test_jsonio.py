@@ -316,7 +316,7 @@ def leaf_variants(value: Any) -> list[Any]:
     near: list[Any] = [None, True, False, 0, -1, 1, 1.0, 1.5, math.inf, "", [], {}, [value]]
     if isinstance(value, str):
         near += [value + "\n", value.upper(), value[:-1], value + "0", "\n" + value, "x" + value]
-        near += [value + "\u00e9", Colour.RED]
+        near += [value + "\u00e9", Colour.RED, value[:-1] + "g", value[:-1] + "\u00e9"]
     if isinstance(value, int) and not isinstance(value, bool):
         near += [value + 1, -value - 1, Level.HIGH, float(value), str(value)]
     if isinstance(value, list) and value:

@@ -136,8 +136,7 @@ def _integer(digits: str) -> int:
     raise _StrictJSONError(f"a number of {len(digits)} digits is too long")
 
 
-# Checked on the digests of a whole array at once, after checking that each is 64 long.
-_HEX_DIGITS = re.compile(r"[0-9a-f]*")
+_HEX_DIGITS = b"0123456789abcdef"
 _ENTRY_KEYS = ("path", "size", "sha256")
 
 
@@ -161,8 +160,16 @@ def _plain_file_entries(items: list[Any]) -> bool:
         and min(sizes) >= 0
         and _all_of_type(digests, str)
         and set(map(len, digests)) == {64}
-        and _HEX_DIGITS.fullmatch("".join(digests)) is not None
+        and _only_hex_digits("".join(digests))
     )
+
+
+def _only_hex_digits(text: str) -> bool:
+    """Whether TEXT holds only 0-9 and a-f: nothing is left once they are deleted."""
+    try:
+        return not text.encode("ascii").translate(None, _HEX_DIGITS)
+    except UnicodeEncodeError:
+        return False
 
 
 def _all_of_type(items: list[Any], kind: type) -> bool:
