@@ -22,7 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from make_trees import DEFAULT_DATA, SHAPES, ensure_tree
-from timing import HERE, CommandFailed, Run, median_seconds, peak_rss_mib, run_measured, spread
+from timing import (
+    HERE,
+    CommandFailed,
+    Run,
+    median_cpu_seconds,
+    median_seconds,
+    peak_rss_mib,
+    run_measured,
+    spread,
+)
 
 TOOL = "three-ledger digest"
 BASELINE = "baseline (read_bytes + rglob)"
@@ -147,9 +156,11 @@ def rotated(items: list[Contender], by: int) -> list[Contender]:
 
 def timing_rows(shape: str, runs: dict[str, list[Run]]) -> list[str]:
     baseline = median_seconds(runs[BASELINE])
+    baseline_cpu = median_cpu_seconds(runs[BASELINE])
     return [
         f"| {shape} | {name} | {median_seconds(timed):.3f} | {spread(timed)} "
-        f"| {median_seconds(timed) / baseline:.2f}x | {peak_rss_mib(timed):.0f} |"
+        f"| {median_seconds(timed) / baseline:.2f}x | {peak_rss_mib(timed):.0f} "
+        f"| {median_cpu_seconds(timed):.3f} | {median_cpu_seconds(timed) / baseline_cpu:.2f}x |"
         for name, timed in runs.items()
     ]
 
@@ -186,8 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"{args.runs} timed runs per contender after {args.warmup} warm-up round(s), in "
         f"rotating order, warm page cache, {os.cpu_count()} CPUs; every digest agreed.\n\n"
-        "| shape | contender | median s | min-max s | ratio to baseline | peak RSS MiB |\n"
-        "|---|---|---|---|---|---|\n" + "\n".join(timings) + "\n\n"
+        "| shape | contender | median s | min-max s | ratio to baseline | peak RSS MiB "
+        "| median CPU s | CPU ratio |\n"
+        "|---|---|---|---|---|---|---|---|\n" + "\n".join(timings) + "\n\n"
     )
     if args.tiny:
         print("Tiny trees measure start-up, not hashing: the targets apply to full trees.")
