@@ -1,12 +1,16 @@
 """`properties` on N trivial passing tests against plain `python -m pytest -q` on the same tests.
 
-    .venv/bin/python benchmarks/bench_properties.py [--tests 2000] [--runs 7]
+    .venv/bin/python benchmarks/bench_properties.py [--tests 2000] [--runs 7] [--decompose]
 
 Builds a throwaway git repository with one fixture, one property covering every test,
 and N parametrised trivial tests; then runs, in alternation after a warm-up, plain
 pytest, pytest with the plugin writing results (the plugin's own cost), and the whole
 gate (digest check, git checks, network namespace, plugin, ledger). Prints a Markdown
 table of medians and ratios to plain pytest.
+
+With --decompose, also: pytest with the plugin inside the network namespace the gate
+uses (the namespace's cost), the gate's start-up and imports alone, and the namespace
+probe alone; the gate's own work is then what it takes beyond the namespaced pytest.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from timing import Run, median_seconds, run_measured, spread
 
 PYTHON = Path(sys.executable)
+TARGET_RATIO = 1.10  # issue 16, to be met once the trust issue's additions are in
 TESTS = """import pytest
 
 
@@ -76,15 +82,39 @@ def commands(root: Path, digest: str) -> dict[str, tuple[list[str], dict[str, st
     }
 
 
+def parts(root: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """The pieces of the gate's fixed cost, each run on its own."""
+    namespace_argv = _namespace_wrapper()
+    pytest, plugin_env = commands(root, "")["pytest + plugin"]
+    imports = "import three_ledger.cli, three_ledger.commands.properties"
+    return {
+        "pytest + plugin in the namespace": (namespace_argv(pytest), plugin_env),
+        "gate start-up and imports": ([str(PYTHON), "-c", imports], dict(os.environ)),
+        "namespace probe": (namespace_argv([str(PYTHON), "-c", "pass"]), dict(os.environ)),
+        "python -c pass": ([str(PYTHON), "-c", "pass"], dict(os.environ)),
+    }
+
+
+def _namespace_wrapper() -> Callable[[list[str]], list[str]]:
+    try:
+        from three_ledger.network_namespace import namespace_argv
+    except ImportError:  # the module's name before the network modules were split
+        from three_ledger.netns import namespace_argv
+    return namespace_argv
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--decompose", action="store_true", help="time the gate's pieces too")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-properties-") as temp:
         root = Path(temp) / "repo"
         digest = build_repository(root, args.tests)
         variants = commands(root, digest)
+        if args.decompose:
+            variants.update(parts(root))
         runs: dict[str, list[Run]] = {name: [] for name in variants}
         for attempt in range(args.runs + 1):  # the first round warms the caches
             for name, (argv, env) in variants.items():
@@ -109,6 +139,38 @@ def print_table(count: int, runs: dict[str, list[Run]], enforcement: str) -> Non
         peak = max(run.peak_rss_kib for run in measured) / 1024
         ratio = median / baseline
         print(f"| {name} | {median:.3f} | {spread(measured)} | {ratio:.2f}x | {peak:.0f} |")
+    gate = median_seconds(runs["three-ledger properties"])
+    print(
+        f"\nTarget (issue 16): `three-ledger properties` <= {TARGET_RATIO:.2f}x plain pytest: "
+        f"{gate / baseline:.2f}x, {'met' if gate / baseline <= TARGET_RATIO else '**missed**'} "
+        f"(fixed cost {1000 * (gate - baseline):.0f} ms)."
+    )
+    if "pytest + plugin in the namespace" in runs:
+        print_decomposition(runs)
+
+
+def print_decomposition(runs: dict[str, list[Run]]) -> None:
+    """Where the gate's time beyond plain pytest goes, as differences of medians."""
+    median = {name: median_seconds(measured) * 1000 for name, measured in runs.items()}
+    rows = [
+        ("the plugin", median["pytest + plugin"] - median["plain pytest"]),
+        (
+            "the network namespace around pytest",
+            median["pytest + plugin in the namespace"] - median["pytest + plugin"],
+        ),
+        (
+            "the gate's own process (start-up, checks, results, ledger)",
+            median["three-ledger properties"] - median["pytest + plugin in the namespace"],
+        ),
+        (
+            "  of which start-up and imports, beyond a bare python",
+            median["gate start-up and imports"] - median["python -c pass"],
+        ),
+        ("namespace probe (runs in the background)", median["namespace probe"]),
+    ]
+    print("\n| piece of the fixed cost | ms (difference of medians) |\n|---|---|")
+    for name, milliseconds in rows:
+        print(f"| {name} | {milliseconds:.0f} |")
 
 
 if __name__ == "__main__":

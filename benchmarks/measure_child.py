@@ -1,4 +1,4 @@
-"""Run one command; write its wall time, exit status and peak RSS as JSON to REPORT.
+"""Run one command; write its wall and CPU time, exit status and peak RSS as JSON to REPORT.
 
     python -S benchmarks/measure_child.py REPORT COMMAND [ARG ...]
 
@@ -19,10 +19,16 @@ def main(report: str, argv: list[str]) -> int:
     pid = os.posix_spawnp(argv[0], argv, os.environ)
     _, status = os.waitpid(pid, 0)
     seconds = time.perf_counter() - start
-    peak_rss_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     exit_code = os.waitstatus_to_exitcode(status)
+    measured = {
+        "seconds": seconds,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "peak_rss_kib": usage.ru_maxrss,
+        "exit": exit_code,
+    }
     with open(report, "w", encoding="utf-8") as stream:
-        json.dump({"seconds": seconds, "peak_rss_kib": peak_rss_kib, "exit": exit_code}, stream)
+        json.dump(measured, stream)
     return 0
 
 

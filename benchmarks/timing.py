@@ -1,4 +1,4 @@
-"""Run one command under measure_child.py and read back its wall time and peak RSS."""
+"""Run one command under measure_child.py and read back its wall and CPU time and peak RSS."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class Run:
     seconds: float
     peak_rss_kib: int
     stdout: bytes
+    cpu_seconds: float  # user + system, the child's own and its children's
 
 
 class CommandFailed(Exception):
@@ -43,11 +44,17 @@ def run_measured(
         measured = json.loads(report.read_text(encoding="utf-8"))
         if measured["exit"] != 0:
             raise CommandFailed(f"{' '.join(argv)} exited {measured['exit']}")
-        return Run(measured["seconds"], measured["peak_rss_kib"], out.read_bytes())
+        return Run(
+            measured["seconds"], measured["peak_rss_kib"], out.read_bytes(), measured["cpu_seconds"]
+        )
 
 
 def median_seconds(runs: Sequence[Run]) -> float:
     return statistics.median(run.seconds for run in runs)
+
+
+def median_cpu_seconds(runs: Sequence[Run]) -> float:
+    return statistics.median(run.cpu_seconds for run in runs)
 
 
 def spread(runs: Sequence[Run], scale: float = 1.0, digits: int = 3) -> str:

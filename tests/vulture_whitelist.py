@@ -76,3 +76,4 @@ attrs
 ledger_ids
 ledger_sha256s
 balanced_by
+colour

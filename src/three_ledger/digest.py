@@ -68,11 +68,22 @@ def tree_problems(root: Path, pin: FixturePin) -> list[str]:
         missing = f"{pin.fixtures_dir}: fixtures folder is missing or not a plain folder"
         return [missing, *pinned_problems(root, pin.files, found={})]
     found = dict(walk_entries(root / pin.fixtures_dir, pin.fixtures_dir))
-    unpinned = sorted(found.keys() - set(pin.files))
+    pinned = set(pin.files)
+    unpinned = sorted(found.keys() - pinned)
     return [
-        *pinned_problems(root, pin.files, found),
+        *pinned_problems(root, _not_found_as_files(pinned, found), found),
         *(f"{shown}: unpinned {found[shown]}{_spelling(shown)}" for shown in unpinned),
     ]
+
+
+def _not_found_as_files(pinned: set[str], found: Mapping[str, str]) -> set[str]:
+    """The pinned paths the walk did not find as regular files.
+
+    When it found nothing but regular files, as is usual, that is one set difference.
+    """
+    if set(found.values()) <= {REGULAR_FILE}:
+        return pinned - found.keys()
+    return {path for path in pinned if found.get(path) != REGULAR_FILE}
 
 
 def _spelling(shown: str) -> str:
@@ -144,37 +155,50 @@ def walk_entries(folder: Path, shown_prefix: str) -> Iterator[tuple[str, str]]:
                 except UnicodeDecodeError:
                     yield f"{shown_folder}/{entry.name!r}", "entry whose name is not valid UTF-8"
                     continue
-                if entry.is_dir(follow_symlinks=False):
+                # The listing already says which entries are regular files: no stat for them.
+                if entry.is_file(follow_symlinks=False):
+                    yield f"{shown_folder}/{name}", REGULAR_FILE
+                elif entry.is_dir(follow_symlinks=False):
                     stack.append((entry.path, f"{shown_folder}/{name}"))
                 else:
                     yield f"{shown_folder}/{name}", _entry_kind(entry)
 
 
 def _entry_kind(entry: os.DirEntry[bytes]) -> str:
-    # The folder listing already says which entries are regular files: no stat call for them.
-    if entry.is_file(follow_symlinks=False):
-        return REGULAR_FILE
     return _kind_of(entry.stat(follow_symlinks=False).st_mode)
 
 
 def hash_files(root: Path, paths: Sequence[str]) -> LiveDigest:
     """SHA-256 over, for each path in order: UTF-8 path bytes, NUL, file bytes.
 
-    Each file is also hashed on its own, so a ledger can say which file moved. Reads go
-    through a few reused buffers: memory stays flat whatever the file sizes.
+    Each file is also hashed on its own, so a ledger can say which file moved. Large
+    files go through a few reused buffers: memory stays flat whatever the file sizes.
     """
     combined = hashlib.sha256()
     prefix = os.fsencode(root) + b"/"
     with _FileHasher() as hasher:
-        hashed = [(path, *_hash_file(prefix, path, combined, hasher)) for path in paths]
-    # The thread has finished: every per-file hash has seen all of its bytes.
-    files = tuple(FileEntry(path, size, own.hexdigest()) for path, size, own in hashed)
+        hashed = [_hash_file(prefix, path, combined, hasher) for path in paths]
+    # The thread has finished: every large file's own hash has seen all of its bytes.
+    files = tuple(entry.finished() if isinstance(entry, _LargeFile) else entry for entry in hashed)
     return LiveDigest(digest=combined.hexdigest(), files=files)
+
+
+@dataclass(frozen=True)
+class _LargeFile:
+    """A large file whose own hash the thread may still be computing."""
+
+    path: str
+    size: int
+    own: hashlib._Hash
+
+    def finished(self) -> FileEntry:
+        return FileEntry(self.path, self.size, self.own.hexdigest())
 
 
 def _hash_file(
     prefix: bytes, path: str, combined: hashlib._Hash, hasher: _FileHasher
-) -> tuple[int, hashlib._Hash]:
+) -> FileEntry | _LargeFile:
+    """Feed one file to the combined hash; its entry, or (large files) one to finish later."""
     encoded = path.encode("utf-8")
     combined.update(encoded + b"\0")
     fd = _open_pinned(prefix + encoded, path)
@@ -182,19 +206,41 @@ def _hash_file(
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode):
             raise Refused(f"{path}: pinned fixture is not a regular file")
+        entry: FileEntry | _LargeFile
         if before.st_size < THREADED_MIN_BYTES:
-            size, own = hasher.hash_small(fd, combined, path)
+            data = _read_small(fd, before.st_size, path)
+            combined.update(data)
+            entry = FileEntry(path, len(data), hashlib.sha256(data).hexdigest())
         else:
-            size, own = hasher.hash_large(fd, combined, path)
+            entry = _LargeFile(path, *hasher.hash_large(fd, combined, path))
         after = os.fstat(fd)
     finally:
         os.close(fd)
-    if size != after.st_size or (before.st_mtime_ns, before.st_size) != (
-        after.st_mtime_ns,
-        after.st_size,
-    ):
+    unchanged = entry.size == before.st_size == after.st_size
+    if not unchanged or before.st_mtime_ns != after.st_mtime_ns:
         raise Refused(f"{path}: pinned fixture changed while it was being hashed")
-    return size, own
+    return entry
+
+
+def _read_small(fd: int, expected: int, shown: str) -> bytes:
+    """The bytes of a file `fstat` said holds `expected`, or one byte more if it grew.
+
+    One `read` of one byte more than expected ends at the end of the file, so no second
+    `read` is needed to see it; the caller's second `fstat` refuses a file that changed
+    size, or was rewritten, after this read.
+    """
+    data = _read_up_to(fd, expected + 1, shown)
+    # A short read that is not the end of the file: rare (signals, network filesystems).
+    while len(data) < expected and (more := _read_up_to(fd, expected + 1 - len(data), shown)):
+        data += more
+    return data
+
+
+def _read_up_to(fd: int, count: int, shown: str) -> bytes:
+    try:
+        return os.read(fd, count)
+    except OSError as exc:
+        raise Refused(f"{shown}: cannot read pinned fixture: {exc.strerror or exc}") from exc
 
 
 def _open_pinned(raw_path: bytes, shown: str) -> int:
@@ -223,9 +269,7 @@ class _FileHasher:
     """
 
     def __init__(self) -> None:
-        # One byte over the limit: a "small" file that fills it has grown, and is refused.
-        self._small = memoryview(bytearray(THREADED_MIN_BYTES + 1))
-        self._ring = [memoryview(bytearray(CHUNK_BYTES)) for _ in range(RING_CHUNKS)]
+        self._ring: list[memoryview] = []
         self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
         for index in range(RING_CHUNKS):
             self._free.put(index)
@@ -241,18 +285,11 @@ class _FileHasher:
             self._work.put(None)
             self._thread.join()
 
-    def hash_small(self, fd: int, combined: hashlib._Hash, shown: str) -> tuple[int, hashlib._Hash]:
-        """Read to the end of the file (or of the buffer), then hash it in this thread."""
-        size = 0
-        while size < len(self._small) and (count := _read_into(fd, self._small[size:], shown)):
-            size += count
-        data = self._small[:size]
-        combined.update(data)
-        return size, hashlib.sha256(data)
-
     def hash_large(self, fd: int, combined: hashlib._Hash, shown: str) -> tuple[int, hashlib._Hash]:
         """Stream the file through the ring; its own hash is complete once the thread ends."""
         if self._thread is None:
+            # Allocated on the first large file: a tree of small files never needs them.
+            self._ring = [memoryview(bytearray(CHUNK_BYTES)) for _ in range(RING_CHUNKS)]
             self._thread = threading.Thread(target=self._hash_chunks, daemon=True)
             self._thread.start()
         own = hashlib.sha256()

@@ -7,6 +7,7 @@ import datetime
 import enum
 import functools
 import hashlib
+import operator
 import os
 import time
 import types
@@ -60,15 +61,34 @@ def new_ledger_id() -> str:
 
 def encode(value: Any) -> Any:
     """A record (or any value inside one) as the JSON value a ledger holds."""
+    if type(value) in _AS_IS:  # checked first: a fixture ledger holds 300,000 of them
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {name: encode(getattr(value, name)) for name in _field_names(type(value))}
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, tuple | list):
-        return [encode(item) for item in value]
+        return _encode_items(value)
     if isinstance(value, dict):
         return {key: encode(item) for key, item in value.items()}
     return value
+
+
+_AS_IS = frozenset({str, int, float, bool, type(None)})
+
+
+def _encode_items(items: tuple[Any, ...] | list[Any]) -> list[Any]:
+    """Each item encoded. Records of one type whose fields hold only plain values (a
+    fixture ledger's 100,000 files) are converted field by field, in C loops."""
+    kinds = set(map(type, items))
+    record_type = kinds.pop() if len(kinds) == 1 else None
+    if record_type is None or not dataclasses.is_dataclass(record_type):
+        return [encode(item) for item in items]
+    names = _field_names(record_type)
+    columns = [list(map(operator.attrgetter(name), items)) for name in names]
+    if not all(set(map(type, column)) <= _AS_IS for column in columns):
+        return [encode(item) for item in items]
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
 def decode(kind: Any, value: Any) -> Any:
@@ -438,4 +458,4 @@ def write_ledger(path: Path, record: Record) -> None:
     """Validate `record` against its own schema, then write it atomically."""
     document = record.to_json()
     jsonio.validate(document, record.SCHEMA, path, "ledger about to be written")
-    jsonio.write_atomic(path, jsonio.dumps(document))
+    jsonio.write_json(path, document)

@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from helpers import RunCli, fixture_pin, git, make_tree, seed_digest
+from three_ledger.digest import CHUNK_BYTES, THREADED_MIN_BYTES, _read_small, hash_files
+from three_ledger.errors import Refused
+from three_ledger.ledgers import FileEntry
 
 
 def run_digest(run_cli: RunCli, root: Path, pin: Path, *extra: str) -> tuple[int, str, str]:
@@ -269,3 +272,44 @@ def test_an_nfd_twin_on_disk_is_spelled_out(run_cli: RunCli, tmp_path: Path) -> 
     err = assert_refused(run_cli, tmp_path, fixture_pin(tmp_path, [nfc]))
     assert f"{nfc}: pinned file is missing" in err
     assert "its name is not in Unicode NFC: 'fixtures/cafe\\u0301.json'" in err
+
+
+# --- the read paths: small files inline, large ones through the ring ---------------------------
+
+SIZES_AROUND_THE_SPLIT = [0, 1, THREADED_MIN_BYTES - 1, THREADED_MIN_BYTES, THREADED_MIN_BYTES + 1]
+
+
+def test_files_either_side_of_the_small_file_limit_hash_like_the_seed(tmp_path: Path) -> None:
+    files = {f"fixtures/s{size}.bin": os.urandom(size) for size in SIZES_AROUND_THE_SPLIT}
+    files["fixtures/big.bin"] = os.urandom(3 * CHUNK_BYTES + 17)
+    make_tree(tmp_path, files)
+    live = hash_files(tmp_path, sorted(files))
+    assert live.digest == seed_digest(tmp_path, list(files))
+    assert live.files == tuple(
+        FileEntry(path, len(files[path]), hashlib.sha256(files[path]).hexdigest())
+        for path in sorted(files)
+    )
+
+
+def test_a_small_read_stops_at_what_fstat_said_or_one_byte_past_it(tmp_path: Path) -> None:
+    target = tmp_path / "f.bin"
+    target.write_bytes(b"x" * 100)
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        assert _read_small(fd, 100, "f.bin") == b"x" * 100
+        # Grown since its fstat said 40: one byte more than that, and the size check refuses.
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert _read_small(fd, 40, "f.bin") == b"x" * 41
+        # Shrunk since its fstat said 500: all there is.
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert _read_small(fd, 500, "f.bin") == b"x" * 100
+    finally:
+        os.close(fd)
+
+
+def test_a_pinned_file_swapped_for_a_fifo_after_the_tree_check_is_refused(tmp_path: Path) -> None:
+    # hash_files runs after the tree check; called alone, it sees the swap the check missed.
+    make_tree(tmp_path, {"fixtures/a.json": b"{}"})
+    os.mkfifo(tmp_path / "fixtures/b.json")
+    with pytest.raises(Refused, match=r"fixtures/b\.json: pinned fixture is not a regular file"):
+        hash_files(tmp_path, ["fixtures/a.json", "fixtures/b.json"])

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import REPO
 
 BENCHMARKS = REPO / "benchmarks"
@@ -43,13 +45,21 @@ def test_tiny_trees_agree_across_every_contender(tmp_path: Path) -> None:
     assert "| small-100000x1KiB | git hash-object --stdin-paths |" in result.stdout
 
 
-def test_a_tool_that_disagrees_is_caught(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("dumps", "caught"),
+    [
+        ("json.dumps(ledger, indent=2) + '\\n'", "digest: three-ledger digest 0000"),
+        ("json.dumps(ledger)", "three-ledger digest: the ledger is not in the form of SPEC 4.1"),
+    ],
+)
+def test_a_tool_that_disagrees_is_caught(tmp_path: Path, dumps: str, caught: str) -> None:
     wrong = tmp_path / "wrong-digest"
     wrong.write_text(
         f"#!{sys.executable}\n"
         "import json, sys\n"
         'out = sys.argv[sys.argv.index("--out") + 1]\n'
-        'open(out, "w").write(json.dumps({"digest": "0" * 64, "files": []}))\n'
+        'ledger = {"digest": "0" * 64, "files": []}\n'
+        f'open(out, "w").write({dumps})\n'
         'print("0" * 64)\n'
     )
     wrong.chmod(0o755)
@@ -59,7 +69,7 @@ def test_a_tool_that_disagrees_is_caught(tmp_path: Path) -> None:
         "--shape", "mixed-5000", "--three-ledger", wrong,
     )  # fmt: skip
     assert result.returncode == 1
-    assert "digest: three-ledger digest 0000" in result.stderr
+    assert caught in result.stderr
 
 
 def test_trees_are_the_same_bytes_every_time(tmp_path: Path) -> None:
@@ -75,11 +85,22 @@ def test_startup_benchmark_runs() -> None:
     result = run_script("bench_startup.py", "--runs", "1", "--warmup", "0")
     assert result.returncode == 0, result.stderr
     assert "| three-ledger --version |" in result.stdout
+    assert "<= 4x `python -c pass` (issue 16): " in result.stdout
 
 
 def test_properties_benchmark_runs_and_scores_every_test() -> None:
-    result = run_script("bench_properties.py", "--tests", "5", "--runs", "1")
+    result = run_script("bench_properties.py", "--tests", "5", "--runs", "1", "--decompose")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("5 trivial tests, 1 runs each; network ban: ")
     for contender in ("plain pytest", "pytest + plugin", "three-ledger properties"):
         assert f"| {contender} | " in result.stdout
+    assert "Target (issue 16): `three-ledger properties` <= 1.10x plain pytest: " in result.stdout
+    assert "| the gate's own process (start-up, checks, results, ledger) | " in result.stdout
+
+
+def test_digest_profile_walks_every_step(tmp_path: Path) -> None:
+    result = run_script("profile_digest.py", "--data", tmp_path, "--tiny", "--tracemalloc")
+    assert result.returncode == 0, result.stderr
+    steps = ["load the pin", "check the tree", "hash the files", "ledger to JSON", "validate"]
+    for step in [*steps, "write"]:
+        assert f"| {step} | " in result.stdout
