@@ -9,6 +9,7 @@ Every choice is deterministic: the same bytes always give the same mutant.
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -384,3 +385,21 @@ MALFORMED = (
     Operator("truncate_half", Kind.MALFORMED, _each_file(_truncate_half)),
 )
 OPERATORS = WELL_FORMED + MALFORMED
+
+
+def mutants(files: Files) -> Iterator[tuple[Operator, dict[str, bytes]]]:
+    """Each operator's mutant of FILES, in trial order; none that changes nothing or repeats."""
+    seen: set[str] = set()
+    for operator in OPERATORS:
+        mutation = operator.apply(files)
+        key = _fingerprint(mutation)
+        if mutation and key not in seen:
+            seen.add(key)
+            yield operator, mutation
+
+
+def _fingerprint(mutation: Mapping[str, bytes]) -> str:
+    digest = hashlib.sha256()
+    for path, data in sorted(mutation.items()):
+        digest.update(f"{path}\0{len(data)}\0".encode("utf-8", "surrogateescape") + data)
+    return digest.hexdigest()

@@ -25,9 +25,6 @@ import pytest
 
 READS_ENV = "THREE_LEDGER_READS"
 WATCHED_ENV = "THREE_LEDGER_READS_UNDER"
-# How the controller hands the settings to pytest-xdist workers, which start after the
-# variables were removed from its environment.
-_WORKER_KEY = "three_ledger_reads"
 # Whom a read is for: ("item", nodeid), ("fixture", id of the FixtureDef) or
 # ("collector", nodeid). Reads with no owner yet (start-up) go to the session's key.
 _Owner = tuple[str, object]
@@ -85,17 +82,20 @@ def _start(folder: str | None, watched: str | None) -> _ReadLog | None:
 
 # Process-wide on purpose: an audit hook cannot be removed, so it is installed at most once,
 # here at import (before any conftest.py is imported), and only when the gate asked for it.
-# The variables are removed so that a pytest started by a test does not record as well.
-_LOG = _start(os.environ.pop(READS_ENV, None), os.environ.pop(WATCHED_ENV, None))
+_LOG = _start(os.environ.get(READS_ENV), os.environ.get(WATCHED_ENV))
 
 
 def configure(config: pytest.Config) -> None:
-    """Start writing reads for this run (the controller, or an xdist worker)."""
+    """Start writing this process's reads (the run's own process, or an xdist worker)."""
     log = _LOG
-    settings = getattr(config, "workerinput", {}).get(_WORKER_KEY)
-    if log is None and settings is not None:
-        log = _start(*settings)
-    if log is None or log.stream is not None:  # off, or a pytest nested in this process
+    if log is None:
+        return
+    if getattr(config.option, "dist", "no") == "no" or hasattr(config, "workerinput"):
+        # Removed before any test runs, so that a pytest a test starts does not record too.
+        # An xdist controller keeps them for the workers it starts; it runs no test itself.
+        os.environ.pop(READS_ENV, None)
+        os.environ.pop(WATCHED_ENV, None)
+    if log.stream is not None:  # a pytest run nested in this process
         return
     path = os.path.join(log.folder, f"reads-{os.getpid()}.jsonl")
     log.stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at unconfigure
@@ -107,10 +107,6 @@ class _Recorder:
 
     def __init__(self, log: _ReadLog) -> None:
         self.log = log
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[_WORKER_KEY] = (self.log.folder, os.pathsep.join(self.log.watched))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, Any, None]:
