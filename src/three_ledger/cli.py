@@ -388,7 +388,7 @@ def _positive_count(text: str) -> int:
 def _add_vet(commands: Subparsers) -> None:
     vet = commands.add_parser(
         "vet",
-        help="watch every pinned property fail on its own fixtures (review pin changes)",
+        help="watch each pinned property fail on its own fixtures",
         description="Copy ROOT to a scratch folder, run the command once unmutated (every "
         "property must pass; which pinned files each test opens is recorded), then mutate "
         "each property's domain files and run it again. Exit 0: every property was killed "
