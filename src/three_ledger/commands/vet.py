@@ -48,6 +48,7 @@ from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwrita
 from three_ledger.pins import FixturePin, PropertiesPin, load_fixture_pin, load_properties_pin
 from three_ledger.plugin_staging import StagedPlugin, stage_plugin
 from three_ledger.results import TestResult, matching, property_statuses
+from three_ledger.tripwire import Sentinels, checked_and_removed
 from three_ledger.vetting import (
     KILLS,
     Subject,
@@ -226,9 +227,10 @@ class Bench:
     def __exit__(self, *exc_info: object) -> None:
         self._stack.close()
 
-    def run(self, label: str, extra_env: Mapping[str, str]) -> tuple[int | None, Path, str | None]:
-        """Run the command once in the scratch tree: (exit, results file, failure or None)."""
+    def run(self, label: str, extra_env: Mapping[str, str]) -> Ran:
+        """Run the command once in the scratch tree, with fresh tripwire sentinels."""
         self.runs += 1
+        sentinels = Sentinels.fresh()
         results_path = self.private / f"results-{self.runs}.jsonl"
         run_log = self.private / "run.log"
         bytecode = {"PYTHONPYCACHEPREFIX": str(self.private / "bytecode")}
@@ -241,11 +243,21 @@ class Bench:
             log_path=run_log,
             plugin=self.plugin,
             results_path=results_path,
-            extra_env={**bytecode, **extra_env},
+            extra_env={**bytecode, **sentinels.environment(), **extra_env},
             console=self._quiet,
         )
         self._keep_log(label, run_log, run.exit_code)
-        return run.exit_code, results_path, run.failure()
+        return Ran(label, run.exit_code, run.failure(), results_path, sentinels)
+
+    def read(self, ran: Ran) -> list[TestResult]:
+        """The run's results, once its sentinels show its reports were not forced."""
+        recorded = read_plugin_results(ran.results_path, self.log_path)
+        try:
+            return checked_and_removed(recorded, ran.sentinels, allow_empty=True)
+        except InfraFailure as tampered:
+            tampered.message = f"{ran.label}: {tampered.message}"
+            tampered.details.append(f"no vet ledger written (log: {self.log_path})")
+            raise
 
     def _keep_log(self, label: str, run_log: Path, exit_code: int | None) -> None:
         assert self._log is not None  # entered
@@ -255,32 +267,44 @@ class Bench:
         self._log.write(f"=== exit {exit_code} ===\n\n".encode())
         self._log.flush()
 
-    def ended(self, label: str, exit_code: int | None, failure: str | None) -> int:
+    def ended(self, ran: Ran) -> int:
         """The exit of a run that ended normally; InfraFailure for any other end."""
-        if failure is not None:
-            raise InfraFailure(f"{label}: {failure}; no vet ledger written (log: {self.log_path})")
-        assert exit_code is not None  # no failure means the command exited
-        return exit_code
+        if ran.failure is not None:
+            raise InfraFailure(
+                f"{ran.label}: {ran.failure}; no vet ledger written (log: {self.log_path})"
+            )
+        assert ran.exit_code is not None  # no failure means the command exited
+        return ran.exit_code
 
     def mutated(self, label: str, mutation: Mapping[str, bytes], originals: Files) -> Observed:
         """Run with MUTATION written into the scratch tree; the tree is restored after."""
         scratch.write_files(self.tree, mutation)
         try:
-            exit_code, results_path, failure = self.run(label, {})
+            ran = self.run(f"under mutation ({label})", {})
         finally:
             scratch.write_files(self.tree, {path: originals[path] for path in mutation})
-        code = self.ended(f"under mutation ({label})", exit_code, failure)
+        code = self.ended(ran)
         if code in (0, 1):
-            found = read_plugin_results(results_path, self.log_path)
-            return Observed(code, property_statuses(self.selectors, found))
+            # No result left but the sentinels: every test vanished, so every property too.
+            return Observed(code, property_statuses(self.selectors, self.read(ran)))
         if code in BROKEN_EXITS:
             return Observed(code, dict.fromkeys(self.selectors, Status.ERROR))
         if code == NOTHING_COLLECTED:
             return Observed(code, dict.fromkeys(self.selectors, Status.MISSING))
         raise InfraFailure(
-            f"under mutation ({label}): {exit_meaning(code, self.enforcement)} "
-            f"(log: {self.log_path})"
+            f"{ran.label}: {exit_meaning(code, self.enforcement)} (log: {self.log_path})"
         )
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One run of the command: how it ended, and where its results are."""
+
+    label: str
+    exit_code: int | None
+    failure: str | None
+    results_path: Path
+    sentinels: Sentinels
 
 
 @dataclass(frozen=True)
@@ -299,12 +323,12 @@ def run_baseline(bench: Bench) -> Baseline:
     fixtures = bench.tree / pin.fixtures_dir
     watched = dict.fromkeys([str(fixtures.absolute()), str(fixtures.resolve())])
     env = {READS_ENV: str(reads_folder), WATCHED_ENV: os.pathsep.join(watched)}
-    exit_code, results_path, failure = bench.run("baseline, unmutated", env)
-    code = bench.ended("baseline run", exit_code, failure)
+    ran = bench.run("baseline run, unmutated", env)
+    code = bench.ended(ran)
     if code not in (0, 1):
         meaning = exit_meaning(code, bench.enforcement)
-        raise InfraFailure(f"baseline run: {meaning} (log: {bench.log_path})")
-    results = read_plugin_results(results_path, bench.log_path)
+        raise InfraFailure(f"{ran.label}: {meaning} (log: {bench.log_path})")
+    results = bench.read(ran)
     statuses = property_statuses(bench.selectors, results)
     failing = {pid: status for pid, status in statuses.items() if status != Status.PASS}
     if failing:
