@@ -246,7 +246,8 @@ class Bench:
             extra_env={**bytecode, **sentinels.environment(), **extra_env},
             console=self._quiet,
         )
-        self._keep_log(label, run_log, run.exit_code)
+        ending = run.failure() or f"exit {run.exit_code}"
+        self._keep_log(label, run_log, ending)
         return Ran(label, run.exit_code, run.failure(), results_path, sentinels)
 
     def read(self, ran: Ran) -> list[TestResult]:
@@ -259,12 +260,12 @@ class Bench:
             tampered.details.append(f"no vet ledger written (log: {self.log_path})")
             raise
 
-    def _keep_log(self, label: str, run_log: Path, exit_code: int | None) -> None:
+    def _keep_log(self, label: str, run_log: Path, ending: str) -> None:
         assert self._log is not None  # entered
         self._log.write(f"=== vet run {self.runs}: {label} ===\n".encode())
         with contextlib.suppress(FileNotFoundError), run_log.open("rb") as stream:
             shutil.copyfileobj(stream, self._log)
-        self._log.write(f"=== exit {exit_code} ===\n\n".encode())
+        self._log.write(f"=== {ending} ===\n\n".encode())
         self._log.flush()
 
     def ended(self, ran: Ran) -> int:
