@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from three_ledger.errors import InfraFailure
@@ -77,3 +77,19 @@ def write_files(tree: Path, contents: Mapping[str, bytes]) -> None:
 
 def read_files(tree: Path, paths: Iterable[str]) -> dict[str, bytes]:
     return {path: (tree / path).read_bytes() for path in paths}
+
+
+def command_for_copy(command: Sequence[str], root: Path) -> list[str]:
+    """COMMAND as it must read when run in the copy of ROOT instead of ROOT itself.
+
+    A program named by a relative path outside ROOT (`../venv/bin/python`) is made
+    absolute; one inside ROOT (`.venv/bin/python`, `./run-tests`) stays relative, and so
+    runs from the copy.
+    """
+    program = command[0]
+    if "/" not in program or os.path.isabs(program):
+        return list(command)
+    target = Path(os.path.normpath(root.absolute() / program))
+    if target.is_relative_to(root.absolute()):
+        return list(command)
+    return [str(target), *command[1:]]

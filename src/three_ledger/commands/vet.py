@@ -193,6 +193,7 @@ class Bench:
         self.log_path = log_path
         self.plugin = plugin
         self.selectors = {prop.id: prop.test for prop in checked.properties_pin.properties}
+        self.command = scratch.command_for_copy(request.command, request.root)
         self.runs = 0
         self._stack = contextlib.ExitStack()
         self._log: BinaryIO | None = None
@@ -233,9 +234,16 @@ class Bench:
         sentinels = Sentinels.fresh()
         results_path = self.private / f"results-{self.runs}.jsonl"
         run_log = self.private / "run.log"
-        bytecode = {"PYTHONPYCACHEPREFIX": str(self.private / "bytecode")}
+        # Bytecode goes to a private folder, never beside a source file (a linked virtual
+        # environment or an editable install may lie in the user's tree). Writing is on
+        # even where the caller turned it off: the folder is private, and without it every
+        # run would compile every module again.
+        bytecode = {
+            "PYTHONPYCACHEPREFIX": str(self.private / "bytecode"),
+            "PYTHONDONTWRITEBYTECODE": "",
+        }
         run = run_staged(
-            self.request.command,
+            self.command,
             root=self.tree,
             fixture_pin=self.checked.fixture_pin,
             enforcement=self.enforcement,
