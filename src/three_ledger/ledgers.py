@@ -471,6 +471,7 @@ class VetLedger(_Encoded):
     strict: bool
     runs: int
     duration_ms: int
+    harness: Harness
     properties: dict[str, PropertyVet]
     unread_pinned_files: tuple[str, ...]
     per_file: PerFileVet | None

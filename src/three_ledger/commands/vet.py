@@ -29,6 +29,7 @@ from three_ledger.commands.properties import exit_meaning, read_plugin_results, 
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
+from three_ledger.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
 from three_ledger.ledgers import (
     FileVet,
     PerFileVet,
@@ -322,6 +323,8 @@ class Baseline:
     # Per property: the pinned files its items opened (their own reads, their fixtures',
     # and their collectors').
     reads: dict[str, frozenset[str]]
+    # What steered the run (config, conftests, plugins), as the plugin measured it.
+    harness: Harness
 
 
 def run_baseline(bench: Bench) -> Baseline:
@@ -331,7 +334,13 @@ def run_baseline(bench: Bench) -> Baseline:
     reads_folder.mkdir()
     fixtures = bench.tree / pin.fixtures_dir
     watched = dict.fromkeys([str(fixtures.absolute()), str(fixtures.resolve())])
-    env = {READS_ENV: str(reads_folder), WATCHED_ENV: os.pathsep.join(watched)}
+    harness_path = bench.private / "harness.json"
+    env = {
+        READS_ENV: str(reads_folder),
+        WATCHED_ENV: os.pathsep.join(watched),
+        HARNESS_ENV: str(harness_path),
+        ROOT_ENV: str(bench.tree.resolve()),
+    }
     ran = bench.run("baseline run, unmutated", env)
     code = bench.ended(ran)
     if code not in (0, 1):
@@ -353,7 +362,12 @@ def run_baseline(bench: Bench) -> Baseline:
         )
         for pid, selector in bench.selectors.items()
     }
-    return Baseline(tuple(results), reads)
+    try:
+        harness = read_harness(harness_path)
+    except InfraFailure as unmeasured:
+        unmeasured.message = f"{ran.label}: {unmeasured.message}"
+        raise
+    return Baseline(tuple(results), reads, harness)
 
 
 def read_reads(folder: Path, pin: FixturePin) -> dict[str, frozenset[str]]:
@@ -376,6 +390,7 @@ def read_reads(folder: Path, pin: FixturePin) -> dict[str, frozenset[str]]:
 
 @dataclass(frozen=True)
 class Findings:
+    harness: Harness
     properties: dict[str, PropertyVet]
     unread_pinned_files: tuple[str, ...]
     per_file: PerFileVet | None
@@ -405,7 +420,7 @@ def examine(bench: Bench, checked: Checked, request: Request) -> Findings:
     per_file = None
     if request.per_file is not None:
         per_file = mutate_files(bench, domains, request.per_file)
-    return Findings(verdicts, unread, per_file)
+    return Findings(baseline.harness, verdicts, unread, per_file)
 
 
 def mutate_batch(bench: Bench, batch: Sequence[Subject]) -> list[Tracker]:
@@ -485,6 +500,7 @@ def build_ledger(
         strict=request.strict,
         runs=runs,
         duration_ms=duration_ms,
+        harness=findings.harness,
         properties=findings.properties,
         unread_pinned_files=findings.unread_pinned_files,
         per_file=findings.per_file,
