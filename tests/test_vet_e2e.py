@@ -570,3 +570,28 @@ def test_every_property_of_the_example_passes_vet(run_cli: RunCli, orders_repo: 
         "orders.json.round_trip": "weak",
     }
     assert snapshot(orders_repo) == before
+
+
+def test_the_user_tree_is_unchanged_after_a_crash(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from three_ledger.commands import vet as vet_command
+
+    root = slow_suite(tmp_path / "suite")
+    before = snapshot(root)
+    scratch_parent = tmp_path / "tmp"
+    scratch_parent.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_parent))
+
+    def crash(*args: object) -> None:
+        raise RuntimeError("a bug in the middle of vetting")
+
+    monkeypatch.setattr(vet_command, "mutate_batch", crash)
+    result = run_cli(*vet_args(root))
+    assert result.code == 70
+    assert "internal error" in result.first_error_line
+    assert snapshot(root) == before
+    assert not (root.parent / "vet.json").exists()
+    assert list(scratch_parent.iterdir()) == []
