@@ -169,7 +169,8 @@ def commit(root: Path) -> None:
 
 
 def tool(*args: str) -> list[str]:
-    return [str(PYTHON), "-m", "three_ledger", *args]
+    # -P: ROOT (the working folder) stays off the gate's own sys.path.
+    return [str(PYTHON), "-P", "-m", "three_ledger", *args]
 
 
 def vet_command(test_command: str, out: str) -> list[str]:

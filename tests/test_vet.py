@@ -124,3 +124,12 @@ def test_vet_help_names_its_exit_codes(run_cli: RunCli) -> None:
     assert result.code == 0
     assert "--per-file N" in result.out
     assert "--strict" in result.out
+
+
+def test_a_root_on_the_gate_s_own_path_is_refused(
+    run_cli: RunCli, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(project))
+    result = run_cli(*vet_flags(project))
+    assert result.code == 2
+    assert "is on three-ledger's own sys.path" in result.first_error_line

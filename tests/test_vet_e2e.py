@@ -206,7 +206,7 @@ def detector_suite(root: Path) -> Path:
 
 def run_vet(root: Path, *extra: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
     """vet as a child process, as CI runs it."""
-    command = [sys.executable, "-m", "three_ledger", *map(str, vet_args(root, *extra))]
+    command = [sys.executable, "-P", "-m", "three_ledger", *map(str, vet_args(root, *extra))]
     return subprocess.run(
         command,
         env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **env},
@@ -478,7 +478,7 @@ def test_the_user_tree_is_unchanged_after_a_signal(tmp_path: Path, signum: int) 
     scratch_parent = tmp_path / "tmp"
     scratch_parent.mkdir()
     pid_file = tmp_path / "pid"
-    command = [sys.executable, "-m", "three_ledger", *map(str, vet_args(root))]
+    command = [sys.executable, "-P", "-m", "three_ledger", *map(str, vet_args(root))]
     env = {
         **os.environ,
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",

@@ -30,6 +30,7 @@ from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
+from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     FileVet,
     PerFileVet,
@@ -149,7 +150,8 @@ def raising_on_interrupt() -> Iterator[None]:
 
 
 def check_before_running(request: Request) -> Checked:
-    """The refusals (exit 2): pins, the tree against the pin, an oracle-rewriting flag."""
+    """The refusals (exit 2): the gate's own code, pins, the tree, an oracle-rewriting flag."""
+    refuse_code_from_root(request.root)
     fixture_pin = load_fixture_pin(request.pin_path)
     properties_pin = load_properties_pin(request.properties_path)
     properties_pin.check_against(fixture_pin)
@@ -253,6 +255,7 @@ class Bench:
             plugin=self.plugin,
             results_path=results_path,
             extra_env={**bytecode, **sentinels.environment(), **extra_env},
+            plugins=self.checked.properties_pin.plugins,
             console=self._quiet,
         )
         ending = run.failure() or f"exit {run.exit_code}"

@@ -103,7 +103,7 @@ def run_vet_check(paths: ScenarioPaths) -> VetOutcome:
     env = {**demo_environment(), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     with open(os.devnull, "wb") as quiet:  # the log keeps the output
         done = run_command(
-            [sys.executable, "-m", "three_ledger", *args],
+            [sys.executable, "-P", "-m", "three_ledger", *args],
             cwd=paths.worktree,
             env=env,
             timeout_s=STEP_TIMEOUT_S,
