@@ -30,7 +30,7 @@ PIN = FixturePin(
 
 
 def prop(*domain: str) -> Property:
-    return Property(id="p", claim="c", domain=domain, test=None)
+    return Property(id="p", claim="c", domain=domain, test=())
 
 
 def test_domain_files_expands_folders_and_keeps_only_pinned_paths() -> None:

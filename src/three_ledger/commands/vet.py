@@ -191,6 +191,7 @@ class Bench:
         self.log_path = log_path
         self.plugin = plugin
         self.selectors = {prop.id: prop.test for prop in checked.properties_pin.properties}
+        self.expected_skips = checked.properties_pin.expected_skips
         self.command = scratch.command_for_copy(request.command, request.root)
         self.runs = 0
         self._stack = contextlib.ExitStack()
@@ -275,6 +276,10 @@ class Bench:
         self._log.write(f"=== {ending} ===\n\n".encode())
         self._log.flush()
 
+    def statuses(self, results: Sequence[TestResult]) -> dict[str, Status]:
+        """Each property's status, scored as `properties` scores it (expected skips left out)."""
+        return property_statuses(self.selectors, results, self.expected_skips)
+
     def ended(self, ran: Ran) -> int:
         """The exit of a run that ended normally; InfraFailure for any other end."""
         if ran.failure is not None:
@@ -294,7 +299,7 @@ class Bench:
         code = self.ended(ran)
         if code in (0, 1):
             # No result left but the sentinels: every test vanished, so every property too.
-            return Observed(code, property_statuses(self.selectors, self.read(ran)))
+            return Observed(code, self.statuses(self.read(ran)))
         if code in BROKEN_EXITS:
             return Observed(code, dict.fromkeys(self.selectors, Status.ERROR))
         if code == NOTHING_COLLECTED:
@@ -345,7 +350,7 @@ def run_baseline(bench: Bench) -> Baseline:
         meaning = exit_meaning(code, bench.enforcement)
         raise InfraFailure(f"{ran.label}: {meaning} (log: {bench.log_path})")
     results = bench.read(ran)
-    statuses = property_statuses(bench.selectors, results)
+    statuses = bench.statuses(results)
     failing = {pid: status for pid, status in statuses.items() if status != Status.PASS}
     if failing:
         raise Refused(
