@@ -1,112 +1,34 @@
-"""`vet` end to end (slow): real pytest children on small generated suites, real signals.
-
-Each suite is a project of its own: fixtures, pins, and property tests built to react (or
-not) to one kind of mutation. The children run with plugin autoload off, as the staged
-plugin needs nothing else, so each of vet's runs costs a bare pytest start.
+"""`vet` over small generated suites: each operator's kill, weak and strict, ceremony, unread
+and skipping properties, a collection error under mutation, --per-file, a failing baseline,
+a crash. The children run with plugin autoload off, so each of vet's runs is a bare pytest.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import stat
 import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import RunCli, is_gone, make_tree, write_json
+from helpers import RunCli, write_json
+from helpers.vet_suites import (
+    claim,
+    ledger,
+    make_suite,
+    run_vet,
+    slow_suite,
+    snapshot,
+    vet_args,
+)
 
-PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
-READ = """
-import json
-import os
-import time
-from pathlib import Path
-
-import pytest
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-
-
-def load(name):
-    return json.loads((FIXTURES / name).read_text())
-
-
-def lines(name):
-    return (FIXTURES / name).read_text().splitlines()
-"""
+pytestmark = pytest.mark.pytest_child
 
 
 @pytest.fixture(autouse=True)
 def bare_pytest_children(monkeypatch: pytest.MonkeyPatch) -> None:
     """vet's children are plain pytest with only the staged plugin: fast, and predictable."""
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
-
-
-def make_suite(
-    root: Path,
-    fixtures: dict[str, bytes],
-    tests: dict[str, str],
-    properties: list[dict[str, Any]],
-) -> Path:
-    make_tree(root, {f"fixtures/{name}": data for name, data in fixtures.items()})
-    for name, body in tests.items():
-        make_tree(root, {f"properties/{name}": (READ + textwrap.dedent(body)).encode()})
-    (root / "pytest.ini").write_text("[pytest]\n")
-    files = sorted(f"fixtures/{name}" for name in fixtures)
-    write_json(
-        root / "pins/fixtures.json",
-        {"pin_id": "fixpin-test", "algorithm": "sha256", "files": files},
-    )
-    write_json(
-        root / "pins/properties.json",
-        {"pin_id": "proppin-test", "fixture_pins": ["fixpin-test"], "properties": properties},
-    )
-    return root
-
-
-def claim(property_id: str, test: str, *domain: str) -> dict[str, Any]:
-    return {
-        "id": property_id,
-        "claim": f"{property_id} holds.",
-        "domain": list(domain),
-        "test": test,
-    }
-
-
-def vet_args(root: Path, *extra: str | Path) -> list[str | Path]:
-    return [
-        "vet", "--pin", root / "pins/fixtures.json", "--properties", root / "pins/properties.json",
-        "--command", f"{PYTEST} properties", "--root", root, "--out", root.parent / "vet.json",
-        *extra,
-    ]  # fmt: skip
-
-
-def ledger(root: Path) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((root.parent / "vet.json").read_text())
-    return document
-
-
-def snapshot(root: Path) -> dict[str, tuple[str, bytes | str]]:
-    """Every entry under ROOT: its mode and its bytes (a link: its target)."""
-    entries: dict[str, tuple[str, bytes | str]] = {}
-    for path in sorted(root.rglob("*")):
-        mode = path.lstat().st_mode
-        if stat.S_ISLNK(mode):
-            content: bytes | str = os.readlink(path)
-        elif stat.S_ISREG(mode):
-            content = path.read_bytes()
-        else:
-            content = ""
-        entries[str(path.relative_to(root))] = (oct(mode), content)
-    return entries
 
 
 # --- each operator kills a property built to detect it -------------------------------------
@@ -202,19 +124,6 @@ def detector_suite(root: Path) -> Path:
         for pid, (test, domain, _, _) in DETECTED.items()
     ]
     return make_suite(root, DETECTOR_FIXTURES, {"test_detect.py": DETECTORS}, properties)
-
-
-def run_vet(root: Path, *extra: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """vet as a child process, as CI runs it."""
-    command = [sys.executable, "-P", "-m", "three_ledger", *map(str, vet_args(root, *extra))]
-    return subprocess.run(
-        command,
-        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **env},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
 
 
 Detected = tuple[subprocess.CompletedProcess[str], dict[str, Any], Any, Any]
@@ -450,77 +359,6 @@ def test_per_file_lists_the_files_whose_mutation_no_property_notices(
     assert "--per-file: 1 of 2 sampled file(s) changed no property's outcome" in result.err
 
 
-# --- the user's tree: signals and timeouts ------------------------------------------------------
-
-SLOW = """
-def test_slow_when_mutated():
-    data = (FIXTURES / "slow.json").read_bytes()
-    if data != b'{"n": 1}\\n':
-        Path(os.environ["VET_TEST_PID_FILE"]).write_text(f"{os.getpid()}\\n")
-        time.sleep(120)
-    assert json.loads(data)["n"] == 1
-"""
-
-
-def slow_suite(root: Path) -> Path:
-    return make_suite(
-        root,
-        {"slow.json": b'{"n": 1}\n'},
-        {"test_slow.py": SLOW},
-        [claim("slow.n", "properties/test_slow.py::test_slow_when_mutated", "slow.json")],
-    )
-
-
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_the_user_tree_is_unchanged_after_a_signal(tmp_path: Path, signum: int) -> None:
-    root = slow_suite(tmp_path / "suite")
-    before = snapshot(root)
-    scratch_parent = tmp_path / "tmp"
-    scratch_parent.mkdir()
-    pid_file = tmp_path / "pid"
-    command = [sys.executable, "-P", "-m", "three_ledger", *map(str, vet_args(root))]
-    env = {
-        **os.environ,
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "VET_TEST_PID_FILE": str(pid_file),
-        "TMPDIR": str(scratch_parent),
-    }
-    with subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as vet:
-        from conftest import wait_for_pid
-
-        test_pid = wait_for_pid(pid_file, timeout_s=120)
-        vet.send_signal(signum)
-        stdout, stderr = vet.communicate(timeout=60)
-    assert vet.returncode == 4, stderr
-    assert f"interrupted by {signal.Signals(signum).name}" in stderr
-    assert stdout == ""
-    assert is_gone(test_pid)
-    assert snapshot(root) == before
-    assert not (root.parent / "vet.json").exists()
-    assert list(scratch_parent.iterdir()) == []  # the scratch copy is gone too
-
-
-def test_the_user_tree_is_unchanged_after_a_timeout(
-    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = slow_suite(tmp_path / "suite")
-    before = snapshot(root)
-    monkeypatch.setenv("VET_TEST_PID_FILE", str(tmp_path / "pid"))
-    started = time.monotonic()
-    result = run_cli(*vet_args(root, "--timeout", "20"))
-    assert result.code == 4
-    assert "timed out" in result.first_error_line
-    assert "under mutation (json.negate_number" in result.first_error_line
-    assert time.monotonic() - started < 120
-    assert snapshot(root) == before
-    assert not (root.parent / "vet.json").exists()
-    log = (root.parent / "vet.json.log").read_text()
-    assert "=== vet run 2: under mutation (json.negate_number on 1 file(s) of slow.n) ===" in log
-    assert "=== the command timed out after 20.0 s ===" in log
-
-
 # --- refusals ------------------------------------------------------------------------------------
 
 
@@ -543,33 +381,6 @@ def test_a_baseline_failure_exits_2_naming_the_property(run_cli: RunCli, tmp_pat
     assert "  base.missing: missing" in result.err
     assert not stale.exists()
     assert result.out == ""
-
-
-# --- the example ----------------------------------------------------------------------------------
-
-
-def test_every_property_of_the_example_passes_vet(run_cli: RunCli, orders_repo: Path) -> None:
-    before = snapshot(orders_repo)
-    command = f"{PYTEST} properties/test_orders.py"
-    result = run_cli(
-        "vet", "--pin", orders_repo / "pins/fixtures.json",
-        "--properties", orders_repo / "pins/properties.json", "--command", command,
-        "--root", orders_repo, "--out", orders_repo.parent / "vet.json",
-    )  # fmt: skip
-    assert result.code == 0, result.err
-    verdicts = {
-        pid: found["verdict"]
-        for pid, found in json.loads((orders_repo.parent / "vet.json").read_text())[
-            "properties"
-        ].items()
-    }
-    assert verdicts == {
-        "orders.total.non_negative": "strong",
-        "orders.total.matches_lines": "strong",
-        "orders.id.stable": "strong",
-        "orders.json.round_trip": "weak",
-    }
-    assert snapshot(orders_repo) == before
 
 
 def test_the_user_tree_is_unchanged_after_a_crash(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli, fixture_pin, make_tree, write_json
+from helpers import RunCli, fixture_pin, make_tree, write_json
 from three_ledger.commands.vet import raising_on_interrupt
 from three_ledger.errors import InfraFailure
 

@@ -14,6 +14,8 @@ import pytest
 from three_ledger.commands import vet
 from three_ledger.plugin_staging import PLUGIN_SIDE_MODULES
 
+pytestmark = pytest.mark.pytest_child
+
 # A suite that reads its data every way vet must see: in a test, in a fixture shared by two
 # tests, at import (collection time), in a conftest.py at start-up, through os.open; and ways
 # that are not reads of pinned data: a file written, a file outside the watched folder.

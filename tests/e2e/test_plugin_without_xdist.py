@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli
-from test_tripwire import PYTEST, score
+from helpers import RunCli
+from helpers.scoring import PYTEST, score
+
+pytestmark = pytest.mark.pytest_child
 
 
 def test_properties_scores_with_plugin_autoload_off(
@@ -17,7 +19,8 @@ def test_properties_scores_with_plugin_autoload_off(
 ) -> None:
     # xdist hooks are then unknown to pytest: neither the tripwire nor the harness may need them.
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    result = score(run_cli, orders_repo, f"{PYTEST} properties/test_orders.py")
+    command = f"{PYTEST} properties/test_orders.py"
+    result = score(run_cli, orders_repo, "--base", "HEAD", command=command)
     assert result.code == 0, result.err
     written = json.loads((orders_repo.parent / "ledgers/p.json").read_text())
     assert written["tripwire"] == "sentinels"

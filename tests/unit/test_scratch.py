@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_tree
+from helpers import make_tree
 from three_ledger.errors import InfraFailure
 from three_ledger.scratch import command_for_copy, copy_tree, read_files, write_files
 
