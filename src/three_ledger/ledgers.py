@@ -401,6 +401,7 @@ class PropertyShardLedger(_Encoded):
     harness: Harness | None
     ids_run: tuple[str, ...]
     results: tuple[ShardResult, ...]
+    recorded_at: str
 
 
 class Verdict(enum.StrEnum):
