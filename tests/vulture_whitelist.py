@@ -22,6 +22,9 @@ pytest_collection
 pytest_testnodedown
 # ... and of the collection plugin (`plan`).
 pytest_collection_finish
+# ... and of the reads recorder (`vet`).
+pytest_make_collect_report
+pytest_fixture_setup
 
 # xml.etree's parser calls its target's `doctype(name, pubid, system)`; the refusing target
 # raises before it reads them.
@@ -43,6 +46,12 @@ property_pin_sha256
 network_enforcement
 # ... and a field of the harness record.
 pythonpath
+# ... and fields of the vet ledger, written for the reviewer, derived from its trials.
+operators_tried
+killed_by
+survived
+statuses_seen
+requested
 
 # A field of the properties pin record: read from the pin, validated by the schema, shown to
 # reviewers in the pin itself, never needed by the gate's decisions.
@@ -52,6 +61,7 @@ claim
 pytestmark
 hermetic_git
 child_runs_without_hypothesis
+bare_pytest_children
 flaky_fails
 needs_network_namespace
 # A fixture a test requests by parameter for its effect on PATH alone.

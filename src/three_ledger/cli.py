@@ -18,6 +18,8 @@ from three_ledger.exit_codes import ExitCode
 PROG = "three-ledger"
 # SPEC 4.2: `properties --timeout` defaults to half an hour.
 DEFAULT_TIMEOUT_S = 1800.0
+# Where `vet` writes its ledger when no --out is given.
+DEFAULT_VET_LEDGER = Path("ledgers/vet_ledger.json")
 # SPEC 4.7: the pin id `draft-pin` writes when none is given.
 DEFAULT_PIN_ID = "fixpin-draft"
 # What `add_subparsers` returns; argparse does not export its class.
@@ -80,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_check_pins,
         _add_draft_pin,
         _add_explain,
+        _add_vet,
         _add_demo,
     ):
         add_command(commands)
@@ -372,6 +375,59 @@ def _add_explain(commands: Subparsers) -> None:
     explain.add_argument("right", type=Path, metavar="RIGHT", help="fixture ledger (after)")
 
 
+def _positive_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {text!r}")
+    return value
+
+
+def _add_vet(commands: Subparsers) -> None:
+    vet = commands.add_parser(
+        "vet",
+        help="watch each pinned property fail on its own fixtures",
+        description="Copy ROOT to a scratch folder, run the command once unmutated (every "
+        "property must pass; which pinned files each test opens is recorded), then mutate "
+        "each property's domain files and run it again. Exit 0: every property was killed "
+        "by a mutant and read one of its domain files; 1: some property cannot fail on its "
+        "fixtures (not a gate); 2: refused, or the baseline did not pass; 4: infrastructure "
+        "failure. The user's tree is never written.",
+    )
+    vet.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
+    vet.add_argument("--properties", type=Path, required=True, help="properties pin (JSON)")
+    vet.add_argument(
+        "--command", type=_command_words, required=True, metavar="CMD", help="test command"
+    )
+    vet.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    vet.add_argument(
+        "--out", type=Path, default=DEFAULT_VET_LEDGER, help=f"default {DEFAULT_VET_LEDGER}"
+    )
+    vet.add_argument(
+        "--log", type=Path, metavar="PATH", help="every run's output (default OUT.log)"
+    )
+    vet.add_argument(
+        "--per-file",
+        type=_positive_count,
+        metavar="N",
+        help="also mutate up to N domain files one at a time (a fixed sample)",
+    )
+    vet.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"per run of the command, default {DEFAULT_TIMEOUT_S:g}",
+    )
+    vet.add_argument(
+        "--strict",
+        action="store_true",
+        help="count a weak property (only malformed input kills it) as surviving",
+    )
+
+
 def _add_demo(commands: Subparsers) -> None:
     demo = commands.add_parser(
         "demo",
@@ -614,6 +670,24 @@ def _run_explain(args: argparse.Namespace) -> int:
     return explain(left_path=args.left, right_path=args.right)
 
 
+def _run_vet(args: argparse.Namespace) -> int:
+    from three_ledger.commands.vet import Request, vet
+
+    return vet(
+        Request(
+            pin_path=args.pin,
+            properties_path=args.properties,
+            command=args.command,
+            root=args.root,
+            out=args.out,
+            log_path=args.log,
+            per_file=args.per_file,
+            timeout_s=args.timeout,
+            strict=args.strict,
+        )
+    )
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from three_ledger.commands.demo import demo
 
@@ -633,6 +707,7 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check-pins": _run_check_pins,
     "draft-pin": _run_draft_pin,
     "explain": _run_explain,
+    "vet": _run_vet,
     "demo": _run_demo,
 }
 

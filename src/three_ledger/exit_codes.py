@@ -12,6 +12,7 @@ class ExitCode(enum.IntEnum):
     REJECT = 1  # `merge`: the posture is `reject`
     LEDGERS_DIFFER = 1  # `explain`: the two fixture ledgers have different digests
     SCENARIO_FAILED = 1  # `demo`: a scenario did not end in its expected posture
+    NOT_A_GATE = 1  # `vet`: a pinned property cannot fail on its fixtures
     # A pin, ledger or fixture tree is invalid, or a digest does not match. Nothing is written.
     REFUSED = 2
     DRIFT = 3  # `dual-pin`: the two pins disagree

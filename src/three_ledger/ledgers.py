@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from three_ledger import __version__, jsonio
 from three_ledger.errors import Refused
 from three_ledger.harness import Harness
+from three_ledger.mutations import Kind as MutationKind
 from three_ledger.network_ban import Enforcement, Network
 from three_ledger.outcomes import Outcome, Status
 from three_ledger.tripwire import Tripwire
@@ -403,6 +404,81 @@ class PropertyShardLedger(_Encoded):
     recorded_at: str
 
 
+class Verdict(enum.StrEnum):
+    """What `vet` found a property to be (SPEC extension: the vet ledger)."""
+
+    # A well-formed mutation (one that only changes what a file says) made it fail.
+    STRONG = "strong"
+    # Only malformed mutations did: it guards the parser, not its claim.
+    WEAK = "weak"
+    # No mutation made it fail: it cannot fail on its fixtures.
+    SURVIVED = "survived"
+
+
+@dataclass(frozen=True)
+class VetTrial:
+    """One mutant a property met: the operator, how many files it changed, the outcome."""
+
+    operator: str
+    kind: MutationKind
+    files_mutated: int
+    status: Status
+    command_exit: int
+
+
+@dataclass(frozen=True)
+class PropertyVet:
+    baseline: Status
+    verdict: Verdict
+    # Counted as a gate: killed (strong, or weak without --strict), reading a domain file.
+    gate: bool
+    operators_tried: tuple[str, ...]
+    killed_by: tuple[str, ...]
+    survived: tuple[str, ...]
+    statuses_seen: tuple[Status, ...]
+    trials: tuple[VetTrial, ...]
+    domain_files: int
+    unread_domain_files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FileVet:
+    """`--per-file`: one file mutated alone, and the properties that noticed (failed)."""
+
+    path: str
+    operators_tried: tuple[str, ...]
+    noticed_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PerFileVet:
+    requested: int
+    files: tuple[FileVet, ...]
+    unnoticed: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class VetLedger(_Encoded):
+    KIND: ClassVar[str] = "vet"
+    SCHEMA: ClassVar[str] = "vet-ledger"
+    ledger_id: str
+    pin_id: str
+    property_pin_id: str
+    property_pin_sha256: str
+    fixture_digest: str
+    command: tuple[str, ...]
+    network: Network
+    network_enforcement: Enforcement
+    strict: bool
+    runs: int
+    duration_ms: int
+    harness: Harness
+    properties: dict[str, PropertyVet]
+    unread_pinned_files: tuple[str, ...]
+    per_file: PerFileVet | None
+    recorded_at: str
+
+
 class Record(Protocol):
     KIND: ClassVar[str]
     SCHEMA: ClassVar[str]
@@ -422,6 +498,7 @@ RecordT = TypeVar(
     MergeDecision,
     ShardPlan,
     PropertyShardLedger,
+    VetLedger,
 )
 
 

@@ -26,6 +26,7 @@ PLUGIN_SIDE_MODULES = (
     "plugin_harness.py",
     "plugin_collect.py",
     "plugin_shard.py",
+    "plugin_reads.py",
 )
 # The name the `pytest11` entry point registers (SPEC 6), blocked in the gate's runs.
 ENTRY_POINT_MODULE = "three_ledger.pytest_plugin"

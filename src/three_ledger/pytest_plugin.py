@@ -16,7 +16,7 @@ import pytest
 
 # Relative: the gate runs a private copy of this package under a random name
 # (plugin_staging.py), and the copy must import the copy.
-from . import plugin_harness, plugin_shard, plugin_tripwire
+from . import plugin_harness, plugin_reads, plugin_shard, plugin_tripwire
 from .outcomes import SEVERITY, Outcome
 from .plugin_collect import register_collection_recorder, skip_reason
 from .socket_guard import install_socket_guard_if_banned
@@ -56,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
     plugin_shard.install(config)
     plugin_tripwire.install(config)
     plugin_harness.install(config)
+    plugin_reads.configure(config)  # which pinned files each item opens, when `vet` asks
     # xdist workers only forward reports; the controller alone owns the results file.
     if not hasattr(config, "workerinput"):
         _start_recording(config)

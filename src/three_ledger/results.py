@@ -212,6 +212,14 @@ def _belongs(result: TestResult, property_id: str, selectors: tuple[str, ...]) -
     return property_id in result.property_ids or any(map(result.matches, selectors))
 
 
+def matching(
+    property_id: str, selectors: Selectors, results: Iterable[TestResult]
+) -> list[TestResult]:
+    """The results a property answers for: its selectors', and those marked with its id."""
+    chosen = selector_tuple(selectors)
+    return [result for result in results if _belongs(result, property_id, chosen)]
+
+
 def unpinned_failures(
     selectors: Mapping[str, Selectors],
     flake_selectors: Sequence[str],

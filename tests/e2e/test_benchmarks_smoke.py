@@ -104,3 +104,13 @@ def test_digest_profile_walks_every_step(tmp_path: Path) -> None:
     steps = ["load the pin", "check the tree", "hash the files", "ledger to JSON", "validate"]
     for step in [*steps, "write"]:
         assert f"| {step} | " in result.stdout
+
+
+def test_bench_vet_runs_on_tiny_suites_and_checks_the_verdicts() -> None:
+    result = run_script("bench_vet.py", "--tiny")
+    assert result.returncode == 0, result.stderr
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in result.stdout.splitlines()}
+    assert rows["vet, example"].endswith("| 11 |")
+    # Two independent properties share their runs: the baseline, then one mutant each at once.
+    assert rows["vet, conformance (40 fixtures, 2 properties)"].endswith("| 2 |")
+    assert "| vet on the conformance suite <= 8x properties |" in result.stdout

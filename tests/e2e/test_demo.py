@@ -81,6 +81,24 @@ def test_demo_leaves_each_scenario_ledgers_in_dir(
     assert not (moved / "fixture_a.json").exists()
 
 
+def test_demo_vets_a_ceremony_property_beside_the_table(
+    demo_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    done, folder = demo_run
+    assert "vet-ceremony: vet exit 1, as expected" in done.stdout
+    assert "survived  orders.fixtures.read: cannot fail on its fixtures" in done.stdout
+    assert done.stdout.rstrip().endswith("and vet caught the ceremony property")
+    vetted = json.loads((folder / "scenarios/vet-ceremony/ledgers/vet.json").read_text())
+    verdicts = {pid: found["verdict"] for pid, found in vetted["properties"].items()}
+    assert verdicts == {
+        "orders.total.non_negative": "strong",
+        "orders.total.matches_lines": "strong",
+        "orders.id.stable": "strong",
+        "orders.json.round_trip": "weak",
+        "orders.fixtures.read": "survived",
+    }
+
+
 def test_demo_flake_pin_names_an_earlier_commit_and_a_future_date(
     demo_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:

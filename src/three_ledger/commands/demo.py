@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from three_ledger.demo import vet_check
 from three_ledger.demo.repository import ScenarioPaths, build_repository, prepare
 from three_ledger.demo.scenarios import SCENARIOS, Scenario
 from three_ledger.demo.table import progress_line, render_table
@@ -32,18 +33,20 @@ from three_ledger.exit_codes import ExitCode
 WORKERS = 3
 
 
-def demo(*, directory: Path | None, scenarios: Sequence[Scenario] = SCENARIOS) -> int:
-    """Run every scenario; 0 when each ends in its expected posture and row, else 1.
+def demo(
+    *, directory: Path | None, scenarios: Sequence[Scenario] = SCENARIOS, vet: bool = True
+) -> int:
+    """Run every scenario and the vet check; 0 when each ends as expected, else 1.
 
-    `scenarios` exists for the tests, which pass a scenario with a wrong expectation to
-    prove a mismatch is caught; the command line always runs the full table.
+    `scenarios` and `vet` exist for the tests, which pass a scenario with a wrong expectation
+    to prove a mismatch is caught; the command line always runs the full table and vet.
     """
     _check_tools()
     if directory is None:
         with tempfile.TemporaryDirectory(prefix="three-ledger-demo-") as temporary:
-            return _run(Path(temporary), scenarios, kept=False)
+            return _run(Path(temporary), scenarios, kept=False, vet=vet)
     _claim(directory)
-    return _run(directory, scenarios, kept=True)
+    return _run(directory, scenarios, kept=True, vet=vet)
 
 
 def _check_tools() -> None:
@@ -62,7 +65,7 @@ def _claim(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
 
 
-def _run(top: Path, scenarios: Sequence[Scenario], *, kept: bool) -> int:
+def _run(top: Path, scenarios: Sequence[Scenario], *, kept: bool, vet: bool) -> int:
     top = top.resolve()
     repo = top / "repo"
     base = build_repository(repo)
@@ -70,28 +73,53 @@ def _run(top: Path, scenarios: Sequence[Scenario], *, kept: bool) -> int:
     work = [(scenario, ScenarioPaths(top / "scenarios" / scenario.name)) for scenario in scenarios]
     for scenario, paths in work:
         prepare(repo, base, scenario, paths)
-    outcomes = _run_all(work, base)
-    return _report(outcomes, top if kept else None)
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        checked = None
+        if vet:
+            # Beside the table, not in it: vet is evidence for the reviewer of a pin change.
+            vet_paths = ScenarioPaths(top / "scenarios" / vet_check.NAME)
+            vet_check.prepare_vet_check(repo, base, vet_paths)
+            checked = beside.submit(vet_check.run_vet_check, vet_paths)
+        outcomes = _run_all(work, base)
+        vetted = None if checked is None else checked.result()
+    return _report(outcomes, vetted, top if kept else None)
 
 
-def _report(outcomes: Sequence[Outcome], kept: Path | None) -> int:
+def _report(
+    outcomes: Sequence[Outcome], vetted: vet_check.VetOutcome | None, kept: Path | None
+) -> int:
     print("\nExit of each step ('-': not run); posture and row of the merge table:\n")
     print(render_table(outcomes))
     print()
     for outcome in outcomes:
         line = f"{outcome.scenario.name}: {outcome.scenario.description}"
         print(textwrap.fill(line, width=100, initial_indent="  ", subsequent_indent="    "))
+    vet_failed = vetted is not None and not _report_vet(vetted)
     if kept is not None:
         print(f"\ndemo: kept in {kept}: repo/ is the example repository;")
         print("demo: scenarios/<name>/ holds each scenario's worktree, ledgers and step logs")
     else:
         print("\ndemo: run with --dir DIR to keep the repository, ledgers and logs")
     failed = [outcome.scenario.name for outcome in outcomes if not outcome.as_expected]
+    failed += [vet_check.NAME] if vet_failed else []
     if failed:
         print(f"demo: {len(failed)} scenario(s) not as expected: {', '.join(failed)}")
         return ExitCode.SCENARIO_FAILED
-    print(f"demo: all {len(outcomes)} scenarios ended as expected")
+    caught = ", and vet caught the ceremony property" if vetted is not None else ""
+    print(f"demo: all {len(outcomes)} scenarios ended as expected{caught}")
     return ExitCode.OK
+
+
+def _report_vet(outcome: vet_check.VetOutcome) -> bool:
+    """Print the vet check's lines; True when it ended as expected."""
+    print("\nvet, beside the table (evidence for the reviewer of a pin change):\n")
+    line = f"{vet_check.NAME}: {vet_check.DESCRIPTION}"
+    print(textwrap.fill(line, width=100, initial_indent="  ", subsequent_indent="    "))
+    for property_line in outcome.lines:
+        print(f"    {property_line}")
+    verdict = "as expected" if outcome.as_expected else "FAIL, expected exit 1 naming it alone"
+    print(f"{vet_check.NAME}: vet exit {outcome.exit_code}, {verdict} ({outcome.seconds:.1f} s)")
+    return outcome.as_expected
 
 
 def _run_all(work: Sequence[tuple[Scenario, ScenarioPaths]], base: str) -> list[Outcome]:

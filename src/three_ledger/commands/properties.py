@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from three_ledger import git, junit_evidence, network_namespace
 from three_ledger.digest import live_digest, refuse_unreviewed
@@ -45,7 +45,7 @@ from three_ledger.pins import (
     load_properties_pin,
 )
 from three_ledger.plugin_shard import SHARD_IDS_ENV
-from three_ledger.plugin_staging import plugin_environment, stage_plugin
+from three_ledger.plugin_staging import StagedPlugin, plugin_environment, stage_plugin
 from three_ledger.property_findings import findings, plain_lines
 from three_ledger.results import (
     UNPINNED_SHOWN,
@@ -57,6 +57,9 @@ from three_ledger.results import (
 )
 from three_ledger.runner_config import runner_oracle_changes
 from three_ledger.tripwire import Sentinels, Tripwire, checked_and_removed
+
+if TYPE_CHECKING:
+    from three_ledger.runner import RunResult
 
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
 _PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
@@ -271,6 +274,41 @@ def run_and_read(
             raise
     return Observed(
         results, run.exit_code, run.duration_ms, None, Tripwire.SENTINELS, harness, measured
+    )
+
+
+def run_staged(
+    command: Sequence[str],
+    *,
+    root: Path,
+    fixture_pin: FixturePin,
+    enforcement: Enforcement,
+    timeout_s: float,
+    log_path: Path,
+    plugin: StagedPlugin,
+    results_path: Path,
+    extra_env: Mapping[str, str] | None = None,
+    plugins: tuple[str, ...] | None = None,
+    console: BinaryIO | None = None,
+) -> RunResult:
+    """Run the test command once in ROOT, with the staged plugin writing to RESULTS_PATH.
+
+    The child gets the environment `run_and_read` gives it (SPEC 6, plus EXTRA_ENV, and the
+    pin's PLUGINS alone when it lists them) and, under the netns ban, its own network
+    namespace. How it ended is returned as is: judging it is the caller's part. `vet` runs
+    every one of its runs through it.
+    """
+    from three_ledger.runner import run_command
+
+    env = child_environment(os.environ, root, fixture_pin, enforcement, results_path)
+    env = plugin_environment(env, plugin)
+    env.update(extra_env or {})
+    env.update(pinned_plugins_environment(env, plugins))
+    argv = list(command)
+    if enforcement is Enforcement.NETNS:
+        argv = network_namespace.namespace_argv(argv)
+    return run_command(
+        argv, cwd=root, env=env, timeout_s=timeout_s, log_path=log_path, console=console
     )
 
 

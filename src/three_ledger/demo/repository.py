@@ -8,10 +8,11 @@ from __future__ import annotations
 import datetime
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from three_ledger.demo.scenarios import Scenario
 from three_ledger.errors import InfraFailure
@@ -96,11 +97,24 @@ def _stamp_flake_pin(path: Path, accepted_revision: str, today: datetime.date) -
 
 def prepare(repo: Path, base: str, scenario: Scenario, paths: ScenarioPaths) -> None:
     """Check the base out in the scenario's worktree, apply the patch, commit it."""
-    branch = f"scenario/{scenario.name}"
+    message = f"{scenario.name}: {scenario.description}"
+    check_out_patch(repo, base, f"scenario/{scenario.name}", scenario.edits, message, paths)
+
+
+class Patch(Protocol):
+    """One edit of a patch (scenarios.py's Replace, Write, ...)."""
+
+    def apply(self, root: Path) -> None: ...
+
+
+def check_out_patch(
+    repo: Path, base: str, branch: str, edits: Sequence[Patch], message: str, paths: ScenarioPaths
+) -> None:
+    """Check BASE out on BRANCH in the worktree of PATHS, apply EDITS, commit them."""
     _git(repo, "worktree", "add", "-q", "-b", branch, str(paths.worktree), base)
-    for edit in scenario.edits:
+    for edit in edits:
         edit.apply(paths.worktree)
-    _commit(paths.worktree, f"{scenario.name}: {scenario.description}")
+    _commit(paths.worktree, message)
     paths.ledgers.mkdir()
     paths.logs.mkdir()
 

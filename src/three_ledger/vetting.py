@@ -1,0 +1,167 @@
+"""How `vet` plans its runs and judges what it saw. Pure functions and records; no I/O.
+
+A *subject* is a set of properties with the same domain files: mutating the domain of one
+is mutating the domain of all, so one run serves them all. Subjects share a run (a
+*batch*) when neither one's files lie in the other's domain or read set: mutating one then
+cannot change what the other sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from three_ledger.ledgers import PropertyVet, Verdict, VetTrial
+from three_ledger.mutations import Files, Kind, Operator, mutants
+from three_ledger.outcomes import Status
+from three_ledger.pins import FixturePin, Property
+
+# What makes a mutant killed: the property no longer passes, and says so.
+KILLS = frozenset({Status.FAIL, Status.ERROR})
+
+
+def domain_files(prop: Property, pin: FixturePin) -> tuple[str, ...]:
+    """The pinned paths a property's domain names, sorted (a `dir/` entry: all below it)."""
+    chosen: set[str] = set()
+    for entry in prop.domain:
+        full = f"{pin.fixtures_dir}/{entry}"
+        if entry.endswith("/"):
+            chosen.update(path for path in pin.files if path.startswith(full))
+        elif full in pin.files:
+            chosen.add(full)
+    return tuple(sorted(chosen))
+
+
+@dataclass(frozen=True)
+class Subject:
+    property_ids: tuple[str, ...]
+    files: tuple[str, ...]
+    reads: frozenset[str]
+
+
+def subjects(
+    domains: Mapping[str, tuple[str, ...]], reads: Mapping[str, frozenset[str]]
+) -> list[Subject]:
+    """Properties grouped by identical domain files, in the pin's order."""
+    by_files: dict[tuple[str, ...], list[str]] = {}
+    for property_id, files in domains.items():
+        by_files.setdefault(files, []).append(property_id)
+    return [
+        Subject(tuple(ids), files, frozenset().union(*(reads[i] for i in ids)))
+        for files, ids in by_files.items()
+    ]
+
+
+def independent(first: Subject, second: Subject) -> bool:
+    """Whether mutating either subject's files leaves everything the other reads alone."""
+    first_files, second_files = set(first.files), set(second.files)
+    return not (
+        first_files & second_files or first_files & second.reads or second_files & first.reads
+    )
+
+
+def batches(all_subjects: Iterable[Subject]) -> list[list[Subject]]:
+    """Subjects packed greedily, in order, into groups that are pairwise independent."""
+    packed: list[list[Subject]] = []
+    for subject in all_subjects:
+        home = next(
+            (batch for batch in packed if all(independent(subject, other) for other in batch)),
+            None,
+        )
+        if home is None:
+            packed.append([subject])
+        else:
+            home.append(subject)
+    return packed
+
+
+class Tracker:
+    """One subject's way through the operators: the mutants left, each property's trials.
+
+    A property leaves at its first kill. Every well-formed operator comes before every
+    malformed one, so a first kill by a well-formed mutant is a strong property's only
+    cost, and a weak one is known at its first malformed kill.
+    """
+
+    def __init__(self, subject: Subject, originals: Files) -> None:
+        self.subject = subject
+        self.originals = originals
+        self.trials: dict[str, list[VetTrial]] = {pid: [] for pid in subject.property_ids}
+        self._queue: Iterator[tuple[Operator, dict[str, bytes]]] | None = mutants(originals)
+
+    def active(self) -> list[str]:
+        return [pid for pid, seen in self.trials.items() if not any(map(_killed, seen))]
+
+    def next_mutant(self) -> tuple[Operator, dict[str, bytes]] | None:
+        """The next mutant, or None when every property was killed or no operator is left."""
+        if not self.active() or self._queue is None:
+            return None
+        mutant = next(self._queue, None)
+        if mutant is None:
+            self._queue = None
+        return mutant
+
+    def record(
+        self,
+        operator: Operator,
+        files_mutated: int,
+        statuses: Mapping[str, Status],
+        command_exit: int,
+    ) -> None:
+        for property_id in self.active():
+            trial = VetTrial(
+                operator=operator.name,
+                kind=operator.kind,
+                files_mutated=files_mutated,
+                status=statuses[property_id],
+                command_exit=command_exit,
+            )
+            self.trials[property_id].append(trial)
+
+
+def _killed(trial: VetTrial) -> bool:
+    return trial.status in KILLS
+
+
+def judge(
+    trials: Sequence[VetTrial], *, files: Sequence[str], reads: frozenset[str], strict: bool
+) -> PropertyVet:
+    """A property's verdict from its trials, and whether it counts as a gate."""
+    killed = [trial for trial in trials if _killed(trial)]
+    if any(trial.kind is Kind.WELL_FORMED for trial in killed):
+        verdict = Verdict.STRONG
+    else:
+        verdict = Verdict.WEAK if killed else Verdict.SURVIVED
+    unread = tuple(path for path in files if path not in reads)
+    counted = verdict is Verdict.STRONG or (verdict is Verdict.WEAK and not strict)
+    return PropertyVet(
+        baseline=Status.PASS,
+        verdict=verdict,
+        gate=counted and len(unread) < len(files),
+        operators_tried=tuple(trial.operator for trial in trials),
+        killed_by=tuple(trial.operator for trial in killed),
+        survived=tuple(trial.operator for trial in trials if trial.status is Status.PASS),
+        statuses_seen=_distinct(trial.status for trial in trials),
+        trials=tuple(trials),
+        domain_files=len(files),
+        unread_domain_files=unread,
+    )
+
+
+# How statuses seen under mutation are listed: passing first, then the ways of not passing.
+_SHOWN_ORDER = (Status.PASS, Status.SKIP, Status.MISSING, Status.FAIL, Status.ERROR)
+
+
+def _distinct(statuses: Iterable[Status]) -> tuple[Status, ...]:
+    present = set(statuses)
+    return tuple(status for status in _SHOWN_ORDER if status in present)
+
+
+def sample(paths: Iterable[str], count: int) -> list[str]:
+    """Up to COUNT paths, the same on every machine: lowest SHA-256 of the path, then sorted.
+
+    Hashing spreads the sample over every folder of the domain rather than its first one.
+    """
+    ranked = sorted(set(paths), key=lambda path: hashlib.sha256(path.encode()).hexdigest())
+    return sorted(ranked[:count])

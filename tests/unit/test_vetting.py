@@ -1,0 +1,146 @@
+"""Tests for three_ledger.vetting: grouping properties into runs, and judging their trials."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from three_ledger.ledgers import Verdict, VetTrial
+from three_ledger.mutations import Kind
+from three_ledger.outcomes import Status
+from three_ledger.pins import FixturePin, Property
+from three_ledger.vetting import (
+    Subject,
+    Tracker,
+    batches,
+    domain_files,
+    independent,
+    judge,
+    sample,
+    subjects,
+)
+
+PIN = FixturePin(
+    source=Path("pins/fixtures.json"),
+    pin_id="fixpin-test",
+    fixtures_dir="data",
+    digest=None,
+    description=None,
+    files=("data/a.json", "data/valid/x.json", "data/valid/y.json", "data/validity.json"),
+)
+
+
+def prop(*domain: str) -> Property:
+    return Property(id="p", claim="c", domain=domain, test=())
+
+
+def test_domain_files_expands_folders_and_keeps_only_pinned_paths() -> None:
+    assert domain_files(prop("valid/"), PIN) == ("data/valid/x.json", "data/valid/y.json")
+    assert domain_files(prop("a.json", "valid/x.json"), PIN) == (
+        "data/a.json",
+        "data/valid/x.json",
+    )
+
+
+def subject(ids: str, files: str, reads: str = "") -> Subject:
+    return Subject(tuple(ids.split()), tuple(files.split()), frozenset(reads.split()))
+
+
+def test_properties_with_the_same_domain_share_a_subject() -> None:
+    grouped = subjects(
+        {"p1": ("a", "b"), "p2": ("c",), "p3": ("a", "b")},
+        {"p1": frozenset({"a"}), "p2": frozenset({"c"}), "p3": frozenset({"b", "z"})},
+    )
+    assert grouped == [subject("p1 p3", "a b", "a b z"), subject("p2", "c", "c")]
+
+
+def test_subjects_are_independent_only_when_neither_touches_what_the_other_reads() -> None:
+    first = subject("p1", "a", "a")
+    assert independent(first, subject("p2", "b", "b"))
+    assert not independent(first, subject("p2", "a", "a"))  # the same file
+    assert not independent(first, subject("p2", "b", "a b"))  # p2 reads p1's file
+    assert not independent(subject("p2", "b", "a b"), first)  # either order
+    assert independent(first, subject("p2", "b", ""))  # p2 reads nothing at all
+
+
+def test_batches_pack_pairwise_independent_subjects_in_order() -> None:
+    one, two, three = subject("p1", "a", "a"), subject("p2", "b", "b a"), subject("p3", "c", "c")
+    assert batches([one, two, three]) == [[one, three], [two]]
+
+
+def trial(operator: str, kind: Kind, status: Status) -> VetTrial:
+    return VetTrial(operator=operator, kind=kind, files_mutated=1, status=status, command_exit=1)
+
+
+WELL, BAD = Kind.WELL_FORMED, Kind.MALFORMED
+
+
+def test_a_well_formed_kill_is_strong() -> None:
+    trials = [
+        trial("json.negate_number", WELL, Status.PASS),
+        trial("json.drop_element", WELL, Status.FAIL),
+    ]
+    found = judge(trials, files=["f"], reads=frozenset({"f"}), strict=True)
+    assert (found.verdict, found.gate) == (Verdict.STRONG, True)
+    assert found.killed_by == ("json.drop_element",)
+    assert found.survived == ("json.negate_number",)
+    assert found.statuses_seen == (Status.PASS, Status.FAIL)
+
+
+def test_only_malformed_kills_are_weak_and_strict_counts_them_as_surviving() -> None:
+    trials = [trial("json.negate_number", WELL, Status.PASS), trial("empty", BAD, Status.ERROR)]
+    lenient = judge(trials, files=["f"], reads=frozenset({"f"}), strict=False)
+    strict = judge(trials, files=["f"], reads=frozenset({"f"}), strict=True)
+    assert (lenient.verdict, lenient.gate) == (Verdict.WEAK, True)
+    assert (strict.verdict, strict.gate) == (Verdict.WEAK, False)
+
+
+def test_skip_and_missing_are_not_kills() -> None:
+    trials = [trial("empty", BAD, Status.SKIP), trial("truncate_half", BAD, Status.MISSING)]
+    found = judge(trials, files=["f"], reads=frozenset({"f"}), strict=False)
+    assert (found.verdict, found.gate) == (Verdict.SURVIVED, False)
+    assert found.statuses_seen == (Status.SKIP, Status.MISSING)
+    assert found.killed_by == found.survived == ()
+
+
+def test_a_killed_property_that_read_none_of_its_domain_is_not_a_gate() -> None:
+    trials = [trial("json.negate_number", WELL, Status.FAIL)]
+    found = judge(trials, files=["f", "g"], reads=frozenset({"other"}), strict=False)
+    assert (found.verdict, found.gate) == (Verdict.STRONG, False)
+    assert found.unread_domain_files == ("f", "g")
+    partly = judge(trials, files=["f", "g"], reads=frozenset({"g"}), strict=False)
+    assert (partly.gate, partly.unread_domain_files) == (True, ("f",))
+
+
+def test_a_tracker_stops_a_property_at_its_first_kill() -> None:
+    tracker = Tracker(subject("p1 p2", "f.json"), {"f.json": b'{"n": [1, 2]}'})
+    first = tracker.next_mutant()
+    assert first is not None
+    assert first[0].name == "json.negate_number"
+    tracker.record(first[0], 1, {"p1": Status.FAIL, "p2": Status.PASS}, 1)
+    assert tracker.active() == ["p2"]
+    second = tracker.next_mutant()
+    assert second is not None
+    assert second[0].name == "json.drop_element"
+    tracker.record(second[0], 1, {"p1": Status.PASS, "p2": Status.ERROR}, 1)
+    assert tracker.active() == []
+    assert tracker.next_mutant() is None
+    assert [t.operator for t in tracker.trials["p1"]] == ["json.negate_number"]
+    assert [t.status for t in tracker.trials["p2"]] == [Status.PASS, Status.ERROR]
+
+
+def test_a_tracker_runs_out_of_operators() -> None:
+    tracker = Tracker(subject("p1", "f.bin"), {"f.bin": b"\x00\x01"})
+    seen = []
+    while (mutant := tracker.next_mutant()) is not None:
+        seen.append(mutant[0].name)
+        tracker.record(mutant[0], 1, {"p1": Status.PASS}, 0)
+    assert seen == ["empty", "flip_middle_byte", "truncate_half"]
+
+
+def test_the_per_file_sample_is_fixed_and_spread() -> None:
+    paths = [f"data/{folder}/{n}.json" for folder in "abc" for n in range(20)]
+    chosen = sample(paths, 6)
+    assert chosen == sample(reversed(paths), 6) == sorted(chosen)
+    assert len(chosen) == 6
+    assert len({path.split("/")[1] for path in chosen}) > 1
+    assert sample(paths[:3], 10) == sorted(paths[:3])
