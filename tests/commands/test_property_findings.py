@@ -11,6 +11,7 @@ import pytest
 
 from helpers import CliResult, RunCli, git
 from helpers.suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
+from three_ledger.step_summary import code
 
 pytestmark = pytest.mark.pytest_child
 
@@ -144,8 +145,8 @@ def test_the_tests_behind_a_miss_and_the_log_are_named(
     assert decided.code == 1
     assert miss in decided.out
     summary = (repo / "ledgers/summary.md").read_text()
-    assert "### What failed" in summary
-    assert f"- suite.parse is fail\n  - `{TEST_FILE}::test_parse[a.json]` (fail)\n" in summary
+    row = next(line for line in summary.splitlines() if "suite.<wbr>parse</code>" in line)
+    assert f"failing: {code(f'{TEST_FILE}::test_parse[a.json]')} (fail)" in row
 
 
 def test_failures_outside_every_property_are_recorded_and_shown(
@@ -165,7 +166,8 @@ def test_failures_outside_every_property_are_recorded_and_shown(
     assert decided.code == 0
     assert f"{lines}merge: human_review (row 8)" in decided.out
     summary = (repo / "ledgers/summary.md").read_text()
-    assert f"- 2 tests outside every property failed\n  - `{outside[0]}`\n" in summary
+    assert "**Unpinned failures** (2 outside every property" in summary
+    assert f"- {code(outside[0])}\n- {code(outside[1])}\n" in summary
 
 
 def test_properties_warns_about_selectors_and_markers_after_its_run(
