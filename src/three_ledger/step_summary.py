@@ -193,11 +193,16 @@ def _properties(summary: SummaryInput) -> list[str]:
 
 
 def _failing_tests(summary: SummaryInput, prop_id: str) -> list[str]:
-    """The tests behind a miss: as given, else as the property ledger records them."""
+    """The tests behind a miss, each with how it ended: as given, else from the ledger."""
     if prop_id in summary.failing_tests:
-        return list(summary.failing_tests[prop_id])
+        return [code(test_id) for test_id in summary.failing_tests[prop_id]]
     prop = _property_ledger(summary)
-    return [test.id for test in prop.failing_tests.get(prop_id, ())] if prop is not None else []
+    tests = prop.failing_tests.get(prop_id, ()) if prop is not None else ()
+    return [f"{code(test.id)} ({text(_how(test.outcome, test.reason))})" for test in tests]
+
+
+def _how(outcome: str, reason: str | None) -> str:
+    return f"{outcome}: {reason}" if reason else outcome
 
 
 def _unpinned_failures(summary: SummaryInput) -> list[str]:
@@ -221,7 +226,7 @@ def _property_row(summary: SummaryInput, prop_id: str, status: str) -> list[str]
     claim = text(summary.claims.get(prop_id, ""))
     tests = _failing_tests(summary, prop_id)
     if tests:
-        listed = ", ".join(code(test) for test in tests[:FIRST_TESTS])
+        listed = ", ".join(tests[:FIRST_TESTS])
         more = f" and {len(tests) - FIRST_TESTS} more" if len(tests) > FIRST_TESTS else ""
         claim = f"{claim}<br>failing: {listed}{more}" if claim else f"failing: {listed}{more}"
     return [STATUS_MARK.get(status, "❓"), code(prop_id), shown, claim]

@@ -4,7 +4,6 @@ failures outside every property, through real pytest children and real git repos
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 
 from helpers import CliResult, RunCli, git
 from helpers.suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
+from three_ledger.step_summary import code
 
 pytestmark = pytest.mark.pytest_child
 
@@ -31,11 +31,6 @@ def score(run_cli: RunCli, repo: Path, base: str = "HEAD") -> CliResult:
         "--properties", repo / "pins/properties.json", "--command", f"{PYTEST} tests",
         "--root", repo, "--base", base, "--out", repo / "ledgers/property.json",
     )  # fmt: skip
-
-
-def plain(markdown: str) -> str:
-    """The summary without its break hints and Markdown escapes, to find ids in it."""
-    return re.sub(r"\\(.)", r"\1", markdown.replace("<wbr>", ""))
 
 
 def ledger(repo: Path) -> dict[str, Any]:
@@ -150,10 +145,8 @@ def test_the_tests_behind_a_miss_and_the_log_are_named(
     assert decided.code == 1
     assert miss in decided.out
     summary = (repo / "ledgers/summary.md").read_text()
-    # The summary's property table names the first failing tests of the miss.
-    row = next(line for line in plain(summary).splitlines() if "<code>suite.parse" in line)
-    assert "**fail**" in row
-    assert f"failing: <code>{TEST_FILE}::test_parse[a.json]</code>" in row
+    row = next(line for line in summary.splitlines() if "suite.<wbr>parse</code>" in line)
+    assert f"failing: {code(f'{TEST_FILE}::test_parse[a.json]')} (fail)" in row
 
 
 def test_failures_outside_every_property_are_recorded_and_shown(
@@ -174,7 +167,7 @@ def test_failures_outside_every_property_are_recorded_and_shown(
     assert f"{lines}merge: human_review (row 8)" in decided.out
     summary = (repo / "ledgers/summary.md").read_text()
     assert "**Unpinned failures** (2 outside every property" in summary
-    assert f"- <code>{outside[0]}</code>" in plain(summary)
+    assert f"- {code(outside[0])}\n- {code(outside[1])}\n" in summary
 
 
 def test_properties_warns_about_selectors_and_markers_after_its_run(

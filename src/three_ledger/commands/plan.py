@@ -40,9 +40,12 @@ from three_ledger.pins import (
     load_flake_pin,
     load_properties_pin,
 )
-from three_ledger.plugin_collect import COLLECT_ENV
 from three_ledger.plugin_staging import plugin_environment, stage_plugin
 from three_ledger.results import TestResult, merge_worst, read_junit_xml
+
+# Names the collection file for the staged plugin; its twin is plugin_collect.COLLECT_ENV, which
+# imports pytest: the gate's side must not, since pytest is never a requirement of the CLI.
+COLLECT_ENV = "THREE_LEDGER_COLLECT"
 
 # How much of the command's output a failed collection shows when no --log keeps it.
 LOG_TAIL_LINES = 15

@@ -44,7 +44,6 @@ from three_ledger.pins import (
     load_flake_pin,
     load_properties_pin,
 )
-from three_ledger.plugin_shard import SHARD_IDS_ENV
 from three_ledger.plugin_staging import StagedPlugin, plugin_environment, stage_plugin
 from three_ledger.property_findings import findings, plain_lines
 from three_ledger.results import (
@@ -56,6 +55,7 @@ from three_ledger.results import (
     unpinned_failures,
 )
 from three_ledger.runner_config import runner_oracle_changes
+from three_ledger.shards import SHARD_IDS_ENV
 from three_ledger.tripwire import Sentinels, Tripwire, checked_and_removed
 
 if TYPE_CHECKING:

@@ -1,0 +1,38 @@
+"""pytest is never a requirement of the CLI: no gate-side command imports it.
+
+The Action and the GitLab component install three-ledger into an environment of its own,
+without pytest; a command module that imports pytest (even for one constant) crashes there.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from three_ledger import plugin_collect, plugin_shard, shards
+from three_ledger.commands import plan
+
+COMMANDS = ["digest", "properties", "dual_pin", "flake_observe", "merge", "gate", "check_pins",
+            "draft_pin", "explain", "plan", "shard_plan", "combine"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_module_does_not_import_pytest(command: str) -> None:
+    code = (
+        "import importlib, sys\n"
+        f"importlib.import_module('three_ledger.commands.{command}')\n"
+        "print('pytest' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_the_gate_and_the_plugin_name_the_same_shard_variable() -> None:
+    assert shards.SHARD_IDS_ENV == plugin_shard.SHARD_IDS_ENV
+
+
+def test_the_gate_and_the_plugin_name_the_same_collection_variable() -> None:
+    assert plan.COLLECT_ENV == plugin_collect.COLLECT_ENV
