@@ -77,6 +77,8 @@ property_statuses
 
 # An autouse-style fixture a test requests by name; HTMLParser calls its handlers by name.
 clean_env
+# An autouse fixture: pytest applies it to every test of its module.
+no_ci
 handle_starttag
 handle_endtag
 handle_data

@@ -1,0 +1,181 @@
+"""`gate` in-process with a stand-in for pytest: the chain, its files and its reports, fast.
+
+The stand-in writes what pytest with the plugin would (the tripwire's lines, a harness
+measurement, one result per test), so each case runs in a second; tests/e2e/test_gate.py
+runs the same chain on the demo's scenarios with real pytest children.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from helpers import PLUGIN_STAND_IN, RunCli, git
+from three_ledger.demo import repository as demo
+
+TEST_FILE = "properties/test_orders.py"
+PASSING = {
+    f"{TEST_FILE}::test_total_non_negative": "pass",
+    f"{TEST_FILE}::test_total_matches_lines": "pass",
+    f"{TEST_FILE}::test_id_stable": "pass",
+    f"{TEST_FILE}::test_round_trip": "pass",
+    f"{TEST_FILE}::test_boundary_timeout": "pass",
+}
+WRITE_RESULTS = """
+with open(os.environ["THREE_LEDGER_RESULTS"], "a") as _out:
+    for _id, _outcome in json.loads(sys.argv[1]).items():
+        _ids = ["orders.json.round_trip"] if _id.endswith("test_round_trip") else []
+        _out.write(json.dumps({"id": _id, "property_ids": _ids, "outcome": _outcome}) + "\\n")
+"""
+
+
+def stand_in(outcomes: dict[str, str]) -> str:
+    return shlex.join([sys.executable, "-c", PLUGIN_STAND_IN + WRITE_RESULTS,
+                       json.dumps(outcomes)])  # fmt: skip
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, str]:
+    repo = tmp_path / "repo"
+    return repo, demo.build_repository(repo)
+
+
+@pytest.fixture(autouse=True)
+def no_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in (
+        "GITHUB_ACTIONS",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_EVENT_NAME",
+        "GITHUB_BASE_REF",
+        "THREE_LEDGER_BASE",
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA",
+    ):
+        monkeypatch.delenv(key, raising=False)  # fmt: skip
+
+
+def gate(run_cli: RunCli, repo: Path, command: str, *extra: str | Path) -> tuple[int, str, Path]:
+    out = repo.parent / "out"
+    result = run_cli(
+        "gate", "--pins-dir", repo / "pins", "--root", repo, "--command", command,
+        "--out-dir", out, "--summary-md", out / "summary.md",
+        "--verdict-junit", out / "verdict.xml", "--verdict-dotenv", out / "verdict.env", *extra,
+    )  # fmt: skip
+    return result.code, result.out, out
+
+
+def decision(out: Path) -> tuple[str, int, str]:
+    document = json.loads((out / "decision.json").read_text(encoding="utf-8"))
+    return document["posture"], document["row"], document["reason"]
+
+
+def test_two_pins_that_pass_and_agree_are_review(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    repo, base = project
+    code, stdout, out = gate(run_cli, repo, stand_in(PASSING), "--base", base)
+    assert code == 0, stdout
+    assert decision(out)[:2] == ("review", 9)
+    names = {path.name for path in out.iterdir()}
+    assert {"fixture-a.json", "fixture-b.json", "property-a.json", "property-b.json",
+            "dual-pin.json", "decision.json", "summary.md", "verdict.xml"} <= names  # fmt: skip
+    assert (out / "verdict.env").read_text().startswith("THREE_LEDGER_POSTURE=review\n")
+    suites = {suite.get("name"): suite for suite in ET.parse(out / "verdict.xml").getroot()}
+    assert suites["three-ledger.properties"].get("tests") == "4"
+    assert suites["three-ledger.properties"].get("failures") == "0"
+    assert suites["three-ledger.gate"].get("tests") == "6"
+
+
+def test_a_failing_property_is_a_reject_with_annotations_in_github(
+    project: tuple[Path, str], run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    repo, base = project
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    summary = tmp_path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    failing = {**PASSING, f"{TEST_FILE}::test_id_stable": "fail"}
+    code, stdout, out = gate(run_cli, repo, stand_in(failing), "--base", base)
+    assert code == 1
+    assert decision(out)[:2] == ("reject", 7)
+    assert "::error title=three-ledger reject (row 7)::property miss stands" in stdout
+    assert summary.read_text().startswith("### ❌ three-ledger gate: reject (row 7)")
+    verdict = ET.parse(out / "verdict.xml").getroot()
+    failed = [
+        case.get("name") for case in verdict.iter("testcase") if case.find("failure") is not None
+    ]
+    assert "orders.id.stable" in failed
+    assert "merge" in failed
+
+
+def test_a_fired_flake_is_observed_and_noted(project: tuple[Path, str], run_cli: RunCli) -> None:
+    repo, base = project
+    fired = {**PASSING, f"{TEST_FILE}::test_boundary_timeout": "fail"}
+    code, stdout, out = gate(run_cli, repo, stand_in(fired), "--base", base)
+    assert code == 0, stdout
+    assert json.loads((out / "flake-1.json").read_text())["observed"] == "fail"
+    assert "**Flake notes**" in (out / "summary.md").read_text()
+
+
+def test_a_moved_fixture_is_annotated_with_its_file(
+    project: tuple[Path, str], run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, base = project
+    moved = repo / "fixtures" / "orders_min.json"
+    moved.write_bytes(moved.read_bytes() + b" ")
+    git(repo, "commit", "-q", "-am", "a fixture byte")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, stdout, out = gate(run_cli, repo, stand_in(PASSING), "--base", base)
+    assert code == 1
+    assert decision(out)[:2] == ("reject", 1)
+    assert "::error file=fixtures/orders_min.json,title=three-ledger%3A fixture moved::" in stdout
+
+
+def test_an_edited_oracle_is_annotated(
+    project: tuple[Path, str], run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, base = project
+    oracle = repo / TEST_FILE
+    oracle.write_text(oracle.read_text() + "\n# weakened\n")
+    git(repo, "commit", "-q", "-am", "an oracle edit")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, stdout, out = gate(run_cli, repo, stand_in(PASSING), "--base", base)
+    assert code == 1
+    assert decision(out)[:2] == ("reject", 5)
+    assert f"::error file={TEST_FILE},title=three-ledger%3A oracle changed::" in stdout
+
+
+def test_a_pin_edit_mixed_into_a_change_is_annotated_as_mutation(
+    project: tuple[Path, str], run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, base = project
+    (repo / "orders.py").write_text((repo / "orders.py").read_text() + "\n")
+    flakes = repo / "pins" / "flakes.json"
+    flakes.write_text(flakes.read_text().replace('"note": "', '"note": "Renewed. ', 1))
+    git(repo, "commit", "-q", "-am", "code and a pin")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, stdout, out = gate(run_cli, repo, stand_in(PASSING), "--base", base)
+    assert code == 1
+    assert decision(out)[:2] == ("reject", 4)
+    assert "title=three-ledger%3A pin changed::pins/flakes.json: pin mutation" in stdout
+
+
+def test_no_base_is_a_reject_saying_why_with_every_report(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    repo, _ = project
+    code, stdout, out = gate(run_cli, repo, stand_in(PASSING))
+    assert code == 1
+    posture, row, reason = decision(out)
+    assert (posture, row) == ("reject", 0)
+    assert reason.startswith("gate inputs unusable: no base revision: pass --base REV")
+    assert (out / "verdict.env").read_text().startswith("THREE_LEDGER_POSTURE=reject\n")
+    # Nothing was read, not even the properties pin: the decision itself is the failure.
+    (case,) = ET.parse(out / "verdict.xml").getroot().iter("testcase")
+    failure = case.find("failure")
+    assert failure is not None
+    assert failure.get("message", "").startswith("reject (row 0): gate inputs unusable")
+    assert "posture: reject (row 0)" in stdout

@@ -1,0 +1,80 @@
+"""Workflow commands, the JUnit verdict and the dotenv report, as pure functions."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from three_ledger.verdict_junit import DecisionCase, PropertyCase, StepCase, dotenv, junit_xml
+from three_ledger.workflow_commands import (
+    Annotation,
+    annotations_of_kind,
+    commands,
+    escape_data,
+    escape_property,
+)
+
+
+def failure_message(case: ET.Element) -> str:
+    failure = case.find("failure")
+    return "" if failure is None else failure.get("message", "")
+
+
+def test_messages_escape_percent_and_line_breaks_properties_also_colon_and_comma() -> None:
+    assert escape_data("a%b\r\nc:d,e") == "a%25b%0D%0Ac:d,e"
+    assert escape_property("a%b\r\nc:d,e") == "a%25b%0D%0Ac%3Ad%2Ce"
+
+
+def test_an_annotation_names_its_file_and_title() -> None:
+    line = Annotation("error", "t: x", "m\n::error::forged", "pins/a,b:c.json").command()
+    assert line == "::error file=pins/a%2Cb%3Ac.json,title=t%3A x::m%0A::error::forged"
+    assert commands([Annotation("notice", "t", "m")]) == "::notice title=t::m\n"
+
+
+def test_at_most_ten_annotations_of_a_kind_the_last_says_how_many_more() -> None:
+    items = [(f"f{n}.json", f"moved {n}") for n in range(13)]
+    shown = annotations_of_kind("warning", "moved", items)
+    assert len(shown) == 10
+    assert shown[-1].message == "moved 9 (and 3 more)"
+    assert [a.file for a in shown] == [f"f{n}.json" for n in range(10)]
+    assert len(annotations_of_kind("warning", "moved", items[:10])) == 10
+
+
+def test_every_status_but_pass_is_a_failure_carrying_its_reason() -> None:
+    statuses = [("a", "pass"), ("b", "fail"), ("c", "error"), ("d", "skip"), ("e", "missing")]
+    cases = [PropertyCase(prop_id, status, "claim") for prop_id, status in statuses]
+    root = ET.fromstring(junit_xml(DecisionCase("reject", 7, "miss"), cases))
+    suite = root.find("testsuite[@name='three-ledger.properties']")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "4", "0")
+    messages = {case.get("name"): failure_message(case) for case in suite.iter("testcase")}
+    assert messages["a"] == ""
+    assert messages["d"].startswith("skip: skipped: a skipped property is not a pass")
+    assert messages["e"].startswith("missing: ")
+    decision = root.find("testsuite[@name='three-ledger.decision']/testcase/failure")
+    assert decision is not None
+    assert decision.get("message") == "reject (row 7): miss"
+
+
+def test_steps_replace_the_decision_case_and_a_step_not_run_fails() -> None:
+    steps = [
+        StepCase("digest A", 2, False, "refused"),
+        StepCase("properties A", None, False, "no ledger"),
+    ]
+    root = ET.fromstring(junit_xml(DecisionCase("reject", 1, "x"), [], steps))
+    assert [suite.get("name") for suite in root] == ["three-ledger.properties", "three-ledger.gate"]
+    messages = [failure_message(case) for case in root.iter("testcase")]
+    assert messages == ["exit 2: refused", "not run: no ledger"]
+
+
+def test_characters_xml_cannot_hold_are_replaced() -> None:
+    document = junit_xml(DecisionCase("review", 9, "ok\x00\x1b"), [PropertyCase("a\x07", "pass")])
+    root = ET.fromstring(document)
+    assert {c.get("name") for c in root.iter("testcase")} == {"a\ufffd", "merge"}
+
+
+def test_dotenv_leaves_out_a_decision_path_it_cannot_hold() -> None:
+    assert dotenv("human_review", 8, "out/decision.json") == (
+        "THREE_LEDGER_POSTURE=human_review\nTHREE_LEDGER_ROW=8\n"
+        "THREE_LEDGER_DECISION=out/decision.json\n"
+    )
+    assert "DECISION" not in dotenv("reject", 0, "out\n/decision.json")
