@@ -61,6 +61,12 @@ class Change:
     def changed_pins(self) -> list[str]:
         return [path for path in self.changed if _inside(path, self.pins_dir_in_top)]
 
+    def changed_pin_names(self) -> frozenset[str]:
+        """File names, in the pins folder itself, of the pins that differ from the base."""
+        prefix = self.pins_dir_in_top.rstrip("/") + "/"
+        names = (path.removeprefix(prefix) for path in self.changed_pins())
+        return frozenset(name for name in names if "/" not in name)
+
     def in_top(self, path: str) -> str:
         """A path relative to ROOT, made relative to the work tree top."""
         return f"{self.root_in_top}/{path}" if self.root_in_top else path

@@ -17,12 +17,14 @@ from three_ledger.ledgers import (
     MergeDecision,
     Posture,
     PropertyLedger,
+    VetLedger,
     read_ledger,
 )
 from three_ledger.merge_table import Evidence, Verdict
 from three_ledger.pins import load_flake_pin
-from three_ledger.step_summary import StepRow, SummaryInput, render
+from three_ledger.step_summary import StepRow, SummaryInput, VetRow, render
 from three_ledger.verdict_junit import StepCase
+from three_ledger.vet_report import finding
 from three_ledger.workflow_commands import Annotation, annotations_of_kind
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
@@ -53,6 +55,10 @@ class Step:
     @property
     def is_flake(self) -> bool:
         return self.name.startswith("flake-observe")
+
+    @property
+    def is_vet(self) -> bool:
+        return self.name.startswith("vet ")
 
     @property
     def exit_text(self) -> str:
@@ -127,6 +133,12 @@ def _describe(ledger: Path) -> str:
     if kind == "flake":
         flake = read_ledger(ledger, FlakeLedger).record
         return f"{flake.test_id} observed {flake.observed}: a flake note, not a pass"
+    if kind == "vet":
+        vetted = read_ledger(ledger, VetLedger).record.properties
+        not_gates = [prop_id for prop_id, found in vetted.items() if not found.gate]
+        if not_gates:
+            return f"cannot fail on its fixtures: {', '.join(not_gates)}"
+        return f"each of {len(vetted)} properties can fail on its fixtures"
     decision = read_ledger(ledger, MergeDecision).record
     return f"{decision.posture} (row {decision.row})"
 
@@ -171,8 +183,24 @@ def summary_markdown(outcome: GateOutcome) -> str:
         pinned_ids=[entry.id for entry in plan.properties_pin.properties] if plan else [],
         pin_change=_changed_pins(outcome) if outcome.pin_change else None,
         problems=[detail for step in outcome.steps for detail in step.details],
+        vet=[row for step in outcome.steps if step.is_vet for row in _vet_rows(step)],
     )
     return render(summary)
+
+
+def _vet_rows(step: Step) -> list[VetRow]:
+    if step.ledger is None:
+        return []
+    try:
+        vetted = read_ledger(step.ledger, VetLedger).record
+    except Refused:
+        return []
+    return [
+        VetRow(
+            vetted.pin_id, prop_id, found.verdict, found.gate, finding(found, strict=vetted.strict)
+        )
+        for prop_id, found in vetted.properties.items()
+    ]
 
 
 def _changed_pins(outcome: GateOutcome) -> list[str]:

@@ -75,6 +75,18 @@ class StepRow:
 
 
 @dataclass(frozen=True)
+class VetRow:
+    """What `vet` found for one property on one fixture pin (gate vets pins that changed)."""
+
+    pin_id: str
+    property_id: str
+    verdict: str
+    # Counted as a gate: some mutant of its own fixtures made it fail.
+    gate: bool
+    finding: str
+
+
+@dataclass(frozen=True)
 class SummaryInput:
     verdict: Verdict
     # None when gate decided before the merge table (row 0).
@@ -89,6 +101,7 @@ class SummaryInput:
     pin_change: Sequence[str] | None = None
     # What the steps refused for, one line each (check-pins lists every problem).
     problems: Sequence[str] = ()
+    vet: Sequence[VetRow] = ()
 
 
 def text(value: str) -> str:
@@ -128,6 +141,7 @@ def render(summary: SummaryInput) -> str:
         f"**What to do next:** {_next_step(summary)}",
         *_pin_change(summary),
         *_problems(summary),
+        *_vet(summary),
         *_properties(summary),
         *_unpinned_failures(summary),
         *_flakes(summary),
@@ -171,6 +185,22 @@ def _problems(summary: SummaryInput) -> list[str]:
     if more > 0:
         items += f"\n- and {more} more (see the step logs)"
     return ["**Problems found:**", items]
+
+
+def _vet(summary: SummaryInput) -> list[str]:
+    if not summary.vet:
+        return []
+    rows = [
+        [
+            "✅" if row.gate else "❌",
+            code(row.property_id),
+            f"{text(row.verdict)} on {code(row.pin_id)}",
+            text(row.finding),
+        ]
+        for row in summary.vet
+    ]
+    heading = "**vet** (can each property fail on the changed pins' fixtures?)"
+    return [heading, _table(["", "Property", "Verdict", "Finding"], rows)]
 
 
 def _property_ledger(summary: SummaryInput) -> PropertyLedger | None:

@@ -36,7 +36,11 @@ def report(ledger: VetLedger) -> int:
 
 
 def property_line(property_id: str, found: PropertyVet, *, strict: bool) -> str:
-    head = f"{found.verdict.value:<8}  {property_id}: "
+    return f"{found.verdict.value:<8}  {property_id}: {finding(found, strict=strict)}"
+
+
+def finding(found: PropertyVet, *, strict: bool) -> str:
+    """What vet found for one property, in words: what killed it, or that nothing did."""
     match found.verdict:
         case Verdict.STRONG:
             killer = next(t for t in found.trials if t.kind is Kind.WELL_FORMED and _kills(t))
@@ -51,7 +55,7 @@ def property_line(property_id: str, found: PropertyVet, *, strict: bool) -> str:
                 text += "; --strict counts it as surviving: not a gate"
         case Verdict.SURVIVED:
             text = f"cannot fail on its fixtures: not a gate ({len(found.trials)} mutant(s))"
-    return head + text + "".join(_notes(found))
+    return text + "".join(_notes(found))
 
 
 def _kills(trial: VetTrial) -> bool:

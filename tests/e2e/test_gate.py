@@ -16,6 +16,7 @@ from helpers import RunCli, git, write_json
 from three_ledger.commands.gate import OutDir
 from three_ledger.demo import repository as demo
 from three_ledger.demo.scenarios import CLEAN, SCENARIOS, Expected, Scenario
+from three_ledger.demo.vet_check import CEREMONY_ID, CEREMONY_TEST, AddProperty
 from three_ledger.demo.workflow import run_scenario
 from three_ledger.ledgers import Posture
 
@@ -269,6 +270,8 @@ def test_a_change_to_pins_only_is_not_scored_and_goes_to_the_pin_owners(
     assert code == 0, out + err
     assert "check-pins: exit 0: pins valid" in out
     assert "properties" not in out.split("posture:")[0]
+    # Only the flake pin moved: there are no new fixtures or properties to vet.
+    assert "vet" not in out.split("posture:")[0]
     assert decision_of(gate_dir) == Expected(Posture.HUMAN_REVIEW, 0)
     reason = json.loads((gate_dir / "decision.json").read_text())["reason"]
     assert reason == "pin change: the pin owners review it (pins/flakes.json)"
@@ -276,6 +279,67 @@ def test_a_change_to_pins_only_is_not_scored_and_goes_to_the_pin_owners(
     summary = (gate_dir / "summary.md").read_text()
     assert "**Pins changed**" in summary
     assert "CODEOWNERS" in summary
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_a_properties_pin_change_is_vetted_on_each_pin_and_vet_reports_the_ceremony(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    # The realistic order: the test lands first, unpinned; the pin that names it follows.
+    repo = tmp_path / "repo"
+    demo.build_repository(repo)
+    CEREMONY_TEST.apply(repo)
+    git(repo, "commit", "-q", "-am", "a test of the orders files")
+    project = Project(tmp_path, git(repo, "rev-parse", "HEAD"))
+    AddProperty().apply(repo)
+    git(repo, "commit", "-q", "-am", "pins: pin the new property")
+    code, out, err = run_gate(run_cli, project)
+    gate_dir = project.folder / "gate"
+    assert code == 0, out + err
+    for side, pin_id in (("A", "fixpin-orders-a"), ("B", "fixpin-orders-b")):
+        assert f"vet {side} ({pin_id}): exit 1: cannot fail on its fixtures: {CEREMONY_ID}\n" in out
+    vetted = json.loads((gate_dir / "vet-a.json").read_text())["properties"]
+    assert vetted[CEREMONY_ID]["verdict"] == "survived"
+    assert all(found["gate"] for prop_id, found in vetted.items() if prop_id != CEREMONY_ID)
+    # vet informs the pin owners; it never turns a pin change into a score.
+    assert decision_of(gate_dir) == Expected(Posture.HUMAN_REVIEW, 0)
+    summary = (gate_dir / "summary.md").read_text()
+    vet_section = summary.split("**vet**", 1)[1].split("\n\n**", 1)[0]
+    ceremony_rows = [line for line in vet_section.splitlines() if "orders.<wbr>fixtures" in line]
+    assert len(ceremony_rows) == 2
+    assert all(row.startswith("| ❌ |") and "cannot fail" in row for row in ceremony_rows)
+    assert vet_section.count("| ✅ |") == 2 * (len(vetted) - 1)
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_a_pin_edit_mixed_into_a_scored_change_is_rejected_and_vetted_for_the_report(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    repo = tmp_path / "repo"
+    project = Project(tmp_path, demo.build_repository(repo))
+    CEREMONY_TEST.apply(repo)
+    AddProperty().apply(repo)
+    git(repo, "commit", "-q", "-am", "a test, and the pin that names it, in one change")
+    code, out, _ = run_gate(run_cli, project)
+    assert code == 1
+    assert decision_of(project.folder / "gate").posture is Posture.REJECT
+    steps = out.split("posture:")[0]
+    assert f"cannot fail on its fixtures: {CEREMONY_ID}" in steps
+    assert steps.index("vet A") < steps.index("\nmerge: ")
+    assert "**vet**" in (project.folder / "gate" / "summary.md").read_text()
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_a_fixture_pin_change_is_vetted_on_that_pin_alone(tmp_path: Path, run_cli: RunCli) -> None:
+    project = pins_only_project(tmp_path)
+    pin_b = json.loads((project.worktree / "pins" / "fixtures_b.json").read_text())
+    pin_b["description"] = "The same orders, reviewed again."
+    commit_pin_edit(project, "fixtures_b.json", json.dumps(pin_b, indent=2) + "\n")
+    code, out, err = run_gate(run_cli, project)
+    assert code == 0, out + err
+    assert "vet B (fixpin-orders-b): exit 0: each of 4 properties can fail" in out
+    assert "vet A" not in out
+    assert decision_of(project.folder / "gate") == Expected(Posture.HUMAN_REVIEW, 0)
 
 
 @pytest.mark.usefixtures("clean_env")

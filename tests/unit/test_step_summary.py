@@ -25,7 +25,9 @@ from three_ledger.step_summary import (
     STATUS_MARK,
     StepRow,
     SummaryInput,
+    VetRow,
     breakable,
+    code,
     render,
     text,
 )
@@ -194,6 +196,7 @@ def test_hostile_text_stays_literal_in_every_place_it_reaches() -> None:
         steps=[StepRow(HOSTILE, "3", HOSTILE, ok=False)],
         pin_change=[HOSTILE],
         problems=[HOSTILE],
+        vet=[VetRow(HOSTILE, HOSTILE, "survived", gate=False, finding=HOSTILE)],
     )
     markdown = render(summary)
     rendered = gfm_html(markdown)
@@ -202,7 +205,7 @@ def test_hostile_text_stays_literal_in_every_place_it_reaches() -> None:
     assert "<em>" not in rendered
     assert "\n::error" not in markdown
     visible = html.unescape(re.sub(r"<[^>]+>", "", rendered))
-    assert visible.count("evil|id ::error::x <script>alert(1)</script>") >= 5
+    assert visible.count("evil|id ::error::x <script>alert(1)</script>") >= 8
     for table in tables_of(markdown):
         assert len({len(row) for row in table}) == 1  # no pipe split a row
 
@@ -221,3 +224,21 @@ def test_without_a_property_ledger_the_pinned_ids_are_missing() -> None:
     markdown = render(summary)
     assert "**Properties** (no property ledger)" in markdown
     assert "| ❓ | <code>orders.<wbr>a</code> | **missing** |" in markdown
+
+
+def test_vet_findings_mark_each_property_that_cannot_fail_on_its_pin() -> None:
+    summary = SummaryInput(
+        Verdict(Posture.HUMAN_REVIEW, 0, "pin change: the pin owners review it"),
+        None,
+        pin_change=["pins/properties.json"],
+        vet=[
+            VetRow("fixpin-a", "orders.a", "strong", gate=True, finding="killed by drop-key"),
+            VetRow("fixpin-a", LONG_ID, "survived", gate=False, finding="cannot fail"),
+        ],
+    )
+    markdown = render(summary)
+    section = markdown.split("**vet**", 1)[1]
+    assert "| ✅ | <code>orders.<wbr>a</code> | strong on <code>fixpin-<wbr>a</code> |" in section
+    assert f"| ❌ | {code(LONG_ID)} | survived on" in section
+    (table,) = [table for table in tables_of(markdown) if len(table) == 3]
+    assert minimum_width_px(table) <= PAGE_PX

@@ -71,6 +71,10 @@ class GateRequest:
     junit_xml: Path | None = None
 
 
+# The ledgers and logs gate writes in `--out-dir`, as glob patterns.
+_LEFTOVERS = ("fixture-*.json", "property-*.json", "property-*.log", "flake-*.json", "vet-*.*")
+
+
 @dataclass(frozen=True)
 class OutDir:
     """The file names gate writes in `--out-dir`; nothing else there is touched."""
@@ -93,6 +97,12 @@ class OutDir:
     def flake(self, number: int) -> Path:
         return self.folder / f"flake-{number}.json"
 
+    def vet(self, side: FixtureSide) -> Path:
+        return self.folder / f"vet-{side.slug}.json"
+
+    def vet_log(self, side: FixtureSide) -> Path:
+        return self.folder / f"vet-{side.slug}.log"
+
     @property
     def decision(self) -> Path:
         return self.folder / "decision.json"
@@ -105,8 +115,7 @@ class OutDir:
 
     def leftovers(self) -> list[Path]:
         """Files an earlier gate run left here, which must not pass for this run's evidence."""
-        patterns = ("fixture-*.json", "property-*.json", "property-*.log", "flake-*.json")
-        found = [path for pattern in patterns for path in self.folder.glob(pattern)]
+        found = [path for pattern in _LEFTOVERS for path in self.folder.glob(pattern)]
         found += [path for path in (self.dual_pin, self.decision) if path.exists()]
         return sorted(found + sorted((self.folder / "logs").glob("*.log")))
 
@@ -196,7 +205,38 @@ class Chain:
             self._properties(side)
         self._dual_pin()
         self._flake_observations()
+        self.vet_changed_pins()
         self._merge()
+
+    def vet_changed_pins(self) -> None:
+        """vet each fixture side whose pin, or the properties pin, differs from the base.
+
+        A pin that moves must show its properties can fail on its fixtures; vet's result goes
+        into the report for the pin owners and never changes the posture.
+        """
+        changed = self.change.changed_pin_names()
+        if self.pins.properties_pin.source.name in changed:
+            sides = self.pins.sides
+        else:
+            sides = tuple(side for side in self.pins.sides if side.path.name in changed)
+        for side in sides:
+            self._vet(side)
+
+    def _vet(self, side: FixtureSide) -> None:
+        from three_ledger.commands import vet
+
+        request = vet.Request(
+            pin_path=side.path,
+            properties_path=self.pins.properties_pin.source,
+            command=self.request.command,
+            root=self.request.root,
+            out=self.out.vet(side),
+            log_path=self.out.vet_log(side),
+            per_file=None,
+            timeout_s=self.request.timeout_s,
+            strict=False,
+        )
+        self.step(f"vet {side.label} ({side.pin_id})", request.out, lambda: vet.vet(request))
 
     def outcome(self) -> GateOutcome:
         judgement = self.judgement
@@ -386,15 +426,19 @@ def _pin_change(request: GateRequest, out: OutDir, change: Change) -> GateOutcom
     checked = chain.step(
         "check-pins", None, lambda: check_pins(pins_dir=request.pins_dir, root=request.root)
     )
-    # Hook point for `vet`: once that command exists, it runs here when the properties pin
-    # changed, and its result joins the summary. Until then only check-pins runs.
     changed = ", ".join(change.changed_pins())
-    if checked.exit_code == ExitCode.OK:
-        verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, f"{PIN_CHANGE_REASON} ({changed})")
-    else:
+    if checked.exit_code != ExitCode.OK:
         reason = f"pin change: check-pins refused the pins ({changed}): {checked.note}"
         verdict = Verdict(Posture.REJECT, GATE_ROW, reason)
-    return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
+        return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
+    try:
+        chain.plan = find_pins(request.pins_dir)
+    except Unusable as exc:
+        chain.skip("vet", f"the pins are not a plan gate can run: {exc}")
+    else:
+        chain.vet_changed_pins()
+    verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, f"{PIN_CHANGE_REASON} ({changed})")
+    return GateOutcome(verdict, None, change, chain.plan, chain.steps, pin_change=True)
 
 
 # --- the end: decision, reports --------------------------------------------------------------
