@@ -57,12 +57,11 @@ coverage: $(INSTALLED)
 test-fast: $(INSTALLED)
 	$(BIN)/pytest $(XDIST) --hypothesis-profile=quick $(FAST_LAYERS)
 
-# The slow layer under pytest 9, the fuzz tests at full strength, then every test that starts
+# The slow layer under pytest 9 (its fuzz tests at full strength), then every test that starts
 # a real pytest child again under pytest 8.
 test-e2e: $(INSTALLED) $(INSTALLED_PYTEST8)
 	$(BIN_PYTEST8)/python -c 'import pytest; assert pytest.version_tuple[0] == 8, pytest.__version__'
-	$(BIN)/pytest $(XDIST_E2E) tests/e2e
-	$(BIN)/pytest $(XDIST) --hypothesis-profile=thorough tests/commands/test_fuzz.py
+	$(BIN)/pytest $(XDIST_E2E) --hypothesis-profile=thorough tests/e2e
 	$(BIN_PYTEST8)/pytest $(XDIST_E2E) -m pytest_child tests
 
 demo: $(INSTALLED)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import settings
 
 from helpers import EXAMPLE, CliResult, RunCli, git, namespace_problem
+from helpers.example_run import Run, build_clean_run
 from three_ledger.cli import main
 
 # `--hypothesis-profile=quick` in make test and test-fast, `thorough` in make test-e2e.
@@ -28,6 +29,15 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The whole chain on the example, once per worker: every property passes on both pins.
+
+    Read-only: a test that edits evidence works on `clean_run.copy_to(...)`.
+    """
+    return build_clean_run(tmp_path_factory.mktemp("clean"))
 
 
 @pytest.fixture

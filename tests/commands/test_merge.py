@@ -21,20 +21,20 @@ from helpers.example_run import (
     MISSED_PROPERTY,
     OFF_BY_ONE,
     Run,
-    build_clean_run,
     cli,
     flake_entry,
     move_an_oracle,
     utc_today,
 )
 
-# One worker builds the module's evidence once (`--dist loadgroup` in the Makefile).
-pytestmark = pytest.mark.xdist_group("merge-evidence")
+# The session's clean run is built once, on the one worker that runs this group
+# (`--dist loadgroup` in the Makefile): the merge and flake-observe modules share it.
+pytestmark = pytest.mark.xdist_group("clean-run")
 
 
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    return build_clean_run(tmp_path_factory.mktemp("clean"))
+@pytest.fixture
+def clean(clean_run: Run) -> Run:
+    return clean_run
 
 
 @pytest.fixture

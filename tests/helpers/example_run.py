@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import EXAMPLE, git, write_json
+from helpers import EXAMPLE, CliResult, git, write_json
 from three_ledger.cli import main
 
 FLAKY_ID = "orders.boundary.timeout"
@@ -48,6 +48,16 @@ def cli(*argv: str | Path, expect: int = 0) -> None:
         code = main([str(arg) for arg in argv])
     err.seek(0)
     assert code == expect, f"{argv[0]} exited {code}:\n{err.read()}"
+
+
+def captured(*argv: str | Path) -> CliResult:
+    """The real command line with streams of its own: a RunCli for fixtures wider than a test."""
+    out, err = io.TextIOWrapper(io.BytesIO()), io.TextIOWrapper(io.BytesIO())
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(arg) for arg in argv])
+    out.seek(0)
+    err.seek(0)
+    return CliResult(code, out.read(), err.read())
 
 
 @dataclass(frozen=True)

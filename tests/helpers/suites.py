@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import git, write_json
+from helpers import CliResult, RunCli, git, write_json
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 TEST_FILE = "tests/test_suite.py"
@@ -117,3 +117,20 @@ def make_suite(
 
 def edit_properties(folder: Path, properties: dict[str, Any]) -> None:
     (folder / "pins/properties.json").write_text(json.dumps(properties, indent=2) + "\n")
+
+
+def plan(run_cli: RunCli, repo: Path, *extra: str | Path, command: str = PYTEST) -> CliResult:
+    return run_cli(
+        "plan", "--pin", repo / "pins/fixtures.json", "--properties",
+        repo / "pins/properties.json", "--command", command, "--root", repo, *extra,
+    )  # fmt: skip
+
+
+def plan_json(run_cli: RunCli, repo: Path, *extra: str | Path, command: str = PYTEST) -> Any:
+    result = plan(run_cli, repo, "--json", *extra, command=command)
+    assert result.code in (0, 1), result.err
+    return json.loads(result.out)
+
+
+def by_id(document: Any) -> dict[str, Any]:
+    return {entry["id"]: entry for entry in document["properties"]}

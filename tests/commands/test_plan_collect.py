@@ -1,0 +1,67 @@
+"""Two real `plan` runs in the fast layers: expected skips found at collection, and the
+tests outside every property. They measure the collecting side of the plugin where it
+runs; `tests/e2e/test_plan.py` holds the rest of plan's real runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import RunCli, write_json
+from helpers.suites import (
+    TEST_FILE,
+    by_id,
+    edit_properties,
+    make_suite,
+    plan,
+    plan_json,
+    prop,
+    properties_pin,
+)
+
+pytestmark = pytest.mark.pytest_child
+
+
+def test_skips_known_at_collection_are_offered_as_expected_skips(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    draft = f"{TEST_FILE}::TestDraft"
+    repo = make_suite(tmp_path, properties_pin([prop("suite.draft", draft)]))
+    result = plan(run_cli, repo)
+    assert "suite.draft: 4 tests (1 skip at collection: it would score skip)" in result.out
+    entry = {"test": draft, "reason": "Format checker 'idn-hostname' not found."}
+    assert f"  {json.dumps(entry)}  (1 test)\n" in result.out
+    assert "skips that no expected skip accepts (each makes its property `skip`)" in result.out
+    assert plan_json(run_cli, repo)["unlisted_skips"] == [{**entry, "count": 1}]
+
+    edit_properties(repo, properties_pin([prop("suite.draft", draft)], expected_skips=[entry]))
+    document = plan_json(run_cli, repo)
+    draft_entry = by_id(document)["suite.draft"]
+    assert (draft_entry["expected_skips_left_out"], draft_entry["unaccepted_skips"]) == (1, 0)
+    assert document["unlisted_skips"] == []
+    assert document["expected_skips"] == [{"selector": draft, "matched": 4, "did_you_mean": []}]
+
+
+def test_tests_outside_every_property_and_flake_entry_are_counted(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    repo = make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
+    assert plan_json(run_cli, repo)["outside"] == 9
+    flakes = {
+        "pin_id": "flakepin-suite",
+        "flakes": [
+            {
+                "test_id": "suite.outside",
+                "test": f"{TEST_FILE}::test_outside_one",
+                "accepted_revision": "HEAD",
+                "review_by": "2999-12-31",
+            }
+        ],
+    }
+    flake_pin = write_json(repo / "pins/flakes.json", flakes)
+    document = plan_json(run_cli, repo, "--flake-pin", flake_pin)
+    assert document["outside"] == 8
+    assert f"{TEST_FILE}::test_outside_one" not in document["outside_examples"]
