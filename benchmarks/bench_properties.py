@@ -1,6 +1,7 @@
 """`properties` on N trivial passing tests against plain `python -m pytest -q` on the same tests.
 
     .venv/bin/python benchmarks/bench_properties.py [--tests 2000] [--runs 7] [--decompose]
+        [--compare-with OTHER_PYTHON]
 
 Builds a throwaway git repository with one fixture, one property covering every test,
 and N parametrised trivial tests; then runs, in alternation after a warm-up, plain
@@ -11,6 +12,11 @@ table of medians and ratios to plain pytest.
 With --decompose, also: pytest with the plugin inside the network namespace the gate
 uses (the namespace's cost), the gate's start-up and imports alone, and the namespace
 probe alone; the gate's own work is then what it takes beyond the namespaced pytest.
+
+With --compare-with, also the gate of another checkout: OTHER_PYTHON is the Python of a
+virtual environment where that version of three-ledger is installed (an earlier commit in a
+worktree of its own, say). It runs the same project with its own pytest, in the same
+alternation, so that the cost of what changed is a ratio measured in one run.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from timing import Run, median_seconds, run_measured, spread
 
 PYTHON = Path(sys.executable)
 TARGET_RATIO = 1.10  # issue 16, to be met once the trust issue's additions are in
+COMPARED_TARGET = 1.05  # issue 11: the trust measures cost at most 5% over the gate before them
+COMPARED = "three-ledger properties, --compare-with"
 TESTS = """import pytest
 
 
@@ -63,23 +71,35 @@ def build_repository(root: Path, count: int) -> str:
     return digest.stdout.strip()
 
 
+def pytest_argv(python: Path) -> list[str]:
+    return [str(python), "-m", "pytest", "-q", "properties/test_many.py"]
+
+
+def gate_argv(python: Path, digest: str, out: str) -> list[str]:
+    """`properties` of the three-ledger installed for PYTHON, scoring with PYTHON's pytest."""
+    return [
+        str(python), "-P", "-m", "three_ledger", "properties", "--pin", "pins/fixtures.json",
+        "--expect-digest", digest, "--properties", "pins/properties.json",
+        "--command", " ".join(pytest_argv(python)), "--base", "HEAD", "--out", out,
+    ]  # fmt: skip
+
+
 def commands(root: Path, digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
-    pytest = [str(PYTHON), "-m", "pytest", "-q", "properties/test_many.py"]
     plugin_env = {
         **os.environ,
         "PYTEST_PLUGINS": "three_ledger.pytest_plugin",
         "THREE_LEDGER_RESULTS": str(root.parent / "results.jsonl"),
     }
-    gate = [
-        str(PYTHON), "-P", "-m", "three_ledger", "properties", "--pin", "pins/fixtures.json",
-        "--expect-digest", digest, "--properties", "pins/properties.json",
-        "--command", " ".join(pytest), "--base", "HEAD", "--out", "../property.json",
-    ]  # fmt: skip
+    gate = gate_argv(PYTHON, digest, "../property.json")
     return {
-        "plain pytest": (pytest, dict(os.environ)),
-        "pytest + plugin": (pytest, plugin_env),
+        "plain pytest": (pytest_argv(PYTHON), dict(os.environ)),
+        "pytest + plugin": (pytest_argv(PYTHON), plugin_env),
         "three-ledger properties": (gate, dict(os.environ)),
     }
+
+
+def other_version(python: Path, digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
+    return {COMPARED: (gate_argv(python, digest, "../property-other.json"), dict(os.environ))}
 
 
 def parts(root: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
@@ -108,6 +128,12 @@ def main() -> int:
     parser.add_argument("--tests", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--decompose", action="store_true", help="time the gate's pieces too")
+    parser.add_argument(
+        "--compare-with",
+        type=Path,
+        metavar="OTHER_PYTHON",
+        help="also time the gate installed for this Python (another version)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-properties-") as temp:
         root = Path(temp) / "repo"
@@ -115,6 +141,8 @@ def main() -> int:
         variants = commands(root, digest)
         if args.decompose:
             variants.update(parts(root))
+        if args.compare_with is not None:
+            variants.update(other_version(args.compare_with, digest))
         runs: dict[str, list[Run]] = {name: [] for name in variants}
         for attempt in range(args.runs + 1):  # the first round warms the caches
             for name, (argv, env) in variants.items():
@@ -124,6 +152,9 @@ def main() -> int:
                     runs[name].append(run)
         ledger = json.loads((root.parent / "property.json").read_text())
         assert ledger["status_by_id"] == {"bench.all": "pass"}, ledger["status_by_id"]
+        if args.compare_with is not None:
+            other = json.loads((root.parent / "property-other.json").read_text())
+            assert other["status_by_id"] == ledger["status_by_id"], other["status_by_id"]
         print_table(args.tests, runs, ledger["network_enforcement"])
     return 0
 
@@ -145,6 +176,13 @@ def print_table(count: int, runs: dict[str, list[Run]], enforcement: str) -> Non
         f"{gate / baseline:.2f}x, {'met' if gate / baseline <= TARGET_RATIO else '**missed**'} "
         f"(fixed cost {1000 * (gate - baseline):.0f} ms)."
     )
+    if COMPARED in runs:
+        other = median_seconds(runs[COMPARED])
+        print(
+            f"Against the other version (issue 11): {gate / other:.3f}x its time, "
+            f"{1000 * (gate - other):+.0f} ms; target <= {COMPARED_TARGET:.2f}x: "
+            f"{'met' if gate / other <= COMPARED_TARGET else '**missed**'}."
+        )
     if "pytest + plugin in the namespace" in runs:
         print_decomposition(runs)
 
