@@ -524,6 +524,16 @@ def read_ledger(path: Path, kind: type[RecordT]) -> LedgerFile[RecordT]:
     return LedgerFile(path, hashlib.sha256(data).hexdigest(), record)
 
 
+def recorded_digest(path: Path) -> str | None:
+    """The digest a fixture ledger at PATH records; None when there is no readable one."""
+    if not path.is_file():
+        return None
+    try:
+        return read_ledger(path, FixtureLedger).record.digest
+    except Refused:
+        return None
+
+
 def _check_recorded_at(stamp: str, path: Path) -> None:
     try:
         datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ")

@@ -35,7 +35,6 @@ from three_ledger.gate_report import (
     summary_markdown,
 )
 from three_ledger.ledgers import (
-    FixtureLedger,
     MergeDecision,
     MergeInputs,
     Posture,
@@ -43,6 +42,7 @@ from three_ledger.ledgers import (
     fresh_recorded_at,
     new_ledger_id,
     read_ledger,
+    recorded_digest,
     write_ledger,
 )
 from three_ledger.merge_table import Verdict
@@ -276,7 +276,7 @@ class Chain:
         from three_ledger.commands.properties import Request, properties
 
         name = f"properties {side.label} ({side.pin_id})"
-        fixture = _fixture_digest(self.out.fixture(side))
+        fixture = recorded_digest(self.out.fixture(side))
         if fixture is None:
             self.skip(name, f"no fixture ledger for pin {side.pin_id}: nothing to score on")
             return
@@ -385,15 +385,6 @@ def moved_fixtures(root: Path, base: str, plan: Plan) -> tuple[str, ...]:
         except Refused:
             continue
     return tuple(sorted(moved))
-
-
-def _fixture_digest(path: Path) -> str | None:
-    if not path.is_file():
-        return None
-    try:
-        return read_ledger(path, FixtureLedger).record.digest
-    except Refused:
-        return None
 
 
 def run_captured(log: Path, action: Callable[[], int]) -> tuple[int, str, list[str]]:

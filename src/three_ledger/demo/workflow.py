@@ -25,7 +25,7 @@ from three_ledger.demo.repository import (
 from three_ledger.demo.scenarios import Expected, Scenario
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import FixtureLedger, MergeDecision, Posture, read_ledger
+from three_ledger.ledgers import MergeDecision, Posture, read_ledger, recorded_digest
 from three_ledger.runner import run_command
 
 PROPERTIES_TIMEOUT_S = 120
@@ -103,7 +103,7 @@ def _digest_and_score(steps: Steps, side: str, pin: str, base: str) -> None:
     fixture, scored = f"fixture_{side.lower()}.json", f"property_{side.lower()}.json"
     steps.run(f"digest {side}", "digest", "--pin", pin, "--out", ledger(fixture), "--base", base)
     # No fixture ledger, no digest to insist on: the score is absent by rule.
-    expect = _ledger_digest(steps.paths.ledgers / fixture)
+    expect = recorded_digest(steps.paths.ledgers / fixture)
     if expect is None:
         return
     steps.run(
@@ -113,16 +113,6 @@ def _digest_and_score(steps: Steps, side: str, pin: str, base: str) -> None:
         *("--timeout", str(PROPERTIES_TIMEOUT_S), "--command", shlex.join(TEST_COMMAND)),
         *("--out", ledger(scored)),
     )
-
-
-def _ledger_digest(path: Path) -> str | None:
-    """The digest a fixture ledger records, as `jq -r .digest` would read it in CI."""
-    if not path.is_file():
-        return None
-    try:
-        return read_ledger(path, FixtureLedger).record.digest
-    except Refused:
-        return None
 
 
 def _dual_pin(steps: Steps, scenario: Scenario) -> None:
