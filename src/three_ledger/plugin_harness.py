@@ -15,6 +15,7 @@ import functools
 import json
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -96,19 +97,20 @@ class HarnessRecorder:
         return found
 
     def plugins(self) -> list[dict[str, str]]:
-        entry_points = {
-            id(plugin): (dist.entry_points, dist)
-            for plugin, dist in self.config.pluginmanager.list_plugin_distinfo()
-        }
+        distributions = self.config.pluginmanager.list_plugin_distinfo()
+        by_plugin = {id(plugin): dist for plugin, dist in distributions}
+        # Top-level packages of the entry-point distributions: the plugins such a package
+        # registers itself (xdist's, say) are named by it without scanning every install.
+        known = _entry_point_packages(dist for _, dist in distributions)
         listed = {}
         for name, plugin in self.config.pluginmanager.list_name_plugin():
             if plugin is None or _is_own(plugin):
                 continue
-            source = self.shown_module(_module_of(plugin))
-            entry = entry_points.get(id(plugin))
-            if entry is not None:
-                dist = entry[1]
-                source = f"{dist.metadata['name']} {dist.version}"
+            dist = by_plugin.get(id(plugin))
+            if dist is not None:
+                source = _source_of(dist)
+            else:
+                source = self.shown_module(_module_of(plugin), known)
             if source.startswith(_PYTEST_SOURCE) or source == "<builtin>":
                 continue  # pytest's own plugins: its version is recorded once, in "pytest"
             listed[_plugin_name(name, plugin)] = source
@@ -142,13 +144,13 @@ class HarnessRecorder:
             return resolved.relative_to(self.root).as_posix() or "."
         return "<outside ROOT>"
 
-    def shown_module(self, module: Any) -> str:
+    def shown_module(self, module: Any, known: Mapping[str, str]) -> str:
         file = getattr(module, "__file__", None)
         if not file:
             return "<builtin>"
         if _under(Path(os.path.realpath(file)), self.root):
             return self.shown(Path(file))
-        return _distribution_of(getattr(module, "__name__", ""))
+        return _distribution_of(getattr(module, "__name__", ""), known)
 
 
 def _is_own(plugin: object) -> bool:
@@ -170,12 +172,29 @@ def _plugin_name(name: str, plugin: object) -> str:
     return name
 
 
-def _distribution_of(module_name: str) -> str:
+def _source_of(dist: Any) -> str:
+    return f"{dist.metadata['name']} {dist.version}"
+
+
+def _entry_point_packages(distributions: Iterable[Any]) -> dict[str, str]:
+    """The top-level package of each pytest11 entry point, with its distribution's source."""
+    known: dict[str, str] = {}
+    for dist in distributions:
+        for entry in dist.entry_points:
+            if entry.group == "pytest11":
+                top = entry.value.split(":", 1)[0].split(".", 1)[0]
+                known.setdefault(top, _source_of(dist))
+    return known
+
+
+def _distribution_of(module_name: str, known: Mapping[str, str] | None = None) -> str:
     top = module_name.split(".", 1)[0]
     if top in _PYTEST_NAMES:
         return _PYTEST_SOURCE if top in ("pytest", "_pytest") else top
     if top in sys.stdlib_module_names or top == "__main__":
         return "python"
+    if known and top in known:
+        return known[top]
     return _installed_distribution(top) or f"<outside ROOT: {top}>"
 
 
