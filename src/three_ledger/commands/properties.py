@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from three_ledger import git, junit_evidence, network_namespace
+from three_ledger import git, network_namespace
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
@@ -223,11 +223,14 @@ def run_and_read(
     """Run the command and read its results; with SHARD_IDS, only those node ids run."""
     from three_ledger.runner import run_command
 
-    report = None
+    report, started_ns = None, 0
     if request.junit_xml is not None:
+        # Imported only here: a pytest run (the common case) never reads a JUnit report.
+        from three_ledger import junit_evidence
+
         fixtures_dir = scored.fixture_pin.fixtures_dir
         report = junit_evidence.prepare(request.junit_xml, request.root, fixtures_dir)
-    started_ns = junit_evidence.started_at()
+        started_ns = junit_evidence.started_at()
     sentinels = Sentinels.fresh()
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
@@ -255,6 +258,8 @@ def run_and_read(
             raise InfraFailure(f"{failure}; no property ledger written (log: {log_path})")
         assert run.exit_code is not None  # no failure means the command exited
         if report is not None:
+            from three_ledger import junit_evidence
+
             results, entry = junit_evidence.read_after_run(
                 report, started_ns, run.exit_code, log_path
             )
