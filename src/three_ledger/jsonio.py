@@ -11,6 +11,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from json.encoder import encode_basestring as _json_string
 from pathlib import Path
@@ -136,6 +137,30 @@ def _integer(digits: str) -> int:
     raise _StrictJSONError(f"a number of {len(digits)} digits is too long")
 
 
+@dataclass(frozen=True)
+class Rows:
+    """An array of objects that share their keys, held as one list of values per key.
+
+    A fixture ledger's `files` is written as one: checked and formatted column by column,
+    it never exists as 100,000 dicts. `dumps` writes it as the array of `objects()`, and
+    `validate` reads a top-level one as that array.
+    """
+
+    keys: tuple[str, ...]
+    columns: tuple[list[Any], ...]
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    def objects(self, stop: int | None = None) -> list[dict[str, Any]]:
+        """The objects (the first STOP of them), one dict each."""
+        return _objects(self.keys, [column[:stop] for column in self.columns])
+
+
+def _objects(keys: tuple[str, ...], columns: list[list[Any]]) -> list[dict[str, Any]]:
+    return [dict(zip(keys, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
 _HEX_DIGITS = b"0123456789abcdef"
 _ENTRY_KEYS = ("path", "size", "sha256")
 
@@ -172,6 +197,21 @@ def _only_hex_digits(text: str) -> bool:
         return False
 
 
+def _plain_file_rows(rows: Rows) -> bool:
+    """`_plain_file_entries` for the same entries held as columns."""
+    if sorted(rows.keys) != sorted(_ENTRY_KEYS) or len(rows) == 0:
+        return False
+    paths, sizes, digests = (rows.columns[rows.keys.index(key)] for key in _ENTRY_KEYS)
+    return (
+        _plain_paths(paths)
+        and _all_of_type(sizes, int)
+        and min(sizes) >= 0
+        and _all_of_type(digests, str)
+        and set(map(len, digests)) == {64}
+        and _only_hex_digits("".join(digests))
+    )
+
+
 def _all_of_type(items: list[Any], kind: type) -> bool:
     """Whether every item is exactly of `kind` (not a subclass: bool is not an integer here)."""
     return set(map(type, items)) == {kind}
@@ -192,7 +232,10 @@ def _bulk_checked(document: Any, schema_name: str) -> Any:
     the same, and any array the fast check does not clear is validated in full, so the
     error message still names the offending item.
     """
-    if schema_name not in _BULK_ARRAYS or not isinstance(document, dict):
+    if not isinstance(document, dict):
+        return document
+    document = _listed(document, schema_name)
+    if schema_name not in _BULK_ARRAYS:
         return document
     key, plain, unique = _BULK_ARRAYS[schema_name]
     items = document.get(key)
@@ -201,6 +244,20 @@ def _bulk_checked(document: Any, schema_name: str) -> Any:
     if unique and len(set(items)) != len(items):
         return document
     return {**document, key: items[:1]}
+
+
+def _listed(document: dict[str, Any], schema_name: str) -> dict[str, Any]:
+    """`document` with each `Rows` as its objects; a fixture ledger's `files` that its fast
+    check clears, as its first object only (the rest are like it)."""
+    if not any(isinstance(value, Rows) for value in document.values()):
+        return document
+    listed = {}
+    for key, value in document.items():
+        if isinstance(value, Rows):
+            cleared = (schema_name, key) == ("fixture-ledger", "files") and _plain_file_rows(value)
+            value = value.objects(1 if cleared else None)
+        listed[key] = value
+    return listed
 
 
 def validate(document: Any, schema_name: str, source: Path, what: str) -> None:
@@ -338,6 +395,16 @@ def _encode(value: Any, indent: str) -> Iterator[str]:
                 yield f",\n{inner}"
             yield from _encode_items(value[start : start + _BATCH_ITEMS], inner)
         yield f"\n{indent}]"
+    elif isinstance(value, Rows) and len(value):
+        inner = indent + _INDENT
+        yield f"[\n{inner}"
+        for start in range(0, len(value), _BATCH_ITEMS):
+            if start:
+                yield f",\n{inner}"
+            yield from _encode_rows(value, start, start + _BATCH_ITEMS, inner)
+        yield f"\n{indent}]"
+    elif isinstance(value, Rows):
+        yield "[]"
     else:
         # Scalars, empty containers and anything unusual (tuples, non-string keys): the
         # standard encoder, whose newlines fall only between tokens (never in a string),
@@ -362,6 +429,16 @@ def _encode_items(items: list[Any], indent: str) -> Iterator[str]:
             yield flat
 
 
+def _encode_rows(rows: Rows, start: int, stop: int, indent: str) -> Iterator[str]:
+    """Objects START to STOP of `rows`, with the separators between them."""
+    columns = [column[start:stop] for column in rows.columns]
+    alike = _formatted_columns(rows.keys, columns, indent)
+    if alike is None:
+        yield from _encode_items(_objects(rows.keys, columns), indent)
+    else:
+        yield f",\n{indent}".join(alike)
+
+
 def _alike_objects(items: list[Any], indent: str) -> Iterator[str] | None:
     """Objects with the same keys in the same order, each key's values of one scalar type.
 
@@ -371,18 +448,27 @@ def _alike_objects(items: list[Any], indent: str) -> Iterator[str] | None:
     if type(first) is not dict or not first or set(map(type, items)) != {dict}:
         return None
     keys = tuple(first)
-    template = _object_template(keys, indent)
-    if template is None or not all(map(operator.eq, map(tuple, items), itertools.repeat(keys))):
+    if not all(map(operator.eq, map(tuple, items), itertools.repeat(keys))):
         return None
-    columns = []
-    for key in keys:
-        values = list(map(operator.itemgetter(key), items))
+    columns = [list(map(operator.itemgetter(key), items)) for key in keys]
+    return _formatted_columns(keys, columns, indent)
+
+
+def _formatted_columns(
+    keys: tuple[Any, ...], columns: list[list[Any]], indent: str
+) -> Iterator[str] | None:
+    """Objects given as one list of values per key, when each list holds one scalar type."""
+    template = _object_template(keys, indent) if keys else None
+    if template is None:
+        return None
+    texts = []
+    for values in columns:
         kinds = set(map(type, values))
         to_text = _SCALAR_TEXT.get(kinds.pop()) if len(kinds) == 1 else None
         if to_text is None:
             return None
-        columns.append(map(to_text, values))
-    return map(template.__mod__, zip(*columns, strict=True))
+        texts.append(map(to_text, values))
+    return map(template.__mod__, zip(*texts, strict=True))
 
 
 def _flat_object(item: Any, indent: str) -> str | None:

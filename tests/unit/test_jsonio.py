@@ -526,3 +526,51 @@ def test_a_local_ref_is_followed_even_when_it_refers_to_itself() -> None:
     assert check({"next": {"next": 3}}) is False
     with pytest.raises(compiled_schema.Unsupported):
         compiled_schema.compile_schema({"$ref": "https://example.com/schema"})
+
+
+# --- Rows: objects held as columns ----------------------------------------------------------------
+
+
+@st.composite
+def rows(draw: st.DrawFn) -> jsonio.Rows:
+    names = tuple(draw(st.lists(keys, max_size=3, unique=True)))
+    count = draw(st.integers(0, 1200)) if names else 0
+    values = st.one_of(scalars, json_like) if draw(st.booleans()) else st.text(max_size=3)
+    columns = tuple(
+        draw(st.lists(values, min_size=min(count, 3), max_size=min(count, 3))) * (count // 3)
+        + draw(st.lists(values, min_size=count % 3, max_size=count % 3))
+        for _ in names
+    )
+    return jsonio.Rows(names, columns)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows())
+def test_rows_are_written_as_their_objects(value: jsonio.Rows) -> None:
+    assert jsonio.dumps({"files": value, "n": 1}) == reference({"files": value.objects(), "n": 1})
+
+
+@pytest.mark.parametrize("schema_name", ["fixture-ledger", "property-ledger", "fixture-pin"])
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_rows_are_validated_as_their_objects(schema_name: str, data: st.DataObject) -> None:
+    document = copy.deepcopy(SEEDS[schema_name][0])
+    objects = files_array(data.draw(st.integers(0, 30)))
+    spoil: bool = data.draw(st.booleans())
+    if objects and spoil:
+        index = data.draw(st.integers(0, len(objects) - 1))
+        key = data.draw(st.sampled_from(sorted(objects[index])))
+        objects[index][key] = data.draw(st.sampled_from(leaf_variants(objects[index][key])))
+    names = ("path", "size", "sha256")
+    held = jsonio.Rows(names, tuple([item[name] for item in objects] for name in names))
+    as_rows = refusal(
+        lambda: jsonio.validate({**document, "files": held}, schema_name, Path("d"), "d")
+    )
+    as_list = refusal(
+        lambda: jsonio.validate({**document, "files": objects}, schema_name, Path("d"), "d")
+    )
+    assert (
+        as_rows
+        == as_list
+        == (not full_validator_accepts({**document, "files": objects}, schema_name))
+    )

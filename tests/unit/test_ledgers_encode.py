@@ -1,15 +1,28 @@
-"""`ledgers.encode`'s column-by-column path for runs of plain records, against item by item."""
+"""The column-by-column routes of `ledgers`: `encode` on runs of plain records, and
+`write_fixture_ledger`, each against the one-by-one route it stands in for."""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from three_ledger.ledgers import FileEntry, Tool, encode
+from three_ledger.errors import Refused
+from three_ledger.ledgers import (
+    FileEntry,
+    FixtureLedger,
+    Tool,
+    encode,
+    write_fixture_ledger,
+    write_ledger,
+)
 
 
 class Colour(enum.Enum):
@@ -65,3 +78,74 @@ def test_file_entries_become_objects_in_field_order() -> None:
         [("path", "a"), ("size", 1), ("sha256", "x")],
         [("path", "b"), ("size", 2), ("sha256", "y")],
     ]
+
+
+# --- write_fixture_ledger: the columnar route to the same bytes and the same refusals ---------
+
+hex_digests = st.text("0123456789abcdef", min_size=64, max_size=64)
+plain_entries = st.builds(
+    FileEntry,
+    st.sampled_from(["fixtures/a.json", "fixtures/\u65e5.json", 'fixtures/"q"%s.json']),
+    st.integers(min_value=0, max_value=2**40),
+    hex_digests,
+)
+near_values: dict[str, st.SearchStrategy[Any]] = {
+    "path": st.sampled_from(["", "x", "\n"]),
+    "size": st.sampled_from([-1, -(2**40)]),
+    "sha256": st.sampled_from(["", "ab", "0" * 63 + "g", "0" * 63 + "\u00e9", "A" * 64]),
+}
+
+
+@st.composite
+def fixture_ledgers(draw: st.DrawFn) -> FixtureLedger:
+    """Ledgers of plain entries, some with one entry (or the pin id) a little wrong."""
+    entries = draw(st.lists(plain_entries, max_size=8))
+    spoil: bool = draw(st.booleans())
+    if entries and spoil:
+        index = draw(st.integers(0, len(entries) - 1))
+        field = draw(st.sampled_from(sorted(near_values)))
+        wrong: Any = draw(near_values[field])
+        entries[index] = dataclasses.replace(entries[index], **{field: wrong})
+    return FixtureLedger(
+        ledger_id="0123456789abcdef" * 2,
+        pin_id=draw(st.sampled_from(["fix.pin", "fix.pin", "bad pin"])),
+        digest="ab" * 32,
+        fixtures_dir="fixtures",
+        files=tuple(entries),
+        recorded_at="2026-11-30T10:11:12.123456Z",
+    )
+
+
+def outcome(write: Callable[[Path, FixtureLedger], None], path: Path, ledger: FixtureLedger) -> str:
+    try:
+        write(path, ledger)
+    except Refused as refused:
+        return f"refused: {refused}"
+    return path.read_text(encoding="utf-8")
+
+
+@settings(max_examples=300, deadline=None)
+@given(fixture_ledgers())
+def test_write_fixture_ledger_writes_and_refuses_as_write_ledger(ledger: FixtureLedger) -> None:
+    with tempfile.TemporaryDirectory() as temp:
+        plain = outcome(write_ledger, Path(temp, "l.json"), ledger)
+        columns = outcome(write_fixture_ledger, Path(temp, "l.json"), ledger)
+    assert columns == plain
+
+
+def test_write_fixture_ledger_on_many_files_is_the_indented_document(tmp_path: Path) -> None:
+    entries = tuple(
+        FileEntry(f"fixtures/{index:05d}\u00e9.json", index, f"{index:064x}")
+        for index in range(3000)
+    )
+    ledger = FixtureLedger(
+        ledger_id="0123456789abcdef" * 2,
+        pin_id="fix.pin",
+        digest="ab" * 32,
+        fixtures_dir="fixtures",
+        files=entries,
+        recorded_at="2026-11-30T10:11:12.123456Z",
+    )
+    write_fixture_ledger(tmp_path / "l.json", ledger)
+    text = (tmp_path / "l.json").read_text(encoding="utf-8")
+    assert text == json.dumps(ledger.to_json(), indent=2, ensure_ascii=False) + "\n"

@@ -14,7 +14,7 @@ from three_ledger.ledgers import (
     FixtureLedger,
     fresh_recorded_at,
     new_ledger_id,
-    write_ledger,
+    write_fixture_ledger,
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import load_fixture_pin
@@ -23,12 +23,12 @@ from three_ledger.pins import load_fixture_pin
 def digest(*, pin_path: Path, root: Path, out: Path, base: str | None) -> int:
     refuse_unwritable([Output("--out", out)], pins=[pin_path])
     with nothing_left_on_failure(out), _cyclic_collector_paused():
-        written = _write_fixture_ledger(pin_path, root, out, base)
+        written = _digest_and_write(pin_path, root, out, base)
     print(written)
     return ExitCode.OK
 
 
-def _write_fixture_ledger(pin_path: Path, root: Path, out: Path, base: str | None) -> str:
+def _digest_and_write(pin_path: Path, root: Path, out: Path, base: str | None) -> str:
     """Check the tree, hash it and write its ledger; return the digest.
 
     The pin, entries and ledger (100,000 of each, for a large pin) are freed on return,
@@ -46,7 +46,7 @@ def _write_fixture_ledger(pin_path: Path, root: Path, out: Path, base: str | Non
         files=live.files,
         recorded_at=fresh_recorded_at(),
     )
-    write_ledger(out, ledger)
+    write_fixture_ledger(out, ledger)
     return live.digest
 
 
