@@ -25,6 +25,10 @@ from hypothesis import strategies as st
 from three_ledger import compiled_schema, jsonio
 from three_ledger.errors import Refused
 
+# These tests hold a fast path to the reference it stands in for: five times the profile's
+# examples (100 under make test's quick profile, 500 under the default one).
+EXAMPLES = 5 * settings().max_examples
+
 SCHEMAS = [
     "fixture-pin",
     "properties-pin",
@@ -89,13 +93,13 @@ def reference(document: Any) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(json_like)
 def test_dumps_is_the_standard_indented_encoding(document: Any) -> None:
     assert jsonio.dumps(document) == reference(document)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(st.dictionaries(keys, json_like, max_size=4))
 def test_dump_chunks_joined_is_dumps_and_each_chunk_is_bounded(document: dict[str, Any]) -> None:
     chunks = list(jsonio.dump_chunks(document))
@@ -391,7 +395,9 @@ def test_every_packaged_schema_is_valid_and_compiles() -> None:
 
 @pytest.mark.parametrize("schema_name", SCHEMAS)
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_the_compiled_check_agrees_with_jsonschema(schema_name: str, data: st.DataObject) -> None:
@@ -414,7 +420,7 @@ def refusal(action: Callable[[], None]) -> bool:
 
 
 @pytest.mark.parametrize("schema_name", ["fixture-pin", "fixture-ledger"])
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(data=st.data())
 def test_the_bulk_check_of_long_files_arrays_agrees_with_jsonschema(
     schema_name: str, data: st.DataObject
@@ -544,14 +550,14 @@ def rows(draw: st.DrawFn) -> jsonio.Rows:
     return jsonio.Rows(names, columns)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(rows())
 def test_rows_are_written_as_their_objects(value: jsonio.Rows) -> None:
     assert jsonio.dumps({"files": value, "n": 1}) == reference({"files": value.objects(), "n": 1})
 
 
 @pytest.mark.parametrize("schema_name", ["fixture-ledger", "property-ledger", "fixture-pin"])
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(data=st.data())
 def test_rows_are_validated_as_their_objects(schema_name: str, data: st.DataObject) -> None:
     document = copy.deepcopy(SEEDS[schema_name][0])

@@ -24,6 +24,10 @@ from three_ledger.ledgers import (
     write_ledger,
 )
 
+# These tests hold a fast path to the reference it stands in for: five times the profile's
+# examples (100 under make test's quick profile, 500 under the default one).
+EXAMPLES = 5 * settings().max_examples
+
 
 class Colour(enum.Enum):
     RED = "red"
@@ -65,7 +69,7 @@ records = (
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(st.lists(records, max_size=8) | st.lists(file_entries, max_size=8).map(tuple))
 def test_encode_is_item_by_item_whatever_the_items(items: list[Any] | tuple[Any, ...]) -> None:
     assert encode(items) == one_by_one(items)
@@ -124,7 +128,7 @@ def outcome(write: Callable[[Path, FixtureLedger], None], path: Path, ledger: Fi
     return path.read_text(encoding="utf-8")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(fixture_ledgers())
 def test_write_fixture_ledger_writes_and_refuses_as_write_ledger(ledger: FixtureLedger) -> None:
     with tempfile.TemporaryDirectory() as temp:
