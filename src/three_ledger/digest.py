@@ -11,6 +11,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from three_ledger.errors import Refused
 from three_ledger.ledgers import FileEntry
@@ -69,9 +70,12 @@ def tree_problems(root: Path, pin: FixturePin) -> list[str]:
         return [missing, *pinned_problems(root, pin.files, found={})]
     found = dict(walk_entries(root / pin.fixtures_dir, pin.fixtures_dir))
     pinned = set(pin.files)
-    unpinned = sorted(found.keys() - pinned)
+    not_found = _not_found_as_files(pinned, found)
+    # Every pinned path found, and nothing more: then nothing is unpinned.
+    everything_pinned = not not_found and len(found) == len(pinned)
+    unpinned = [] if everything_pinned else sorted(found.keys() - pinned)
     return [
-        *pinned_problems(root, _not_found_as_files(pinned, found), found),
+        *pinned_problems(root, not_found, found),
         *(f"{shown}: unpinned {found[shown]}{_spelling(shown)}" for shown in unpinned),
     ]
 
@@ -178,6 +182,8 @@ def hash_files(root: Path, paths: Sequence[str]) -> LiveDigest:
     prefix = os.fsencode(root) + b"/"
     with _FileHasher() as hasher:
         hashed = [_hash_file(prefix, path, combined, hasher) for path in paths]
+    if not hasher.hashed_large:
+        return LiveDigest(combined.hexdigest(), cast("tuple[FileEntry, ...]", tuple(hashed)))
     # The thread has finished: every large file's own hash has seen all of its bytes.
     files = tuple(entry.finished() if isinstance(entry, _LargeFile) else entry for entry in hashed)
     return LiveDigest(digest=combined.hexdigest(), files=files)
@@ -229,18 +235,18 @@ def _read_small(fd: int, expected: int, shown: str) -> bytes:
     `read` is needed to see it; the caller's second `fstat` refuses a file that changed
     size, or was rewritten, after this read.
     """
-    data = _read_up_to(fd, expected + 1, shown)
-    # A short read that is not the end of the file: rare (signals, network filesystems).
-    while len(data) < expected and (more := _read_up_to(fd, expected + 1 - len(data), shown)):
-        data += more
+    try:
+        data = os.read(fd, expected + 1)
+        # A short read that is not the end of the file: rare (signals, network filesystems).
+        while len(data) < expected and (more := os.read(fd, expected + 1 - len(data))):
+            data += more
+    except OSError as exc:
+        raise _unreadable(shown, exc) from exc
     return data
 
 
-def _read_up_to(fd: int, count: int, shown: str) -> bytes:
-    try:
-        return os.read(fd, count)
-    except OSError as exc:
-        raise Refused(f"{shown}: cannot read pinned fixture: {exc.strerror or exc}") from exc
+def _unreadable(shown: str, error: OSError) -> Refused:
+    return Refused(f"{shown}: cannot read pinned fixture: {error.strerror or error}")
 
 
 def _open_pinned(raw_path: bytes, shown: str) -> int:
@@ -249,14 +255,14 @@ def _open_pinned(raw_path: bytes, shown: str) -> int:
     try:
         return os.open(raw_path, _OPEN_FLAGS)
     except OSError as exc:
-        raise Refused(f"{shown}: cannot read pinned fixture: {exc.strerror or exc}") from exc
+        raise _unreadable(shown, exc) from exc
 
 
 def _read_into(fd: int, view: memoryview, shown: str) -> int:
     try:
         return os.readv(fd, [view])
     except OSError as exc:
-        raise Refused(f"{shown}: cannot read pinned fixture: {exc.strerror or exc}") from exc
+        raise _unreadable(shown, exc) from exc
 
 
 class _FileHasher:
@@ -279,6 +285,11 @@ class _FileHasher:
 
     def __enter__(self) -> _FileHasher:
         return self
+
+    @property
+    def hashed_large(self) -> bool:
+        """Whether any file went through the ring (and so left its hash to finish)."""
+        return self._thread is not None
 
     def __exit__(self, *exc_info: object) -> None:
         if self._thread is not None:
