@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+import string
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # Segments of word characters that do not start with a dot: in NFC, such a path breaks no
@@ -33,6 +35,61 @@ def path_problem(path: str) -> str | None:
     if not unicodedata.is_normalized("NFC", path):
         return "is not in Unicode NFC"
     return None
+
+
+# The ASCII characters `_PLAIN` admits; every other character it admits is a word character.
+_PLAIN_ASCII = (string.ascii_letters + string.digits + "_.+=,@~-/").encode()
+_WORD_CHARACTERS = re.compile(r"\w*")
+# Newlines as slashes: in plain paths joined by newlines, an empty segment or path then
+# shows as "//", a segment that starts with a dot as "/.".
+_NEWLINE_AS_SLASH = bytes.maketrans(b"\n", b"/")
+
+
+def all_plain_under(paths: Sequence[str], folder: str) -> bool:
+    """Whether every path passes `path_problem`'s fast test and lies under `folder`, and no
+    two are casefold twins: then checking them one by one would find nothing.
+
+    The paths are checked together, joined by newlines, in a few passes over one string
+    (a pin of 100,000 paths in milliseconds). False says only that they must be checked
+    one by one, which also names the first problem.
+    """
+    data = _joined_in_nfc(paths)
+    if data is None or data.count(b"\n") != len(paths) - 1:  # a path that holds a newline
+        return False
+    segments = b"/" + data.translate(_NEWLINE_AS_SLASH) + b"/"
+    if b"//" in segments or b"/." in segments:
+        return False
+    del segments
+    others = data.translate(None, _PLAIN_ASCII + b"\n").decode("utf-8")
+    return (
+        _WORD_CHARACTERS.fullmatch(others) is not None
+        and all(map(str.startswith, paths, itertools.repeat(folder.rstrip("/") + "/")))
+        and not _any_casefold_twins(paths, data, others)
+    )
+
+
+def _joined_in_nfc(paths: Sequence[str]) -> bytes | None:
+    """The paths joined by newlines, as UTF-8, when there are some and all are in NFC."""
+    joined = "\n".join(paths)
+    # Newline is a starter that composes with nothing: the whole is in NFC when each path is.
+    if not paths or not unicodedata.is_normalized("NFC", joined):
+        return None
+    try:
+        return joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
+def _any_casefold_twins(paths: Sequence[str], data: bytes, non_ascii: str) -> bool:
+    """Whether `casefold_twins` finds a pair among NFC paths joined as DATA, whose
+    characters outside ASCII are NON_ASCII.
+
+    When every non-ASCII character is its own casefold (as lowercase letters are), a
+    path's casefold is its ASCII lowercase, which bytes compute in one pass.
+    """
+    if all(character.casefold() == character for character in set(non_ascii)):
+        return len(set(data.lower().split(b"\n"))) != len(paths)
+    return len(set(map(str.casefold, paths))) != len(paths)
 
 
 def casefold_twins(paths: Iterable[str]) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ from typing import Any
 from three_ledger import git, jsonio
 from three_ledger.errors import Refused
 from three_ledger.network_ban import Network
-from three_ledger.paths import casefold_twins, is_under, path_problem
+from three_ledger.paths import all_plain_under, casefold_twins, is_under, path_problem
 from three_ledger.results import ExpectedSkip, selector_tuple
 
 DEFAULT_FIXTURES_DIR = "fixtures"
@@ -42,6 +42,8 @@ class FixturePin:
 
     def _check_paths(self) -> None:
         _refuse_bad_path(self.source, "$.fixtures_dir", self.fixtures_dir)
+        if all_plain_under(self.files, self.fixtures_dir):
+            return
         for index, path in enumerate(self.files):
             problem = path_problem(path)
             if problem is None and not is_under(path, self.fixtures_dir):

@@ -3,10 +3,10 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from three_ledger.paths import casefold_twins, is_under, path_problem
+from three_ledger.paths import _PLAIN, all_plain_under, casefold_twins, is_under, path_problem
 
 
 @pytest.mark.parametrize(
@@ -72,3 +72,103 @@ def test_path_problem_agrees_with_the_rules_on_any_text(path: str) -> None:
 @pytest.mark.parametrize("path", ["f/\u212b.json", "f/\u00c5.json", "f/e\u0301", "f/\u00e9"])
 def test_fast_path_still_checks_normalisation(path: str) -> None:
     assert (path_problem(path) is None) == (unicodedata.normalize("NFC", path) == path)
+
+
+# The bulk check stands in for the per-path rules on a whole pin: five times the profile's
+# examples.
+EXAMPLES = 5 * settings().max_examples
+# Characters that make paths plain or not: case pairs whose casefolds meet (ß and SS, the
+# Kelvin sign and k, É and é), a decomposed accent, dots and what no path may hold.
+_WORDY = "abkKsS_-~é\u00c9\u00df\u212a日"
+_ODD = "./\u0301\n\\ \x00\x85\ud800"
+_WORDY_SEGMENT = st.text(alphabet=st.sampled_from(_WORDY), min_size=1, max_size=3)
+_PLAIN_SEGMENT = _WORDY_SEGMENT | st.tuples(_WORDY_SEGMENT, _WORDY_SEGMENT).map(".".join)
+_ODD_SEGMENT = st.text(alphabet=st.sampled_from(_WORDY + _ODD), max_size=3) | st.sampled_from(
+    ["", ".", "..", ".a", "a\n", "\u00df"]
+)
+
+
+def _paths(segments: st.SearchStrategy[str], min_size: int = 0) -> st.SearchStrategy[list[str]]:
+    return st.lists(
+        st.lists(segments, min_size=1, max_size=3).map("/".join), min_size=min_size, max_size=5
+    )
+
+
+def _under_fixtures(paths: list[str]) -> list[str]:
+    return [f"fixtures/{path}" for path in paths]
+
+
+def _with_one_more(paths_and_odd: tuple[list[str], str, int]) -> list[str]:
+    paths, odd, index = paths_and_odd
+    return [*paths[:index], odd, *paths[index:]]
+
+
+def _with_a_twin(paths: list[str]) -> list[str]:
+    """PATHS and one of them again, in capitals or with ss for ß: its casefold twin
+    (or its duplicate, when it has no letter that changes)."""
+    twin = paths[0].upper() if len(paths) % 2 else paths[0].replace("\u00df", "ss")
+    return [*paths, twin]
+
+
+# Pins of plain paths, the same with a casefold twin or one odd path among them, and
+# anything at all.
+_PINS = st.one_of(
+    _paths(_PLAIN_SEGMENT, min_size=1).map(_under_fixtures),
+    _paths(_PLAIN_SEGMENT, min_size=1).map(_with_a_twin).map(_under_fixtures),
+    st.tuples(
+        _paths(_PLAIN_SEGMENT).map(_under_fixtures),
+        st.sampled_from(["fixtures/", "", "other/"]).flatmap(
+            lambda top: _paths(_PLAIN_SEGMENT | _ODD_SEGMENT, min_size=1).map(
+                lambda odd: top + odd[0]
+            )
+        ),
+        st.integers(0, 5),
+    ).map(_with_one_more),
+    _paths(_PLAIN_SEGMENT | _ODD_SEGMENT),
+)
+
+
+def checked_one_by_one(paths: list[str], folder: str) -> bool:
+    """What the bulk check must say: each path plain by the per-path fast test, under
+    FOLDER, and no casefold twins."""
+    return (
+        bool(paths)
+        and all(_PLAIN.fullmatch(path) and unicodedata.is_normalized("NFC", path) for path in paths)
+        and all(is_under(path, folder) for path in paths)
+        and not casefold_twins(paths)
+    )
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(_PINS, st.sampled_from(["fixtures", "fixtures/", "fix"]))
+def test_all_plain_under_says_what_the_per_path_checks_say(paths: list[str], folder: str) -> None:
+    assert all_plain_under(paths, folder) == checked_one_by_one(paths, folder)
+
+
+@pytest.mark.parametrize(
+    ("paths", "plain"),
+    [
+        (["fixtures/a/b.json", "fixtures/é/日.json", "fixtures/a/C.json"], True),
+        (["fixtures/a\nfixtures/b"], False),
+        (["fixtures/\u00c9\nfixtures/b"], False),
+        (["fixtures/a", ""], False),
+        (["fixtures/a", "fixtures/A"], False),
+        (["fixtures/straße", "fixtures/STRASSE"], False),
+        (["fixtures/\u212a", "fixtures/k"], False),
+        (["fixtures/\u00c9", "fixtures/\u00e9"], False),
+        (["fixtures/\u00c9", "fixtures/e"], True),
+        (["fixtures/e\u0301"], False),
+        (["fixtures/.hidden"], False),
+        (["fixtures/a\ud800"], False),
+        (["other/a"], False),
+        ([], False),
+    ],
+)
+def test_all_plain_under_on_chosen_pins(paths: list[str], plain: bool) -> None:
+    assert all_plain_under(paths, "fixtures") is plain
+    assert checked_one_by_one(paths, "fixtures") is plain
+
+
+def test_no_character_casefolds_to_a_newline() -> None:
+    # The bulk twin check splits casefolded paths on newlines.
+    assert not any("\n" in chr(code).casefold() for code in range(0x110000) if code != 0x0A)
