@@ -8,7 +8,7 @@ import queue
 import stat
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -67,27 +67,20 @@ def tree_problems(root: Path, pin: FixturePin) -> list[str]:
     """Everything that stops the tree from being exactly the pinned set of regular files."""
     if not is_real_directory(root, pin.fixtures_dir):
         missing = f"{pin.fixtures_dir}: fixtures folder is missing or not a plain folder"
-        return [missing, *pinned_problems(root, pin.files, found={})]
-    found = dict(walk_entries(root / pin.fixtures_dir, pin.fixtures_dir))
+        return [missing, *pinned_problems(root, pin.files)]
+    tree = walk_tree(root / pin.fixtures_dir, pin.fixtures_dir)
     pinned = set(pin.files)
-    not_found = _not_found_as_files(pinned, found)
+    files = set(tree.files)
+    not_found = pinned - files
     # Every pinned path found, and nothing more: then nothing is unpinned.
-    everything_pinned = not not_found and len(found) == len(pinned)
-    unpinned = [] if everything_pinned else sorted(found.keys() - pinned)
+    if not not_found and len(files) == len(pinned) and not tree.others:
+        return []
+    unpinned = {path: REGULAR_FILE for path in files - pinned}
+    unpinned.update((path, kind) for path, kind in tree.others.items() if path not in pinned)
     return [
-        *pinned_problems(root, not_found, found),
-        *(f"{shown}: unpinned {found[shown]}{_spelling(shown)}" for shown in unpinned),
+        *pinned_problems(root, not_found),
+        *(f"{shown}: unpinned {unpinned[shown]}{_spelling(shown)}" for shown in sorted(unpinned)),
     ]
-
-
-def _not_found_as_files(pinned: set[str], found: Mapping[str, str]) -> set[str]:
-    """The pinned paths the walk did not find as regular files.
-
-    When it found nothing but regular files, as is usual, that is one set difference.
-    """
-    if set(found.values()) <= {REGULAR_FILE}:
-        return pinned - found.keys()
-    return {path for path in pinned if found.get(path) != REGULAR_FILE}
 
 
 def _spelling(shown: str) -> str:
@@ -97,17 +90,16 @@ def _spelling(shown: str) -> str:
     return f" (its name is not in Unicode NFC: {shown!a})"
 
 
-def pinned_problems(root: Path, paths: Iterable[str], found: Mapping[str, str]) -> list[str]:
+def pinned_problems(root: Path, paths: Iterable[str]) -> list[str]:
     """Why each pinned path, in sorted order, is not a regular file reached without links.
 
-    A path the walk found as a regular file needs no more system calls: the walk enters
-    real folders only. Any other path is inspected component by component.
+    Each path is inspected component by component; the caller leaves out the paths the
+    walk found as regular files, since the walk enters real folders only.
     """
     return [
         f"{path}: {problem}"
         for path in sorted(paths)
-        if found.get(path) != REGULAR_FILE
-        and (problem := pinned_file_problem(root, path)) is not None
+        if (problem := pinned_file_problem(root, path)) is not None
     ]
 
 
@@ -136,13 +128,31 @@ def pinned_file_problem(root: Path, path: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Tree:
+    """What a walk found: the regular files, and every other non-folder entry with its kind
+    (`symbolic link`, `FIFO`, a folder that cannot be listed, ...). Paths as shown."""
+
+    files: list[str]
+    others: dict[str, str]
+
+
 def walk_entries(folder: Path, shown_prefix: str) -> Iterator[tuple[str, str]]:
     """Every non-folder entry under `folder`, without following links, as (path, kind).
 
     The kind is REGULAR_FILE for a regular file, else what the entry is (`symbolic link`, ...).
+    """
+    tree = walk_tree(folder, shown_prefix)
+    yield from ((path, REGULAR_FILE) for path in tree.files)
+    yield from tree.others.items()
+
+
+def walk_tree(folder: Path, shown_prefix: str) -> Tree:
+    """Every non-folder entry under `folder`, without following links, folder by folder.
 
     Names are read as bytes so that a name that is not valid UTF-8 is reported, not skipped.
     """
+    tree = Tree(files=[], others={})
     stack = [(os.fsencode(folder), shown_prefix)]
     while stack:
         raw_folder, shown_folder = stack.pop()
@@ -150,22 +160,61 @@ def walk_entries(folder: Path, shown_prefix: str) -> Iterator[tuple[str, str]]:
             listing = os.scandir(raw_folder)
         except OSError as exc:
             # What cannot be listed cannot be shown to hold only pinned files.
-            yield shown_folder, f"folder that cannot be listed ({exc.strerror or exc})"
+            tree.others[shown_folder] = f"folder that cannot be listed ({exc.strerror or exc})"
             continue
         with listing as entries:
-            for entry in entries:
-                try:
-                    name = entry.name.decode("utf-8")
-                except UnicodeDecodeError:
-                    yield f"{shown_folder}/{entry.name!r}", "entry whose name is not valid UTF-8"
-                    continue
-                # The listing already says which entries are regular files: no stat for them.
-                if entry.is_file(follow_symlinks=False):
-                    yield f"{shown_folder}/{name}", REGULAR_FILE
-                elif entry.is_dir(follow_symlinks=False):
-                    stack.append((entry.path, f"{shown_folder}/{name}"))
-                else:
-                    yield f"{shown_folder}/{name}", _entry_kind(entry)
+            folders = _list_folder(entries, shown_folder + "/", tree)
+        stack.extend((entry.path, f"{shown_folder}/{name}") for entry, name in folders)
+    return tree
+
+
+def _list_folder(
+    entries: Iterator[os.DirEntry[bytes]], shown_prefix: str, tree: Tree
+) -> list[tuple[os.DirEntry[bytes], str]]:
+    """Add one folder's files and other entries to `tree`; return its subfolders and names."""
+    file_names: list[bytes] = []
+    folders: list[tuple[os.DirEntry[bytes], str]] = []
+    for entry in entries:
+        # The listing already says which entries are regular files: no stat for them.
+        if entry.is_file(follow_symlinks=False):
+            file_names.append(entry.name)
+        elif (name := _decoded(entry.name)) is None:
+            tree.others[f"{shown_prefix}{entry.name!r}"] = "entry whose name is not valid UTF-8"
+        elif entry.is_dir(follow_symlinks=False):
+            folders.append((entry, name))
+        else:
+            tree.others[shown_prefix + name] = _entry_kind(entry)
+    _add_files(file_names, shown_prefix, tree)
+    return folders
+
+
+def _add_files(raw_names: list[bytes], shown_prefix: str, tree: Tree) -> None:
+    """Add a folder's regular files to `tree`, decoded all at once when all are UTF-8."""
+    if not raw_names:
+        return
+    # No name holds a slash, and UTF-8 is self-synchronising: the joined names decode
+    # exactly when each name does.
+    names = _decoded(b"/".join(raw_names))
+    if names is not None:
+        tree.files.extend(map(shown_prefix.__add__, names.split("/")))
+        return
+    for raw_name in raw_names:
+        _add_file(raw_name, shown_prefix, tree)
+
+
+def _add_file(raw_name: bytes, shown_prefix: str, tree: Tree) -> None:
+    name = _decoded(raw_name)
+    if name is None:
+        tree.others[f"{shown_prefix}{raw_name!r}"] = "entry whose name is not valid UTF-8"
+    else:
+        tree.files.append(shown_prefix + name)
+
+
+def _decoded(raw_name: bytes) -> str | None:
+    try:
+        return raw_name.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _entry_kind(entry: os.DirEntry[bytes]) -> str:

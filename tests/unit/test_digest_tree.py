@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from helpers import make_tree
-from three_ledger.digest import pinned_file_problem
+from three_ledger.digest import pinned_file_problem, walk_tree
 
 
 @pytest.fixture
@@ -35,3 +35,24 @@ def root(tmp_path: Path) -> Path:
 )
 def test_each_pinned_path_problem_is_named(root: Path, path: str, problem: str | None) -> None:
     assert pinned_file_problem(root, path) == problem
+
+
+def test_the_walk_sorts_every_entry_by_kind(root: Path) -> None:
+    fixtures = os.fsencode(root / "fixtures")
+    os.mkdir(os.path.join(fixtures, b"dir\xfe"))
+    for name in (b"c.json", b"bad\xff.json", "é.json".encode()):
+        with open(os.path.join(fixtures, b"sub", name), "wb"):
+            pass
+    tree = walk_tree(root / "fixtures", "fixtures")
+    assert sorted(tree.files) == [
+        "fixtures/a.json",
+        "fixtures/sub/b.json",
+        "fixtures/sub/c.json",
+        "fixtures/sub/é.json",
+    ]
+    assert tree.others == {
+        "fixtures/link.json": "symbolic link",
+        "fixtures/pipe": "FIFO",
+        "fixtures/b'dir\\xfe'": "entry whose name is not valid UTF-8",
+        "fixtures/sub/b'bad\\xff.json'": "entry whose name is not valid UTF-8",
+    }
