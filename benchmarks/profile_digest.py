@@ -40,7 +40,7 @@ def steps(root: Path, out: Path) -> list[tuple[str, Callable[[dict[str, Any]], o
             pin_id=pin.pin_id,
             digest=live.digest,
             fixtures_dir=pin.fixtures_dir,
-            files=live.files,
+            files=(),
             recorded_at=ledgers.fresh_recorded_at(),
         )
 
@@ -50,7 +50,9 @@ def steps(root: Path, out: Path) -> list[tuple[str, Callable[[dict[str, Any]], o
         ("hash the files", lambda state: hash_files(root, sorted(state["load the pin"].files))),
         (
             "check and write the ledger",
-            lambda state: ledgers.write_fixture_ledger(out, ledger(state)),
+            lambda state: ledgers.write_fixture_ledger(
+                out, ledger(state), state["hash the files"].rows()
+            ),
         ),
     ]
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import cast
 
 from three_ledger.errors import Refused
-from three_ledger.ledgers import FileEntry
+from three_ledger.jsonio import Rows
+from three_ledger.ledgers import FILE_ENTRY_KEYS, FileEntry
 from three_ledger.pins import FixturePin
 
 CHUNK_BYTES = 1024 * 1024
@@ -29,8 +30,23 @@ REGULAR_FILE = "file"
 
 @dataclass(frozen=True)
 class LiveDigest:
+    """The combined digest, and each file's size and own SHA-256, in digest order.
+
+    Held as columns: a pin of 100,000 files makes no object per file until `files` is read.
+    """
+
     digest: str
-    files: tuple[FileEntry, ...]
+    paths: tuple[str, ...]
+    sizes: list[int]
+    sha256s: list[str]
+
+    @property
+    def files(self) -> tuple[FileEntry, ...]:
+        return tuple(map(FileEntry, self.paths, self.sizes, self.sha256s))
+
+    def rows(self) -> Rows:
+        """The file entries as `jsonio.Rows`, the form a fixture ledger writes them in."""
+        return Rows(FILE_ENTRY_KEYS, (list(self.paths), self.sizes, self.sha256s))
 
 
 def live_digest(root: Path, pin: FixturePin) -> LiveDigest:
@@ -229,31 +245,25 @@ def hash_files(root: Path, paths: Sequence[str]) -> LiveDigest:
     """
     combined = hashlib.sha256()
     prefix = os.fsencode(root) + b"/"
+    sizes: list[int] = []
+    own_hashes: list[str | hashlib._Hash] = []
     with _FileHasher() as hasher:
-        hashed = [_hash_file(prefix, path, combined, hasher) for path in paths]
-    if not hasher.hashed_large:
-        return LiveDigest(combined.hexdigest(), cast("tuple[FileEntry, ...]", tuple(hashed)))
-    # The thread has finished: every large file's own hash has seen all of its bytes.
-    files = tuple(entry.finished() if isinstance(entry, _LargeFile) else entry for entry in hashed)
-    return LiveDigest(digest=combined.hexdigest(), files=files)
-
-
-@dataclass(frozen=True)
-class _LargeFile:
-    """A large file whose own hash the thread may still be computing."""
-
-    path: str
-    size: int
-    own: hashlib._Hash
-
-    def finished(self) -> FileEntry:
-        return FileEntry(self.path, self.size, self.own.hexdigest())
+        for path in paths:
+            size, own = _hash_file(prefix, path, combined, hasher)
+            sizes.append(size)
+            own_hashes.append(own)
+    if hasher.hashed_large:
+        # The thread has finished: every large file's own hash has seen all of its bytes.
+        own_hashes = [own if isinstance(own, str) else own.hexdigest() for own in own_hashes]
+    sha256s = cast("list[str]", own_hashes)
+    return LiveDigest(combined.hexdigest(), tuple(paths), sizes, sha256s)
 
 
 def _hash_file(
     prefix: bytes, path: str, combined: hashlib._Hash, hasher: _FileHasher
-) -> FileEntry | _LargeFile:
-    """Feed one file to the combined hash; its entry, or (large files) one to finish later."""
+) -> tuple[int, str | hashlib._Hash]:
+    """Feed one file to the combined hash; its size and own SHA-256 (hex), or for a large
+    file the hash object that the thread finishes."""
     encoded = path.encode("utf-8")
     combined.update(encoded + b"\0")
     fd = _open_pinned(prefix + encoded, path)
@@ -261,20 +271,19 @@ def _hash_file(
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode):
             raise Refused(f"{path}: pinned fixture is not a regular file")
-        entry: FileEntry | _LargeFile
+        own: str | hashlib._Hash
         if before.st_size < THREADED_MIN_BYTES:
             data = _read_small(fd, before.st_size, path)
             combined.update(data)
-            entry = FileEntry(path, len(data), hashlib.sha256(data).hexdigest())
+            size, own = len(data), hashlib.sha256(data).hexdigest()
         else:
-            entry = _LargeFile(path, *hasher.hash_large(fd, combined, path))
+            size, own = hasher.hash_large(fd, combined, path)
         after = os.fstat(fd)
     finally:
         os.close(fd)
-    unchanged = entry.size == before.st_size == after.st_size
-    if not unchanged or before.st_mtime_ns != after.st_mtime_ns:
+    if not size == before.st_size == after.st_size or before.st_mtime_ns != after.st_mtime_ns:
         raise Refused(f"{path}: pinned fixture changed while it was being hashed")
-    return entry
+    return size, own
 
 
 def _read_small(fd: int, expected: int, shown: str) -> bytes:

@@ -163,6 +163,10 @@ class FileEntry:
     sha256: str
 
 
+# A file entry's keys in a fixture ledger: one per field, in field order.
+FILE_ENTRY_KEYS = _field_names(FileEntry)
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -559,14 +563,20 @@ def write_ledger(path: Path, record: Record) -> None:
     jsonio.write_json(path, document)
 
 
-def write_fixture_ledger(path: Path, ledger: FixtureLedger) -> None:
+def write_fixture_ledger(
+    path: Path, ledger: FixtureLedger, files: jsonio.Rows | None = None
+) -> None:
     """`write_ledger` for a fixture ledger, whose `files` (100,000 for a large pin) reach
     the schema check and the file as columns (`jsonio.Rows`), never as one dict each.
 
-    Same bytes as `write_ledger`, and the same refusals: only the route differs.
+    FILES, when given, are the entries as columns (FILE_ENTRY_KEYS), written in place of
+    the ledger's own `files`: then no FileEntry need be made per file. Same bytes as
+    `write_ledger`, and the same refusals: only the route differs.
     """
     document = dataclasses.replace(ledger, files=()).to_json()
-    plain = _plain_columns(ledger.files)
-    document["files"] = encode(ledger.files) if plain is None else jsonio.Rows(*plain)
+    if files is None:
+        plain = _plain_columns(ledger.files)
+        files = None if plain is None else jsonio.Rows(*plain)
+    document["files"] = encode(ledger.files) if files is None else files
     jsonio.validate(document, ledger.SCHEMA, path, "ledger about to be written")
     jsonio.write_json(path, document)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import operator
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -14,8 +15,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from three_ledger import jsonio
 from three_ledger.errors import Refused
 from three_ledger.ledgers import (
+    FILE_ENTRY_KEYS,
     FileEntry,
     FixtureLedger,
     Tool,
@@ -135,6 +138,27 @@ def test_write_fixture_ledger_writes_and_refuses_as_write_ledger(ledger: Fixture
         plain = outcome(write_ledger, Path(temp, "l.json"), ledger)
         columns = outcome(write_fixture_ledger, Path(temp, "l.json"), ledger)
     assert columns == plain
+
+
+def write_from_columns(path: Path, ledger: FixtureLedger) -> None:
+    """The digest command's route: the entries given as columns, the ledger's own left empty."""
+    columns = tuple(list(map(operator.attrgetter(key), ledger.files)) for key in FILE_ENTRY_KEYS)
+    empty = dataclasses.replace(ledger, files=())
+    write_fixture_ledger(path, empty, jsonio.Rows(FILE_ENTRY_KEYS, columns))
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(fixture_ledgers())
+def test_entries_given_as_columns_write_and_refuse_as_write_ledger(ledger: FixtureLedger) -> None:
+    with tempfile.TemporaryDirectory() as temp:
+        plain = outcome(write_ledger, Path(temp, "l.json"), ledger)
+        columns = outcome(write_from_columns, Path(temp, "l.json"), ledger)
+    assert columns == plain
+
+
+def test_file_entry_keys_are_the_schema_keys_in_order() -> None:
+    item = jsonio.load_schema("fixture-ledger")["properties"]["files"]["items"]
+    assert tuple(item["properties"]) == tuple(item["required"]) == FILE_ENTRY_KEYS
 
 
 def test_write_fixture_ledger_on_many_files_is_the_indented_document(tmp_path: Path) -> None:

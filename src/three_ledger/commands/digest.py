@@ -43,10 +43,10 @@ def _digest_and_write(pin_path: Path, root: Path, out: Path, base: str | None) -
         pin_id=pin.pin_id,
         digest=live.digest,
         fixtures_dir=pin.fixtures_dir,
-        files=live.files,
+        files=(),  # written from the columns of `live`, with no object per file
         recorded_at=fresh_recorded_at(),
     )
-    write_fixture_ledger(out, ledger)
+    write_fixture_ledger(out, ledger, live.rows())
     return live.digest
 
 
