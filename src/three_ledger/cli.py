@@ -6,7 +6,6 @@ import argparse
 import os
 import shlex
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -726,6 +725,8 @@ def _report_crash(exc: Exception) -> int:
         file=sys.stderr,
     )
     if os.environ.get("THREE_LEDGER_DEBUG"):
+        import traceback  # here: every start-up would pay for it, and only a crash needs it
+
         traceback.print_exc()
     else:
         print(f"{PROG}: set THREE_LEDGER_DEBUG=1 to see the traceback", file=sys.stderr)
