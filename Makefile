@@ -15,6 +15,9 @@ WORKERS ?= 2
 XDIST := -n $(WORKERS) --dist loadgroup
 XDIST_E2E := -n $(WORKERS) --dist loadfile
 FAST_LAYERS := tests/unit tests/commands
+# Hypothesis tests of the fast layers that hold a fast path to its reference: `make test`
+# runs them at the quick profile's strength, `make test-e2e` again at five times thorough's.
+FAST_PATH_TESTS := tests/unit/test_jsonio.py tests/unit/test_ledgers_encode.py tests/unit/test_paths.py
 
 # pytest exits 5 when it collects nothing; make stops on any non-zero exit, so a layer that
 # selects no test fails the target instead of passing silently.
@@ -57,11 +60,11 @@ coverage: $(INSTALLED)
 test-fast: $(INSTALLED)
 	$(BIN)/pytest $(XDIST) --hypothesis-profile=quick $(FAST_LAYERS)
 
-# The slow layer under pytest 9 (its fuzz tests at full strength), then every test that starts
-# a real pytest child again under pytest 8.
+# The slow layer under pytest 9 (its fuzz tests and the fast path tests at full strength),
+# then every test that starts a real pytest child again under pytest 8.
 test-e2e: $(INSTALLED) $(INSTALLED_PYTEST8)
 	$(BIN_PYTEST8)/python -c 'import pytest; assert pytest.version_tuple[0] == 8, pytest.__version__'
-	$(BIN)/pytest $(XDIST_E2E) --hypothesis-profile=thorough tests/e2e
+	$(BIN)/pytest $(XDIST_E2E) --hypothesis-profile=thorough tests/e2e $(FAST_PATH_TESTS)
 	$(BIN_PYTEST8)/pytest $(XDIST_E2E) -m pytest_child tests
 
 demo: $(INSTALLED)

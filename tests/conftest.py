@@ -9,13 +9,21 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from helpers import EXAMPLE, CliResult, RunCli, git, namespace_problem
+from helpers import (
+    EXAMPLE,
+    QUICK_EXAMPLES,
+    THOROUGH_EXAMPLES,
+    CliResult,
+    RunCli,
+    git,
+    namespace_problem,
+)
 from helpers.example_run import Run, build_clean_run
 from three_ledger.cli import main
 
 # `--hypothesis-profile=quick` in make test and test-fast, `thorough` in make test-e2e.
-settings.register_profile("quick", max_examples=20)
-settings.register_profile("thorough", max_examples=100)
+settings.register_profile("quick", max_examples=QUICK_EXAMPLES)
+settings.register_profile("thorough", max_examples=THOROUGH_EXAMPLES)
 
 
 @pytest.fixture

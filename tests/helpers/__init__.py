@@ -167,3 +167,21 @@ def namespace_problem() -> str | None:
 def ban_enforcement() -> str:
     """What enforces a pinned network ban on a pytest command here (SPEC 4.2 step 5)."""
     return "netns" if namespace_problem() is None else "socket-guard"
+
+
+# The Hypothesis profiles (registered in conftest.py): `quick` in make test and test-fast,
+# `thorough` in make test-e2e, which also reruns the fast path equivalence tests.
+QUICK_EXAMPLES = 20
+THOROUGH_EXAMPLES = 100
+
+
+def fast_path_examples() -> int:
+    """Examples for a test that holds a fast path to the reference it stands in for.
+
+    The profile's own in the quick loop; five times as many under any other profile, as
+    make test-e2e runs them (`--hypothesis-profile=thorough`: 500).
+    """
+    from hypothesis import settings
+
+    examples = settings().max_examples
+    return examples if examples <= QUICK_EXAMPLES else 5 * examples

@@ -22,12 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import fast_path_examples
 from three_ledger import compiled_schema, jsonio
 from three_ledger.errors import Refused
 
-# These tests hold a fast path to the reference it stands in for: five times the profile's
-# examples (100 under make test's quick profile, 500 under the default one).
-EXAMPLES = 5 * settings().max_examples
+# A fast path held to its reference: see helpers.fast_path_examples.
+EXAMPLES = fast_path_examples()
 
 SCHEMAS = [
     "fixture-pin",

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import fast_path_examples
 from three_ledger.paths import _PLAIN, all_plain_under, casefold_twins, is_under, path_problem
 
 
@@ -74,9 +75,8 @@ def test_fast_path_still_checks_normalisation(path: str) -> None:
     assert (path_problem(path) is None) == (unicodedata.normalize("NFC", path) == path)
 
 
-# The bulk check stands in for the per-path rules on a whole pin: five times the profile's
-# examples.
-EXAMPLES = 5 * settings().max_examples
+# A fast path held to its reference: see helpers.fast_path_examples.
+EXAMPLES = fast_path_examples()
 # Characters that make paths plain or not: case pairs whose casefolds meet (ß and SS, the
 # Kelvin sign and k, É and é), a decomposed accent, dots and what no path may hold.
 _WORDY = "abkKsS_-~é\u00c9\u00df\u212a日"
