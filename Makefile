@@ -56,9 +56,10 @@ coverage: $(INSTALLED)
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report
 
-# The same two layers without coverage: the quick loop while editing.
+# The same two layers without coverage and without their real pytest runs (the tests marked
+# `pytest_child`, which make test runs): the quick loop while editing.
 test-fast: $(INSTALLED)
-	$(BIN)/pytest $(XDIST) --hypothesis-profile=quick $(FAST_LAYERS)
+	$(BIN)/pytest $(XDIST) --hypothesis-profile=quick -m "not pytest_child" $(FAST_LAYERS)
 
 # The slow layer under pytest 9 (its fuzz tests and the fast path tests at full strength),
 # then every test that starts a real pytest child again under pytest 8.

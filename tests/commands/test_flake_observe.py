@@ -30,7 +30,8 @@ from helpers.example_run import (
 
 # The session's clean run is built once, on the one worker that runs this group
 # (`--dist loadgroup` in the Makefile): the merge and flake-observe modules share it.
-pytestmark = pytest.mark.xdist_group("clean-run")
+# Its evidence comes from real pytest runs of the example (the clean run and some of its own).
+pytestmark = [pytest.mark.xdist_group("clean-run"), pytest.mark.pytest_child]
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import RunCli, git
 from three_ledger.measured_oracles import _pytest_section, unmatched_oracle_paths
 
@@ -44,6 +46,7 @@ atexit.register(lambda: pathlib.Path(__file__).write_text("# honest\\n"))
 """
 
 
+@pytest.mark.pytest_child
 def test_a_helper_that_changes_its_bytes_during_the_run_is_exit_4(
     run_cli: RunCli, orders_repo: Path
 ) -> None:
@@ -68,6 +71,7 @@ def test_a_helper_that_changes_its_bytes_during_the_run_is_exit_4(
     assert not (orders_repo.parent / "p.json").exists()
 
 
+@pytest.mark.pytest_child
 def test_the_example_records_its_harness(run_cli: RunCli, orders_repo: Path) -> None:
     digest = run_cli(
         "digest", "--pin", orders_repo / "pins/fixtures.json", "--root", orders_repo,
