@@ -20,7 +20,6 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from three_ledger import __version__, jsonio
 from three_ledger.errors import Refused
 from three_ledger.harness import Harness
-from three_ledger.mutations import Kind as MutationKind
 from three_ledger.network_ban import Enforcement, Network
 from three_ledger.outcomes import Outcome, Status
 from three_ledger.tripwire import Tripwire
@@ -417,6 +416,13 @@ class PropertyShardLedger(_Encoded):
     ids_run: tuple[str, ...]
     results: tuple[ShardResult, ...]
     recorded_at: str
+
+
+class MutationKind(enum.StrEnum):
+    """Whether a `vet` mutant still parses (well-formed) or breaks its file's syntax."""
+
+    MALFORMED = "malformed"
+    WELL_FORMED = "well_formed"
 
 
 class Verdict(enum.StrEnum):

@@ -15,10 +15,8 @@ not be able to weaken itself for the run and restore its bytes at the end.
 
 from __future__ import annotations
 
-import configparser
 import json
 import os
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -155,6 +153,10 @@ def _same_pytest_section(root: Path, base: str, config_file: str) -> bool:
 
 def _pytest_section(name: str, data: bytes) -> str:
     """pytest's part of a shared config file, as canonical JSON; the raw bytes if unparsable."""
+    # Imported here: only a change to the config file pytest read needs them.
+    import configparser
+    import tomllib
+
     try:
         text = data.decode("utf-8")
         if name == "pyproject.toml":

@@ -8,7 +8,6 @@ Every choice is deterministic: the same bytes always give the same mutant.
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import re
@@ -17,14 +16,14 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import PurePosixPath
 
+from three_ledger.ledgers import MutationKind
+
+# The vet ledger records each mutant's kind: the enum lives with the ledger records.
+Kind = MutationKind
+
 # How many sites of a file one well-formed operator edits (spread over the file).
 SITES = 3
 BLOWN_UP = str(2**53 + 1)  # the first integer a double cannot hold
-
-
-class Kind(enum.StrEnum):
-    MALFORMED = "malformed"
-    WELL_FORMED = "well_formed"
 
 
 # Path to bytes, for every file an operator may change; it returns only the files it changed.

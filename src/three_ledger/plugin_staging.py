@@ -10,6 +10,7 @@ environment then needs pytest, not three-ledger.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from collections.abc import Mapping
@@ -40,17 +41,35 @@ class StagedPlugin:
     module: str
 
 
-def stage_plugin(private: Path) -> StagedPlugin:
-    """Copy the plugin's modules under PRIVATE as a package with a random name."""
+def stage_plugin(private: Path, source: Path | None = None) -> StagedPlugin:
+    """Copy the plugin's modules under PRIVATE as a package with a random name.
+
+    SOURCE is the folder they come from: this package's own unless a test gives another.
+    """
     package = f"_three_ledger_{os.urandom(8).hex()}"
     folder = private / "plugin"
     target = folder / package
     target.mkdir(parents=True)
     (target / "__init__.py").write_text('"""three-ledger\'s plugin, staged for one run."""\n')
-    source = Path(__file__).resolve().parent
+    source = source or Path(__file__).resolve().parent
     for name in PLUGIN_SIDE_MODULES:
-        shutil.copyfile(source / name, target / name)
+        # copy2 keeps the modification time, which the bytecode's header is checked against.
+        shutil.copy2(source / name, target / name)
+        _copy_bytecode(source / name, target / name)
     return StagedPlugin(folder, f"{package}.pytest_plugin")
+
+
+def _copy_bytecode(source: Path, target: Path) -> None:
+    """The bytecode installed with SOURCE, if any, beside TARGET: the child need not compile.
+
+    Python checks it against the copy's size and time as for any module, and names the copy
+    in its code; a child of another Python version looks for a file of its own and compiles.
+    """
+    cached = Path(importlib.util.cache_from_source(os.fspath(source)))
+    if cached.is_file():
+        copied = Path(importlib.util.cache_from_source(os.fspath(target)))
+        copied.parent.mkdir(exist_ok=True)
+        shutil.copyfile(cached, copied)
 
 
 def plugin_environment(inherited: Mapping[str, str], staged: StagedPlugin) -> dict[str, str]:

@@ -159,28 +159,34 @@ def check_before_running(request: Request) -> Scored:
             moved_since_base(request, fixture_pin),
         )
     refuse_unreviewed(request.root, fixture_pin, live, request.base)
-    base_revision = git.resolve_base(request.root, request.base, os.environ)
-    head_revision = git.head_revision(request.root)
-    reasons = {path: "runner configuration" for path in runner_oracle_changes(
-        request.root, base_revision, request.command
-    )}  # fmt: skip
-    for path in git.changed_paths(request.root, base_revision, properties_pin.oracle_paths):
-        reasons[path] = "listed in oracle_paths"
-    unmatched = unmatched_oracle_paths(request.root, base_revision, properties_pin.oracle_paths)
-    flag = rewriting_flag(request.command, request.root)
-    if flag is not None:
-        raise Refused(f"--command carries {flag!r}, which rewrites the oracles it is judged by")
-    return Scored(
-        fixture_pin,
-        properties_pin,
-        flake_pin,
-        live.digest,
-        base_revision,
-        head_revision,
-        reasons,
-        before_run(request.root, base_revision),
-        unmatched,
-    )
+    root, base_revision = request.root, git.resolve_base(request.root, request.base, os.environ)
+    oracle_paths = properties_pin.oracle_paths
+    # The git questions below only read, and are independent: their children overlap.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        before = pool.submit(before_run, root, base_revision)
+        listed = pool.submit(git.changed_paths, root, base_revision, oracle_paths)
+        unmatched = pool.submit(unmatched_oracle_paths, root, base_revision, oracle_paths)
+        head_revision = git.head_revision(root)
+        reasons = {path: "runner configuration" for path in runner_oracle_changes(
+            root, base_revision, request.command
+        )}  # fmt: skip
+        for path in listed.result():
+            reasons[path] = "listed in oracle_paths"
+        unmatched_paths = unmatched.result()
+        flag = rewriting_flag(request.command, root)
+        if flag is not None:
+            raise Refused(f"--command carries {flag!r}, which rewrites the oracles it is judged by")
+        return Scored(
+            fixture_pin,
+            properties_pin,
+            flake_pin,
+            live.digest,
+            base_revision,
+            head_revision,
+            reasons,
+            before.result(),
+            unmatched_paths,
+        )
 
 
 def looks_like_a_path(text: str) -> bool:
