@@ -19,6 +19,11 @@ FAST_LAYERS := tests/unit tests/commands
 # runs them at the quick profile's strength, `make test-e2e` again at five times thorough's.
 FAST_PATH_TESTS := tests/unit/test_jsonio.py tests/unit/test_ledgers_encode.py tests/unit/test_paths.py
 
+# The tests start hundreds of Python children (the CLI, pytest with the plugin). Where the
+# environment sets PYTHONDONTWRITEBYTECODE, each would compile the package from source
+# again; the caches go to __pycache__ folders that git ignores.
+unexport PYTHONDONTWRITEBYTECODE
+
 # pytest exits 5 when it collects nothing; make stops on any non-zero exit, so a layer that
 # selects no test fails the target instead of passing silently.
 .PHONY: test test-fast test-e2e lint typecheck coverage demo dist clean
