@@ -179,6 +179,11 @@ def _plain_file_entries(items: list[Any]) -> bool:
         paths, sizes, digests = (list(map(operator.itemgetter(key), items)) for key in _ENTRY_KEYS)
     except KeyError:
         return False
+    return _plain_columns(paths, sizes, digests)
+
+
+def _plain_columns(paths: list[Any], sizes: list[Any], digests: list[Any]) -> bool:
+    """Whether file entries held as columns are plain: paths, sizes >= 0, 64-hex digests."""
     return (
         _plain_paths(paths)
         and _all_of_type(sizes, int)
@@ -202,14 +207,7 @@ def _plain_file_rows(rows: Rows) -> bool:
     if sorted(rows.keys) != sorted(_ENTRY_KEYS) or len(rows) == 0:
         return False
     paths, sizes, digests = (rows.columns[rows.keys.index(key)] for key in _ENTRY_KEYS)
-    return (
-        _plain_paths(paths)
-        and _all_of_type(sizes, int)
-        and min(sizes) >= 0
-        and _all_of_type(digests, str)
-        and set(map(len, digests)) == {64}
-        and _only_hex_digits("".join(digests))
-    )
+    return _plain_columns(paths, sizes, digests)
 
 
 def _all_of_type(items: list[Any], kind: type) -> bool:
