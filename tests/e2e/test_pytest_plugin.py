@@ -357,7 +357,9 @@ def test_plugin_is_inert_without_its_variables(tmp_path: Path) -> None:
     completed = run_pytest(folder, child_env(), "--strict-markers")
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "1 passed" in completed.stdout
-    assert sorted(p.name for p in folder.iterdir()) == ["pytest.ini", "test_inner.py"]
+    # Nothing written but Python's own bytecode cache, where the environment allows one.
+    written = sorted(p.name for p in folder.iterdir() if p.name != "__pycache__")
+    assert written == ["pytest.ini", "test_inner.py"]
 
 
 def test_recording_alone_does_not_install_the_guard(tmp_path: Path) -> None:
