@@ -1,7 +1,8 @@
 """Render the gate's step summary for each posture as GitHub shows it, and screenshot it.
 
 Runs the real `three-ledger gate` on three of the demo's scenarios (a reject, a human
-review, a review with a flake note), renders each summary with cmark-gfm (GitHub's Markdown
+review, a review with a flake note) and on a pin change that pins a ceremony property (vet's
+table), renders each summary with cmark-gfm (GitHub's Markdown
 parser) inside GitHub's Markdown stylesheet (npm `github-markdown-css`) in a 1,000 px wide
 page, and takes a screenshot with headless Chromium. Prints, for each posture, the widest
 table and whether anything is wider than the page.
@@ -13,6 +14,7 @@ Needs: the test extra (cmarkgfm), npm, and Debian's chromium (`apt-get install c
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import cmarkgfm
@@ -28,6 +31,7 @@ from cmarkgfm.cmark import Options
 from three_ledger.cli import main
 from three_ledger.demo import repository
 from three_ledger.demo.scenarios import SCENARIOS, Scenario
+from three_ledger.demo.vet_check import CEREMONY_TEST, AddProperty
 
 PAGE_PX = 1000
 CHROMIUM_FLAGS = [
@@ -77,12 +81,28 @@ def summary_for(work: Path, name: str, two_pins: bool) -> str:
         edit.apply(repo)
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", item.description)
+    return gate_summary(work, name, repo, base, item.env)
+
+
+def pin_change_summary(work: Path) -> str:
+    """The gate on a change to the properties pin alone: the test landed first, unpinned."""
+    repo = work / "pin-change"
+    repository.build_repository(repo)
+    CEREMONY_TEST.apply(repo)
+    _git(repo, "commit", "-q", "-am", "a test of the orders files")
+    base = _git(repo, "rev-parse", "HEAD")
+    AddProperty().apply(repo)
+    _git(repo, "commit", "-q", "-am", "pins: pin the new property")
+    return gate_summary(work, "pin-change", repo, base, {})
+
+
+def gate_summary(work: Path, name: str, repo: Path, base: str, env: dict[str, str]) -> str:
     # Relative, as in a CI workspace: the summary shows the paths the way CI gives them.
     out = Path("three-ledger") / name
     command = shlex.join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           "properties/test_orders.py"])  # fmt: skip
     saved = dict(os.environ)
-    os.environ.update(item.env)
+    os.environ.update(env)
     try:
         main(["gate", "--pins-dir", str(repo / "pins"), "--root", str(repo), "--command",
               command, "--base", base, "--out-dir", str(out), "--summary-md",
@@ -140,9 +160,14 @@ def main_script(target: Path) -> int:
         os.chdir(work)
         css = stylesheet(work)
         wide = False
-        for posture, (name, two_pins) in POSTURES.items():
+        summaries: dict[str, Callable[[], str]] = {
+            posture: functools.partial(summary_for, work, name, two_pins)
+            for posture, (name, two_pins) in POSTURES.items()
+        }
+        summaries["pin-change"] = functools.partial(pin_change_summary, work)
+        for posture, summary in summaries.items():
             html = work / f"{posture}.html"
-            html.write_text(page(summary_for(work, name, two_pins), css), encoding="utf-8")
+            html.write_text(page(summary(), css), encoding="utf-8")
             profile = work / f"profile-{posture}"
             profile.mkdir()
             sizes = measure(html, profile)

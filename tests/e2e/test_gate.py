@@ -309,6 +309,9 @@ def test_a_properties_pin_change_is_vetted_on_each_pin_and_vet_reports_the_cerem
     assert len(ceremony_rows) == 2
     assert all(row.startswith("| ❌ |") and "cannot fail" in row for row in ceremony_rows)
     assert vet_section.count("| ✅ |") == 2 * (len(vetted) - 1)
+    # Nothing was scored: no property is reported, as missing or otherwise.
+    assert "**Properties**" not in summary
+    assert not junit_cases(gate_dir / "verdict.xml").get("three-ledger.properties")
 
 
 @pytest.mark.usefixtures("clean_env")

@@ -429,7 +429,8 @@ def _pin_change(request: GateRequest, out: OutDir, change: Change) -> GateOutcom
     else:
         chain.vet_changed_pins()
     verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, f"{PIN_CHANGE_REASON} ({changed})")
-    return GateOutcome(verdict, None, change, chain.plan, chain.steps, pin_change=True)
+    # No plan in the outcome: nothing was scored, so no property is reported as missing.
+    return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
 
 
 # --- the end: decision, reports --------------------------------------------------------------
