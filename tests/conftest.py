@@ -49,6 +49,12 @@ def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 
 @pytest.fixture
+def work(clean_run: Run, tmp_path: Path) -> Run:
+    """A private copy of the clean run that a test may change."""
+    return clean_run.copy_to(tmp_path / "work")
+
+
+@pytest.fixture
 def orders_repo(tmp_path: Path) -> Path:
     """A copy of examples/orders in a fresh git repository with one commit."""
     repo = tmp_path / "orders"

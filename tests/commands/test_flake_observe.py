@@ -28,21 +28,9 @@ from helpers.example_run import (
     utc_today,
 )
 
-# The session's clean run is built once, on the one worker that runs this group
-# (`--dist loadgroup` in the Makefile): the merge and flake-observe modules share it.
-# Its evidence comes from real pytest runs of the example (the clean run and some of its own).
+# Real pytest runs of the example: `clean_run` (conftest.py), shared with test_merge.py on one
+# worker through the group, and a few runs of this module's own.
 pytestmark = [pytest.mark.xdist_group("clean-run"), pytest.mark.pytest_child]
-
-
-@pytest.fixture
-def clean(clean_run: Run) -> Run:
-    return clean_run
-
-
-@pytest.fixture
-def work(clean: Run, tmp_path: Path) -> Run:
-    """A private copy of the clean run that a test may change."""
-    return clean.copy_to(tmp_path / "work")
 
 
 def assert_refused(run_cli: RunCli, argv: list[str | Path], out: Path, fragment: str) -> str:
@@ -59,10 +47,10 @@ def assert_refused(run_cli: RunCli, argv: list[str | Path], out: Path, fragment:
 # --- the ledger that is written ------------------------------------------------------------
 
 
-def test_writes_the_narrow_observation(clean: Run) -> None:
-    written = json.loads((clean / "fl.json").read_text())
-    entry = json.loads(clean.flake_pin.read_text())["flakes"][0]
-    prop_bytes = (clean / "p_a.json").read_bytes()
+def test_writes_the_narrow_observation(clean_run: Run) -> None:
+    written = json.loads((clean_run / "fl.json").read_text())
+    entry = json.loads(clean_run.flake_pin.read_text())["flakes"][0]
+    prop_bytes = (clean_run / "p_a.json").read_bytes()
     assert list(written) == [
         "kind", "ledger_id", "test_id", "flake_pin_id", "accepted_revision", "review_by",
         "observed", "fixture_digest", "property_ledger_sha256", "recorded_at",
@@ -72,10 +60,11 @@ def test_writes_the_narrow_observation(clean: Run) -> None:
     assert written["accepted_revision"] == entry["accepted_revision"]
     assert written["review_by"] == entry["review_by"]
     assert written["observed"] == "fail"
-    assert written["fixture_digest"] == json.loads((clean / "f_a.json").read_text())["digest"]
+    assert written["fixture_digest"] == json.loads((clean_run / "f_a.json").read_text())["digest"]
     assert written["property_ledger_sha256"] == hashlib.sha256(prop_bytes).hexdigest()
     stamps = {
-        json.loads((clean / name).read_text())["recorded_at"] for name in ("f_a.json", "p_a.json")
+        json.loads((clean_run / name).read_text())["recorded_at"]
+        for name in ("f_a.json", "p_a.json")
     }
     assert written["recorded_at"] not in stamps
 
@@ -99,9 +88,9 @@ def test_review_by_today_still_holds(work: Run, run_cli: RunCli) -> None:
     assert json.loads((work / "fl_today.json").read_text())["review_by"] == utc_today().isoformat()
 
 
-def test_with_base_writes_when_every_precondition_holds(clean: Run, run_cli: RunCli) -> None:
-    out = clean.ledgers.parent / "extra" / "fl_base.json"
-    argv = observe_argv(clean, "x", root=clean.repo, base=clean.base)
+def test_with_base_writes_when_every_precondition_holds(clean_run: Run, run_cli: RunCli) -> None:
+    out = clean_run.ledgers.parent / "extra" / "fl_base.json"
+    argv = observe_argv(clean_run, "x", root=clean_run.repo, base=clean_run.base)
     argv[argv.index("--out") + 1] = out
     result = run_cli(*argv)
     assert result.code == 0, result.err
@@ -130,10 +119,10 @@ def set_review_by(pin_path: Path, day: datetime.date) -> None:
     write_json(pin_path, pin)
 
 
-def test_1_digests_disagree(clean: Run, run_cli: RunCli) -> None:
-    argv = observe_argv(clean, "refused.json", fixture="f_b.json")
-    line = assert_refused(run_cli, argv, clean / "refused.json", "precondition 1")
-    assert str(clean / "p_a.json") in line
+def test_1_digests_disagree(clean_run: Run, run_cli: RunCli) -> None:
+    argv = observe_argv(clean_run, "refused.json", fixture="f_b.json")
+    line = assert_refused(run_cli, argv, clean_run / "refused.json", "precondition 1")
+    assert str(clean_run / "p_a.json") in line
 
 
 def test_1_malformed_ledger(work: Run, run_cli: RunCli) -> None:
@@ -232,8 +221,8 @@ def test_6_flake_pin_outside_the_work_tree(work: Run, run_cli: RunCli) -> None:
     assert "outside the git work tree" in line
 
 
-def test_base_that_does_not_resolve(clean: Run, run_cli: RunCli, tmp_path: Path) -> None:
-    argv = observe_argv(clean, "x", root=clean.repo, base="no-such-branch")
+def test_base_that_does_not_resolve(clean_run: Run, run_cli: RunCli, tmp_path: Path) -> None:
+    argv = observe_argv(clean_run, "x", root=clean_run.repo, base="no-such-branch")
     argv[argv.index("--out") + 1] = tmp_path / "o.json"
     assert_refused(run_cli, argv, tmp_path / "o.json", "'no-such-branch'")
 
@@ -241,22 +230,24 @@ def test_base_that_does_not_resolve(clean: Run, run_cli: RunCli, tmp_path: Path)
 # --- where the ledger may not go ------------------------------------------------------------
 
 
-def test_out_inside_the_pin_folder_is_refused_and_the_pin_kept(clean: Run, run_cli: RunCli) -> None:
-    before = clean.flake_pin.read_bytes()
-    argv = observe_argv(clean, "x")
-    argv[argv.index("--out") + 1] = clean.flake_pin
+def test_out_inside_the_pin_folder_is_refused_and_the_pin_kept(
+    clean_run: Run, run_cli: RunCli
+) -> None:
+    before = clean_run.flake_pin.read_bytes()
+    argv = observe_argv(clean_run, "x")
+    argv[argv.index("--out") + 1] = clean_run.flake_pin
     result = run_cli(*argv)
     assert result.code == 3
     assert "folder of pin" in result.first_error_line
-    assert clean.flake_pin.read_bytes() == before
+    assert clean_run.flake_pin.read_bytes() == before
 
 
-def test_out_over_an_input_is_refused_and_the_input_kept(clean: Run, run_cli: RunCli) -> None:
-    before = (clean / "p_a.json").read_bytes()
-    result = run_cli(*observe_argv(clean, "p_a.json"))
+def test_out_over_an_input_is_refused_and_the_input_kept(clean_run: Run, run_cli: RunCli) -> None:
+    before = (clean_run / "p_a.json").read_bytes()
+    result = run_cli(*observe_argv(clean_run, "p_a.json"))
     assert result.code == 3
     assert "also an input ledger" in result.first_error_line
-    assert (clean / "p_a.json").read_bytes() == before
+    assert (clean_run / "p_a.json").read_bytes() == before
 
 
 def test_missing_required_flag_is_usage(run_cli: RunCli, tmp_path: Path) -> None:

@@ -27,20 +27,9 @@ from helpers.example_run import (
     utc_today,
 )
 
-# The session's clean run is built once, on the one worker that runs this group
-# (`--dist loadgroup` in the Makefile): the merge and flake-observe modules share it.
-# Its evidence comes from real pytest runs of the example (the clean run and some of its own).
+# Real pytest runs of the example: `clean_run` (conftest.py), shared with
+# test_flake_observe.py on one worker through the group, and a few runs of this module's own.
 pytestmark = [pytest.mark.xdist_group("clean-run"), pytest.mark.pytest_child]
-
-
-@pytest.fixture
-def clean(clean_run: Run) -> Run:
-    return clean_run
-
-
-@pytest.fixture
-def work(clean: Run, tmp_path: Path) -> Run:
-    return clean.copy_to(tmp_path / "work")
 
 
 def merge(
@@ -84,8 +73,8 @@ def forge(path: Path, **change: Any) -> None:
 # --- row 1: F missing or invalid, or the tree moved after scoring ---------------------------
 
 
-def test_row_1_fixture_ledger_missing(clean: Run, run_cli: RunCli) -> None:
-    result, decision = merge(run_cli, clean, fixture="never_written.json")
+def test_row_1_fixture_ledger_missing(clean_run: Run, run_cli: RunCli) -> None:
+    result, decision = merge(run_cli, clean_run, fixture="never_written.json")
     assert_row(result, decision, "reject", 1)
     assert decision["reason"].startswith("do not score: fixture ledger")
     assert decision["inputs"]["fixture"] is None
@@ -116,15 +105,15 @@ def test_row_1_tree_moved_after_scoring(work: Run, run_cli: RunCli, tree_change:
 # --- row 2: P missing or invalid, or not scored on F's digest ------------------------------
 
 
-def test_row_2_property_ledger_of_another_digest(clean: Run, run_cli: RunCli) -> None:
+def test_row_2_property_ledger_of_another_digest(clean_run: Run, run_cli: RunCli) -> None:
     """F from pin B, P scored on pin A: both real, they do not describe one tree."""
-    result, decision = merge(run_cli, clean, fixture="f_b.json", prop="p_a.json")
+    result, decision = merge(run_cli, clean_run, fixture="f_b.json", prop="p_a.json")
     assert_row(result, decision, "reject", 2)
     assert "not the fixture ledger's" in decision["reason"]
 
 
-def test_row_2_property_ledger_missing(clean: Run, run_cli: RunCli) -> None:
-    result, decision = merge(run_cli, clean, prop="never_written.json")
+def test_row_2_property_ledger_missing(clean_run: Run, run_cli: RunCli) -> None:
+    result, decision = merge(run_cli, clean_run, prop="never_written.json")
     assert_row(result, decision, "reject", 2)
     assert decision["inputs"]["property"] is None
 
@@ -274,16 +263,21 @@ def test_row_7_property_miss_stands(work: Run, run_cli: RunCli) -> None:
 
 @pytest.mark.parametrize("dual_pin", [None, "d_not_run.json"])
 def test_row_8_one_pin_is_weaker_evidence(
-    clean: Run, run_cli: RunCli, dual_pin: str | None
+    clean_run: Run, run_cli: RunCli, dual_pin: str | None
 ) -> None:
-    extra: list[str | Path] = ["--dual-pin", clean / dual_pin] if dual_pin else []
-    result, decision = merge(run_cli, clean, *extra, *all_checks(clean))
+    extra: list[str | Path] = ["--dual-pin", clean_run / dual_pin] if dual_pin else []
+    result, decision = merge(run_cli, clean_run, *extra, *all_checks(clean_run))
     assert_row(result, decision, "human_review", 8)
 
 
-def test_row_9_review_with_a_flake_note(clean: Run, run_cli: RunCli) -> None:
-    extra: list[str | Path] = ["--dual-pin", clean / "d.json", "--flake-ledger", clean / "fl.json"]
-    result, decision = merge(run_cli, clean, *extra, *all_checks(clean))
+def test_row_9_review_with_a_flake_note(clean_run: Run, run_cli: RunCli) -> None:
+    extra: list[str | Path] = [
+        "--dual-pin",
+        clean_run / "d.json",
+        "--flake-ledger",
+        clean_run / "fl.json",
+    ]
+    result, decision = merge(run_cli, clean_run, *extra, *all_checks(clean_run))
     assert_row(result, decision, "review", 9)
     assert "a flake note is not a pass" in decision["reason"]
 
@@ -291,14 +285,19 @@ def test_row_9_review_with_a_flake_note(clean: Run, run_cli: RunCli) -> None:
 # --- the decision file and the reports --------------------------------------------------------
 
 
-def test_decision_records_each_input_and_its_own_clock(clean: Run, run_cli: RunCli) -> None:
-    extra: list[str | Path] = ["--dual-pin", clean / "d.json", "--flake-ledger", clean / "fl.json"]
-    _, decision = merge(run_cli, clean, *extra)
+def test_decision_records_each_input_and_its_own_clock(clean_run: Run, run_cli: RunCli) -> None:
+    extra: list[str | Path] = [
+        "--dual-pin",
+        clean_run / "d.json",
+        "--flake-ledger",
+        clean_run / "fl.json",
+    ]
+    _, decision = merge(run_cli, clean_run, *extra)
     assert list(decision) == ["kind", "ledger_id", "posture", "row", "reason", "inputs",
                               "recorded_at"]  # fmt: skip
 
     def sha(name: str) -> str:
-        return hashlib.sha256((clean / name).read_bytes()).hexdigest()
+        return hashlib.sha256((clean_run / name).read_bytes()).hexdigest()
 
     assert decision["inputs"] == {
         "fixture": sha("f_a.json"),
@@ -306,34 +305,34 @@ def test_decision_records_each_input_and_its_own_clock(clean: Run, run_cli: RunC
         "dual_pin": sha("d.json"),
         "flakes": [sha("fl.json")],
     }
-    stamps = {json.loads((clean / n).read_text())["recorded_at"]
+    stamps = {json.loads((clean_run / n).read_text())["recorded_at"]
               for n in ("f_a.json", "p_a.json", "d.json", "fl.json")}  # fmt: skip
     assert decision["recorded_at"] not in stamps
 
 
-def test_absent_inputs_are_null_and_empty(clean: Run, run_cli: RunCli) -> None:
-    _, decision = merge(run_cli, clean)
+def test_absent_inputs_are_null_and_empty(clean_run: Run, run_cli: RunCli) -> None:
+    _, decision = merge(run_cli, clean_run)
     assert (decision["inputs"]["dual_pin"], decision["inputs"]["flakes"]) == (None, [])
 
 
-def test_stdout_names_each_ledger_and_the_row(clean: Run, run_cli: RunCli) -> None:
-    result, _ = merge(run_cli, clean, "--dual-pin", clean / "d.json")
+def test_stdout_names_each_ledger_and_the_row(clean_run: Run, run_cli: RunCli) -> None:
+    result, _ = merge(run_cli, clean_run, "--dual-pin", clean_run / "d.json")
     lines = result.out.splitlines()
-    assert lines[0].startswith(f"fixture ledger {clean / 'f_a.json'}: digest ")
-    assert lines[1].startswith(f"property ledger {clean / 'p_a.json'}: ")
+    assert lines[0].startswith(f"fixture ledger {clean_run / 'f_a.json'}: digest ")
+    assert lines[1].startswith(f"property ledger {clean_run / 'p_a.json'}: ")
     assert "orders.id.stable: pass" in lines[1]
     assert lines[2].endswith("; agree")
     assert lines[3].startswith("merge: review (row 9): ")
 
 
 def test_summary_md_and_github_step_summary(
-    clean: Run, run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    clean_run: Run, run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     step_summary = tmp_path / "step_summary.md"
     step_summary.write_text("## an earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
     summary = tmp_path / "report" / "summary.md"
-    merge(run_cli, clean, "--dual-pin", clean / "d.json", "--summary-md", summary)
+    merge(run_cli, clean_run, "--dual-pin", clean_run / "d.json", "--summary-md", summary)
     text = summary.read_text()
     assert text.startswith("### 🔎 three-ledger merge: review (row 9): a person reads the diff")
     assert "| fixture | <code>" in text
@@ -343,17 +342,17 @@ def test_summary_md_and_github_step_summary(
 
 
 def test_error_annotation_on_reject_in_github_actions(
-    clean: Run, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+    clean_run: Run, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    result, decision = merge(run_cli, clean, fixture="f_b.json")
+    result, decision = merge(run_cli, clean_run, fixture="f_b.json")
     errors = [line for line in result.out.splitlines() if line.startswith("::error")]
     assert errors == [f"::error::three-ledger merge: reject (row 2): {decision['reason']}"]
 
 
 @pytest.mark.parametrize(("github_actions", "fixture"), [("true", "f_a.json"), (None, "f_b.json")])
 def test_no_error_annotation_otherwise(
-    clean: Run,
+    clean_run: Run,
     run_cli: RunCli,
     monkeypatch: pytest.MonkeyPatch,
     github_actions: str | None,
@@ -362,7 +361,7 @@ def test_no_error_annotation_otherwise(
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     if github_actions:
         monkeypatch.setenv("GITHUB_ACTIONS", github_actions)
-    result, _ = merge(run_cli, clean, fixture=fixture)
+    result, _ = merge(run_cli, clean_run, fixture=fixture)
     assert "::error" not in result.out + result.err
 
 
@@ -370,36 +369,41 @@ def test_no_error_annotation_otherwise(
 
 
 @pytest.mark.parametrize("flag", ["--pins-dir", "--flake-pin", "--pin"])
-def test_out_inside_a_pin_folder_is_refused(clean: Run, run_cli: RunCli, flag: str) -> None:
-    out = clean.repo / "pins" / "merge.json"
+def test_out_inside_a_pin_folder_is_refused(clean_run: Run, run_cli: RunCli, flag: str) -> None:
+    out = clean_run.repo / "pins" / "merge.json"
     given = {
-        "--pins-dir": ["--pins-dir", clean.repo / "pins", "--base", clean.base],
-        "--flake-pin": ["--flake-pin", clean.flake_pin],
-        "--pin": ["--pin", clean.repo / "pins/fixtures.json", "--root", clean.repo],
+        "--pins-dir": ["--pins-dir", clean_run.repo / "pins", "--base", clean_run.base],
+        "--flake-pin": ["--flake-pin", clean_run.flake_pin],
+        "--pin": ["--pin", clean_run.repo / "pins/fixtures.json", "--root", clean_run.repo],
     }[flag]
-    result = run_cli("merge", "--fixture-ledger", clean / "f_a.json",
-                     "--property-ledger", clean / "p_a.json", "--out", out, *given)  # fmt: skip
+    result = run_cli("merge", "--fixture-ledger", clean_run / "f_a.json",
+                     "--property-ledger", clean_run / "p_a.json", "--out", out, *given)  # fmt: skip
     assert result.code == 2
     assert str(out) in result.first_error_line
     assert not out.exists()
 
 
-def test_out_over_an_input_is_refused(clean: Run, run_cli: RunCli) -> None:
-    before = (clean / "p_a.json").read_bytes()
-    inputs = ["--fixture-ledger", clean / "f_a.json", "--property-ledger", clean / "p_a.json"]
-    result = run_cli("merge", *inputs, "--out", clean / "p_a.json")
+def test_out_over_an_input_is_refused(clean_run: Run, run_cli: RunCli) -> None:
+    before = (clean_run / "p_a.json").read_bytes()
+    inputs = [
+        "--fixture-ledger",
+        clean_run / "f_a.json",
+        "--property-ledger",
+        clean_run / "p_a.json",
+    ]
+    result = run_cli("merge", *inputs, "--out", clean_run / "p_a.json")
     assert result.code == 2
-    assert (clean / "p_a.json").read_bytes() == before
+    assert (clean_run / "p_a.json").read_bytes() == before
 
 
-def test_summary_over_an_input_is_refused(clean: Run, run_cli: RunCli, tmp_path: Path) -> None:
-    before = (clean / "f_a.json").read_bytes()
-    result = run_cli("merge", "--fixture-ledger", clean / "f_a.json",
-                     "--property-ledger", clean / "p_a.json", "--out", tmp_path / "m.json",
-                     "--summary-md", clean / "f_a.json")  # fmt: skip
+def test_summary_over_an_input_is_refused(clean_run: Run, run_cli: RunCli, tmp_path: Path) -> None:
+    before = (clean_run / "f_a.json").read_bytes()
+    result = run_cli("merge", "--fixture-ledger", clean_run / "f_a.json",
+                     "--property-ledger", clean_run / "p_a.json", "--out", tmp_path / "m.json",
+                     "--summary-md", clean_run / "f_a.json")  # fmt: skip
     assert result.code == 2
     assert "--summary-md" in result.first_error_line
-    assert (clean / "f_a.json").read_bytes() == before
+    assert (clean_run / "f_a.json").read_bytes() == before
     assert not (tmp_path / "m.json").exists()
 
 
