@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import PLUGIN_STAND_IN, RunCli, git
+from helpers import CI_VARIABLES, PLUGIN_STAND_IN, RunCli, git
 from three_ledger.demo import repository as demo
 
 TEST_FILE = "properties/test_orders.py"
@@ -47,15 +47,8 @@ def project(tmp_path: Path) -> tuple[Path, str]:
 
 @pytest.fixture(autouse=True)
 def no_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in (
-        "GITHUB_ACTIONS",
-        "GITHUB_STEP_SUMMARY",
-        "GITHUB_EVENT_NAME",
-        "GITHUB_BASE_REF",
-        "THREE_LEDGER_BASE",
-        "CI_MERGE_REQUEST_DIFF_BASE_SHA",
-    ):
-        monkeypatch.delenv(key, raising=False)  # fmt: skip
+    for key in CI_VARIABLES:
+        monkeypatch.delenv(key, raising=False)
 
 
 def gate(run_cli: RunCli, repo: Path, command: str, *extra: str | Path) -> tuple[int, str, Path]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, git, write_json
+from helpers import CI_VARIABLES, RunCli, git, write_json
 from three_ledger.commands.gate import OutDir
 from three_ledger.demo import repository as demo
 from three_ledger.demo.scenarios import CLEAN, SCENARIOS, Expected, Scenario
@@ -26,19 +26,10 @@ PROPERTIES_PIN = "pins/properties.json"
 
 
 @dataclass(frozen=True)
-class Project:
+class Project(demo.ScenarioPaths):
     """The demo's example repository with one scenario's patch committed on top of the base."""
 
-    folder: Path
     base: str
-
-    @property
-    def worktree(self) -> Path:
-        return self.folder / "repo"
-
-    @property
-    def ledgers(self) -> Path:
-        return self.folder / "ledgers"
 
 
 def one_pin_base(repo: Path) -> str:
@@ -83,16 +74,8 @@ def decision_of(folder: Path) -> Expected:
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in (
-        "GITHUB_ACTIONS",
-        "GITHUB_STEP_SUMMARY",
-        "GITHUB_EVENT_NAME",
-        "GITHUB_BASE_REF",
-        "THREE_LEDGER_BASE",
-        "CI_MERGE_REQUEST_DIFF_BASE_SHA",
-        "PYTEST_ADDOPTS",
-    ):
-        monkeypatch.delenv(key, raising=False)  # fmt: skip
+    for key in (*CI_VARIABLES, "PYTEST_ADDOPTS"):
+        monkeypatch.delenv(key, raising=False)
 
 
 @pytest.mark.usefixtures("clean_env")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from helpers import CliResult, RunCli, git
+from helpers import FORCE_PASS, CliResult, RunCli, git
 
 pytestmark = pytest.mark.pytest_child
 
@@ -144,17 +144,7 @@ def test_nested_pytest_runs_grow_no_sentinels(run_cli: RunCli, orders_repo: Path
 
 # Blanket ways to force outcomes from inside the run: each must trip the wire.
 FORCING = {
-    "hookwrapper-in-conftest": (
-        "conftest.py",
-        (
-            "import pytest\n\n"
-            "@pytest.hookimpl(wrapper=True)\n"
-            "def pytest_runtest_makereport(item, call):\n"
-            "    report = yield\n"
-            "    report.outcome = 'passed'\n"
-            "    return report\n"
-        ),
-    ),
+    "hookwrapper-in-conftest": ("conftest.py", FORCE_PASS),
     "patched-report-class-in-product": (
         "orders.py",
         (

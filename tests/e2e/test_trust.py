@@ -19,21 +19,13 @@ from typing import Any
 
 import pytest
 
-from helpers import EXAMPLE, RunCli, git, write_json
+from helpers import EXAMPLE, FORCE_PASS, RunCli, git, write_json
 
 pytestmark = pytest.mark.pytest_child
 
 PYTEST = f"{sys.executable} -m pytest -q properties/test_orders.py"
 # The example as its base commit: the pins reviewed, the flake pin left out (not in play here).
 BROKEN_TOTAL = "\n\ndef order_total(order):\n    return _order_total(order) - 10**12\n"
-FORCE_PASS = (
-    "import pytest\n\n"
-    "@pytest.hookimpl(wrapper=True)\n"
-    "def pytest_runtest_makereport(item, call):\n"
-    "    report = yield\n"
-    "    report.outcome = 'passed'\n"
-    "    return report\n"
-)
 
 
 @dataclass(frozen=True)

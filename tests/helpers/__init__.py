@@ -185,3 +185,25 @@ def fast_path_examples() -> int:
 
     examples = settings().max_examples
     return examples if examples <= QUICK_EXAMPLES else 5 * examples
+
+
+# What a CI runner sets that steers the gate's base and reports: tests that run the gate as
+# on a developer's machine clear them.
+CI_VARIABLES = (
+    "GITHUB_ACTIONS",
+    "GITHUB_STEP_SUMMARY",
+    "GITHUB_EVENT_NAME",
+    "GITHUB_BASE_REF",
+    "THREE_LEDGER_BASE",
+    "CI_MERGE_REQUEST_DIFF_BASE_SHA",
+)
+# A conftest hookwrapper that forces every report to `passed`: the blanket sabotage the
+# tripwire exists to catch.
+FORCE_PASS = (
+    "import pytest\n\n"
+    "@pytest.hookimpl(wrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n"
+    "    report = yield\n"
+    "    report.outcome = 'passed'\n"
+    "    return report\n"
+)
