@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from helpers import RunCli, git
+from helpers.scoring import PYTEST, ledger, score
 from three_ledger.measured_oracles import _pytest_section, unmatched_oracle_paths
 
 
@@ -56,35 +56,17 @@ def test_a_helper_that_changes_its_bytes_during_the_run_is_exit_4(
     git(orders_repo, "commit", "-qm", "a conftest")
     base = git(orders_repo, "rev-parse", "HEAD")
     (orders_repo / "properties/conftest.py").write_text(SELF_RESTORING)
-    digest = run_cli(
-        "digest", "--pin", orders_repo / "pins/fixtures.json", "--root", orders_repo,
-        "--out", orders_repo.parent / "f.json",
-    ).out.strip()  # fmt: skip
-    result = run_cli(
-        "properties", "--pin", orders_repo / "pins/fixtures.json", "--expect-digest", digest,
-        "--properties", orders_repo / "pins/properties.json", "--root", orders_repo,
-        "--command", f"{sys.executable} -m pytest -q properties", "--base", base,
-        "--out", orders_repo.parent / "p.json",
-    )  # fmt: skip
+    result = score(run_cli, orders_repo, "--base", base, command=f"{PYTEST} properties")
     assert result.code == 4, result.err
     assert "oracle files changed while the command ran: properties/conftest.py" in result.err
-    assert not (orders_repo.parent / "p.json").exists()
+    assert not (orders_repo.parent / "ledgers/p.json").exists()
 
 
 @pytest.mark.pytest_child
 def test_the_example_records_its_harness(run_cli: RunCli, orders_repo: Path) -> None:
-    digest = run_cli(
-        "digest", "--pin", orders_repo / "pins/fixtures.json", "--root", orders_repo,
-        "--out", orders_repo.parent / "f.json",
-    ).out.strip()  # fmt: skip
-    result = run_cli(
-        "properties", "--pin", orders_repo / "pins/fixtures.json", "--expect-digest", digest,
-        "--properties", orders_repo / "pins/properties.json", "--root", orders_repo,
-        "--command", f"{sys.executable} -m pytest -q properties/test_orders.py",
-        "--base", "HEAD", "--out", orders_repo.parent / "p.json",
-    )  # fmt: skip
+    result = score(run_cli, orders_repo, "--base", "HEAD")
     assert result.code == 0, result.err
-    harness = json.loads((orders_repo.parent / "p.json").read_text())["harness"]
+    harness = ledger(orders_repo)["harness"]
     assert harness["config_file"] == "pytest.ini"
     assert harness["rootdir"] == "."
     assert harness["test_side_modules"] == ["properties/test_orders.py"]
