@@ -169,11 +169,12 @@ def test_a_refusal_leaves_its_ledger_absent_and_the_chain_goes_on_to_merge(
     stale = project.folder / "gate"
     write_json(stale / "property-a.json", {"left": "by an earlier run"})
     write_json(stale / "flake-7.json", {"left": "by an earlier run"})
+    write_json(stale / "vet-b.json", {"left": "by an earlier run"})
     code, out, err = run_gate(run_cli, project)
     assert code == 1
-    assert "removed 2 file(s) an earlier run left" in err
-    assert not (stale / "property-a.json").exists()
-    assert not (stale / "flake-7.json").exists()
+    assert "removed 3 file(s) an earlier run left" in err
+    for name in ("property-a.json", "flake-7.json", "vet-b.json"):
+        assert not (stale / name).exists()
     assert "digest A (fixpin-orders-a): exit 2: " in out
     assert "properties A (fixpin-orders-a): not run: no fixture ledger" in out
     assert decision_of(stale) == Expected(Posture.REJECT, 1)
