@@ -100,7 +100,7 @@ def gate_argv(python: Path, digest: str, out: str) -> list[str]:
 def commands(root: Path, digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
     plugin_env = {
         **os.environ,
-        "PYTEST_PLUGINS": "three_ledger.pytest_plugin",
+        "PYTEST_PLUGINS": "three_ledger.plugin.hooks",
         "THREE_LEDGER_RESULTS": str(root.parent / "results.jsonl"),
     }
     gate = gate_argv(PYTHON, digest, "../property.json")
@@ -130,7 +130,7 @@ def parts(root: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
 
 def _namespace_wrapper() -> Callable[[list[str]], list[str]]:
     try:
-        from three_ledger.network_namespace import namespace_argv
+        from three_ledger.run.network_namespace import namespace_argv
     except ImportError:  # the module's name before the network modules were split
         from three_ledger.netns import namespace_argv
     return namespace_argv

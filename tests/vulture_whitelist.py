@@ -2,6 +2,9 @@
 # Vulture matches by name only: listing a name here keeps every definition of it. This file is
 # read by vulture alone; it is never imported, type-checked or collected as a test.
 
+# The list of plugins pytest registers from a plugin module (plugin/entry_point.py).
+pytest_plugins
+
 # pytest hooks of the plugin: pytest calls them by name (module functions and the methods of
 # the results writer it registers).
 pytest_configure

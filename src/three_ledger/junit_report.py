@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from three_ledger.errors import InfraFailure
-from three_ledger.outcomes import Outcome, worst
+from three_ledger.plugin.wire import Outcome, worst
 from three_ledger.results import TestResult, merge_worst, normalised
 
 # What an empty testcase name is scored as: `<unnamed 1>`, `<unnamed 2>`, ... per owner.

@@ -19,10 +19,10 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from three_ledger import __version__, jsonio
 from three_ledger.errors import Refused
-from three_ledger.harness import Harness
-from three_ledger.network_ban import Enforcement, Network
-from three_ledger.outcomes import Outcome, Status
-from three_ledger.tripwire import Tripwire
+from three_ledger.plugin.wire import Outcome, Status
+from three_ledger.run.harness import Harness
+from three_ledger.run.network_ban import Enforcement, Network
+from three_ledger.run.tripwire import Tripwire
 
 TOOL_NAME = "three-ledger"
 

@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from three_ledger.outcomes import Outcome
 from three_ledger.pins import PropertiesPin
+from three_ledger.plugin.wire import Outcome
 from three_ledger.results import ExpectedSkip, PropertyScore, TestResult, score_properties
 
 # How many matched ids `plan` shows per property, and how many close ids it suggests.

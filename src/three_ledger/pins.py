@@ -10,9 +10,9 @@ from typing import Any
 
 from three_ledger import git, jsonio
 from three_ledger.errors import Refused
-from three_ledger.network_ban import Network
 from three_ledger.paths import all_plain_under, casefold_twins, is_under, path_problem
 from three_ledger.results import ExpectedSkip, selector_tuple
+from three_ledger.run.network_ban import Network
 
 DEFAULT_FIXTURES_DIR = "fixtures"
 DEFAULT_ORACLE_PATHS = ("properties", "tests")

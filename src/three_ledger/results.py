@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from three_ledger.errors import InfraFailure
-from three_ledger.outcomes import Outcome, Status, status_of, worst
+from three_ledger.plugin.wire import Outcome, Status, status_of, worst
 
 # JUnit files larger than this are refused unread: no honest test run needs more.
 MAX_JUNIT_BYTES = 64 * 1024 * 1024

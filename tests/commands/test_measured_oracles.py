@@ -9,7 +9,7 @@ import pytest
 
 from helpers import RunCli, git
 from helpers.scoring import PYTEST, ledger, score
-from three_ledger.measured_oracles import _pytest_section, unmatched_oracle_paths
+from three_ledger.run.measured_oracles import _pytest_section, unmatched_oracle_paths
 
 
 def test_only_pytests_section_of_a_shared_config_file_counts() -> None:

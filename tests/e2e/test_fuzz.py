@@ -42,8 +42,8 @@ from three_ledger.ledgers import (
     RecordT,
     read_ledger,
 )
-from three_ledger.outcomes import Outcome
 from three_ledger.pins import load_fixture_pin, load_flake_pin, load_properties_pin
+from three_ledger.plugin.wire import Outcome
 from three_ledger.results import (
     TestResult,
     property_statuses,

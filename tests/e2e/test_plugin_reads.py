@@ -1,4 +1,4 @@
-"""Tests for three_ledger.plugin_reads: which pinned files each item opened, in real pytest runs."""
+"""Tests for three_ledger.plugin.reads: which pinned files each item opened, in real pytest runs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from three_ledger.commands import vet
-from three_ledger.plugin_staging import PLUGIN_SIDE_MODULES
+from three_ledger.run.staging import PLUGIN_SIDE_MODULES
 
 pytestmark = pytest.mark.pytest_child
 
@@ -101,7 +101,7 @@ def write_suite(folder: Path) -> Path:
 def reads_env(folder: Path, reads: Path, watched: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "THREE_LEDGER_"))}
     env.update(
-        PYTEST_PLUGINS="three_ledger.pytest_plugin",
+        PYTEST_PLUGINS="three_ledger.plugin.hooks",
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
         THREE_LEDGER_READS=str(reads),
         THREE_LEDGER_READS_UNDER=watched,
@@ -196,7 +196,7 @@ def test_the_hook_is_installed_only_when_the_gate_asks(
     variables: dict[str, str], hooked: bool
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("THREE_LEDGER_")}
-    probe = "import three_ledger.plugin_reads as r; print(r._LOG is not None)"
+    probe = "import three_ledger.plugin.reads as r; print(r._LOG is not None)"
     done = subprocess.run(
         [sys.executable, "-c", probe], env={**env, **variables},
         capture_output=True, text=True, timeout=60, check=True,
@@ -205,7 +205,7 @@ def test_the_hook_is_installed_only_when_the_gate_asks(
 
 
 def test_the_gate_and_the_plugin_agree_on_the_variable_names() -> None:
-    from three_ledger import plugin_reads
+    from three_ledger.plugin import reads as plugin_reads
 
     assert (vet.READS_ENV, vet.WATCHED_ENV) == (plugin_reads.READS_ENV, plugin_reads.WATCHED_ENV)
-    assert "plugin_reads.py" in PLUGIN_SIDE_MODULES
+    assert "reads.py" in PLUGIN_SIDE_MODULES

@@ -338,7 +338,7 @@ def test_sigterm_to_the_gate_kills_the_group_and_writes_nothing(orders_repo: Pat
 def test_socket_guard_acts_where_no_namespace_can(
     run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from three_ledger import network_namespace
+    from three_ledger.run import network_namespace
 
     monkeypatch.setattr(
         network_namespace, "namespace_available", lambda: "user namespaces are disabled"
@@ -358,7 +358,7 @@ def test_socket_guard_acts_where_no_namespace_can(
 def test_no_namespace_and_not_pytest_exits_4(
     run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from three_ledger import network_namespace
+    from three_ledger.run import network_namespace
 
     monkeypatch.setattr(
         network_namespace, "namespace_available", lambda: "user namespaces are disabled"

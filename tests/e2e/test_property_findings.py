@@ -11,7 +11,7 @@ import pytest
 
 from helpers import CliResult, RunCli, git
 from helpers.suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
-from three_ledger.step_summary import code
+from three_ledger.report.step_summary import code
 
 pytestmark = pytest.mark.pytest_child
 
@@ -205,8 +205,8 @@ def test_adding_an_expected_skip_in_the_patch_is_pin_mutation(
 def test_findings_count_what_the_ledger_does_not_name() -> None:
     from helpers.records import property_ledger
     from three_ledger.ledgers import FailingTest, UnpinnedFailures
-    from three_ledger.outcomes import Outcome
-    from three_ledger.property_findings import findings, plain_lines
+    from three_ledger.plugin.wire import Outcome
+    from three_ledger.report.findings import findings, plain_lines
 
     ledger = property_ledger(
         status_by_id={"orders.a": "pass", "orders.b": "error", "orders.c": "missing"},

@@ -1,4 +1,4 @@
-"""Tests for three_ledger.pytest_plugin, through real pytest subprocesses."""
+"""Tests for three_ledger.plugin.hooks, through real pytest subprocesses."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from three_ledger.outcomes import Outcome
+from three_ledger.plugin.wire import Outcome
 from three_ledger.results import read_results_file
 
 pytestmark = pytest.mark.pytest_child
@@ -155,7 +155,7 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 def recording_env(results: Path, **extra: str) -> dict[str, str]:
-    plugins = {"PYTEST_PLUGINS": "three_ledger.pytest_plugin"}
+    plugins = {"PYTEST_PLUGINS": "three_ledger.plugin.hooks"}
     return child_env(THREE_LEDGER_RESULTS=str(results), **plugins, **extra)
 
 

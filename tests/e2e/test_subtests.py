@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from three_ledger.outcomes import Outcome
+from three_ledger.plugin.wire import Outcome
 from three_ledger.results import property_statuses, read_results_file
 
 pytestmark = pytest.mark.pytest_child
@@ -51,7 +51,7 @@ def run_suite(tmp_path: Path, broken: int | None) -> tuple[int, str, Path]:
     results = tmp_path / "results.jsonl"
     env = {
         **os.environ,
-        "PYTEST_PLUGINS": "three_ledger.pytest_plugin",
+        "PYTEST_PLUGINS": "three_ledger.plugin.hooks",
         "THREE_LEDGER_RESULTS": str(results),
         "THREE_LEDGER_FIXTURES": str(tmp_path / "fixtures"),
     }

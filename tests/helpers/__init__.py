@@ -159,7 +159,7 @@ def terminated_on_exit(process: subprocess.Popen[AnyStr]) -> Iterator[subprocess
 @functools.cache
 def namespace_problem() -> str | None:
     """Why the gate can make no network namespace here, by its own probe; None when it can."""
-    from three_ledger.network_namespace import namespace_available
+    from three_ledger.run.network_namespace import namespace_available
 
     return namespace_available()
 

@@ -11,8 +11,10 @@ import sys
 
 import pytest
 
-from three_ledger import plugin_collect, plugin_shard, shards
+from three_ledger import shards
 from three_ledger.commands import plan
+from three_ledger.plugin import collect as plugin_collect
+from three_ledger.plugin import shard as plugin_shard
 
 COMMANDS = ["digest", "properties", "dual_pin", "flake_observe", "merge", "gate", "check_pins",
             "draft_pin", "explain", "plan", "shard_plan", "combine"]  # fmt: skip

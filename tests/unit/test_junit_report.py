@@ -8,7 +8,7 @@ import pytest
 
 from helpers import REPO
 from three_ledger.junit_report import Reading, parse_report
-from three_ledger.outcomes import Outcome
+from three_ledger.plugin.wire import Outcome
 from three_ledger.results import property_statuses
 
 # jest's ancestor separator, as the recommended options set it (U+203A).

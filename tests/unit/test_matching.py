@@ -10,8 +10,8 @@ import pytest
 from helpers import write_json
 from three_ledger.errors import Refused
 from three_ledger.matching import closest_first, match_pin, warning_lines
-from three_ledger.outcomes import Outcome
 from three_ledger.pins import PropertiesPin, load_properties_pin
+from three_ledger.plugin.wire import Outcome
 from three_ledger.results import (
     ExpectedSkip,
     TestResult,

@@ -1,4 +1,4 @@
-"""Tests for three_ledger.mutations: what each operator does to a file's bytes."""
+"""Tests for three_ledger.vet.mutations: what each operator does to a file's bytes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from three_ledger import mutations
-from three_ledger.mutations import MALFORMED, OPERATORS, WELL_FORMED, Kind, mutants
+from three_ledger.vet import mutations
+from three_ledger.vet.mutations import MALFORMED, OPERATORS, WELL_FORMED, Kind, mutants
 
 ORDER = b"""{
   "id": "ord-0001",

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import is_gone, wait_for_pid
-from three_ledger import network_namespace
+from three_ledger.run import network_namespace
 from three_ledger.runner import run_command
 
 
@@ -167,7 +167,7 @@ def run_trampoline_directly(outer: str, *command: str) -> subprocess.CompletedPr
     argv = [
         sys.executable,
         "-m",
-        "three_ledger.network_namespace",
+        "three_ledger.run.network_namespace",
         "--outer-netns",
         outer,
         "--",
@@ -275,7 +275,7 @@ def trampoline_in_a_bare_namespace(*command: str) -> subprocess.CompletedProcess
     """`python -m` the trampoline inside `unshare -Urn`, as namespace_argv starts it but with
     site on, so that a coverage run measures the trampoline where it really runs."""
     argv = ["unshare", "--user", "--map-root-user", "--net", "--", sys.executable, "-m"]
-    argv += ["three_ledger.network_namespace", "--outer-netns", str(host_netns_inode())]
+    argv += ["three_ledger.run.network_namespace", "--outer-netns", str(host_netns_inode())]
     return subprocess.run([*argv, "--", *command], capture_output=True, text=True, timeout=30)
 
 

@@ -7,7 +7,7 @@ from concurrent.futures import Future
 import pytest
 
 from three_ledger.errors import InfraFailure
-from three_ledger.network_ban import Enforcement, Network, choose_enforcement, runs_pytest
+from three_ledger.run.network_ban import Enforcement, Network, choose_enforcement, runs_pytest
 
 PYTEST = ["python3", "-m", "pytest", "-q"]
 

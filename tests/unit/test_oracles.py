@@ -1,4 +1,4 @@
-"""Tests for three_ledger.oracles: which command lines rewrite the oracles they are judged by."""
+"""Tests for run/oracles.py: which command lines rewrite the oracles they are judged by."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from three_ledger.oracles import rewriting_flag
+from three_ledger.run.oracles import rewriting_flag
 
 # command line, package.json scripts (None: no package.json), the flag refused (None: allowed)
 COMMANDS: list[tuple[str, dict[str, str] | None, str | None]] = [

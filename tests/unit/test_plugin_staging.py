@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from three_ledger import plugin_staging
-from three_ledger.plugin_staging import PLUGIN_SIDE_MODULES, plugin_environment, stage_plugin
+from three_ledger.run import staging as plugin_staging
+from three_ledger.run.staging import PLUGIN_SIDE_MODULES, plugin_environment, stage_plugin
 
-PACKAGE = Path(plugin_staging.__file__).resolve().parent
+PACKAGE = Path(plugin_staging.__file__).resolve().parent.parent / "plugin"
 
 
 def installed_copy(folder: Path, *, compiled: bool) -> Path:
@@ -35,7 +35,7 @@ def imported_from(staged_folder: Path, module: str) -> str:
         text=True,
         check=True,
     )
-    return "\n".join(line for line in done.stderr.splitlines() if "outcomes" in line)
+    return "\n".join(line for line in done.stderr.splitlines() if "wire" in line)
 
 
 def test_the_installed_bytecode_is_staged_and_used_by_the_child(tmp_path: Path) -> None:
@@ -43,7 +43,7 @@ def test_the_installed_bytecode_is_staged_and_used_by_the_child(tmp_path: Path) 
     staged = stage_plugin(tmp_path / "private", source)
     package = staged.module.rpartition(".")[0]
     assert package.startswith("_three_ledger_")
-    loaded = imported_from(staged.folder, f"{package}.outcomes")
+    loaded = imported_from(staged.folder, f"{package}.wire")
     assert f"code object from '{staged.folder / package / '__pycache__'}" in loaded
 
 
@@ -52,9 +52,9 @@ def test_without_installed_bytecode_the_child_compiles_the_copy(tmp_path: Path) 
     staged = stage_plugin(tmp_path / "private", source)
     package = staged.module.rpartition(".")[0]
     assert not (staged.folder / package / "__pycache__").exists()
-    loaded = imported_from(staged.folder, f"{package}.outcomes")
+    loaded = imported_from(staged.folder, f"{package}.wire")
     # Compiled from the copied source: python -v names the source, not a cached file.
-    assert f"# code object from {staged.folder / package / 'outcomes.py'}\n" in loaded + "\n"
+    assert f"# code object from {staged.folder / package / 'wire.py'}\n" in loaded + "\n"
     assert "__pycache__" not in loaded
 
 

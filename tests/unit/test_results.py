@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
-from three_ledger.outcomes import Outcome, worst
+from three_ledger.plugin.wire import Outcome, worst
 from three_ledger.results import (
     MAX_JUNIT_BYTES,
     TestResult,

@@ -1,4 +1,4 @@
-"""Tests for three_ledger.runner_config: what steers mocha, jest and vitest, in a real git repo."""
+"""Tests for run/runner_config.py: what steers mocha, jest and vitest, in a real git repo."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from helpers import git, make_tree
-from three_ledger.runner_config import analyse, relative_file, runner_oracle_changes
+from three_ledger.run.runner_config import analyse, relative_file, runner_oracle_changes
 
 PACKAGE: dict[str, Any] = {
     "name": "lib",

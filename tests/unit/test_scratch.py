@@ -1,4 +1,4 @@
-"""Tests for three_ledger.scratch: the copy vet works on, and its command line."""
+"""Tests for three_ledger.vet.scratch: the copy vet works on, and its command line."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from helpers import make_tree
 from three_ledger.errors import InfraFailure
-from three_ledger.scratch import command_for_copy, copy_tree, read_files, write_files
+from three_ledger.vet.scratch import command_for_copy, copy_tree, read_files, write_files
 
 
 def test_the_copy_keeps_files_modes_and_links_and_leaves_out_caches(tmp_path: Path) -> None:

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from helpers import namespace_problem
-from three_ledger.network_namespace import namespace_argv
+from three_ledger.run.network_namespace import namespace_argv
 
 CHILD = textwrap.dedent(
     """
     import json, os, socket, sys, tempfile
-    from three_ledger import socket_guard
+    from three_ledger.plugin import socket_guard
 
     seen = {}
 

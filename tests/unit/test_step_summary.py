@@ -20,7 +20,7 @@ from cmarkgfm.cmark import Options
 from helpers.records import DIGEST, OTHER_DIGEST, evidence, flake_reading, prop_reading
 from three_ledger.ledgers import Posture
 from three_ledger.merge_table import Reading, Verdict
-from three_ledger.step_summary import (
+from three_ledger.report.step_summary import (
     NEXT_STEP,
     STATUS_MARK,
     StepRow,

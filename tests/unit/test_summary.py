@@ -6,7 +6,8 @@ from pathlib import Path
 
 from helpers.records import evidence
 from three_ledger.ledgers import Posture
-from three_ledger.merge_report import (
+from three_ledger.merge_table import Verdict
+from three_ledger.report.posture import (
     STEP_SUMMARY_LIMIT,
     TRUNCATION_NOTE,
     append_step_summary,
@@ -14,7 +15,6 @@ from three_ledger.merge_report import (
     fit_step_summary,
     verdict_text,
 )
-from three_ledger.merge_table import Verdict
 
 REJECT = Verdict(Posture.REJECT, 7, "property miss stands: orders.b is fail")
 

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from three_ledger.verdict_junit import DecisionCase, PropertyCase, StepCase, dotenv, junit_xml
-from three_ledger.workflow_commands import (
+from three_ledger.report.junit_verdict import (
+    DecisionCase,
+    PropertyCase,
+    StepCase,
+    dotenv,
+    junit_xml,
+)
+from three_ledger.report.workflow_commands import (
     Annotation,
     annotations_of_kind,
     commands,

@@ -1,14 +1,13 @@
-"""Tests for three_ledger.vetting: grouping properties into runs, and judging their trials."""
+"""Tests for three_ledger.vet.judge: grouping properties into runs, and judging their trials."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from three_ledger.ledgers import Verdict, VetTrial
-from three_ledger.mutations import Kind
-from three_ledger.outcomes import Status
 from three_ledger.pins import FixturePin, Property
-from three_ledger.vetting import (
+from three_ledger.plugin.wire import Status
+from three_ledger.vet.judge import (
     Subject,
     Tracker,
     batches,
@@ -18,6 +17,7 @@ from three_ledger.vetting import (
     sample,
     subjects,
 )
+from three_ledger.vet.mutations import Kind
 
 PIN = FixturePin(
     source=Path("pins/fixtures.json"),

@@ -17,8 +17,8 @@ from three_ledger.ledgers import (
     read_ledger,
     write_ledger,
 )
-from three_ledger.outcomes import Status
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
+from three_ledger.plugin.wire import Status
 
 
 def dual_pin_not_run(*, out: Path) -> int:

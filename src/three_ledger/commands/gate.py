@@ -25,15 +25,6 @@ from three_ledger.commands import merge as merge_command
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.gate_plan import Change, FixtureSide, Plan, Unusable, find_change, find_pins
-from three_ledger.gate_report import (
-    GateOutcome,
-    Step,
-    console_report,
-    describe,
-    github_annotations,
-    step_line,
-    summary_markdown,
-)
 from three_ledger.ledgers import (
     MergeDecision,
     MergeInputs,
@@ -48,7 +39,16 @@ from three_ledger.ledgers import (
 from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
 from three_ledger.pins import load_flake_pin
-from three_ledger.verdict_junit import DecisionCase, PropertyCase, dotenv, junit_xml
+from three_ledger.report.gate_summary import (
+    GateOutcome,
+    Step,
+    console_report,
+    describe,
+    github_annotations,
+    step_line,
+    summary_markdown,
+)
+from three_ledger.report.junit_verdict import DecisionCase, PropertyCase, dotenv, junit_xml
 
 # Row 0: gate decided before the merge table (unusable inputs, or a change to pins only).
 GATE_ROW = 0
@@ -497,7 +497,7 @@ def _property_cases(outcome: GateOutcome) -> list[PropertyCase]:
 
 
 def _append_step_summary(env: Mapping[str, str], text: str) -> None:
-    from three_ledger.merge_report import append_step_summary
+    from three_ledger.report.posture import append_step_summary
 
     target = env.get("GITHUB_STEP_SUMMARY")
     if target:

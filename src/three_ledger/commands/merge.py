@@ -34,7 +34,6 @@ from three_ledger.ledgers import (
     read_ledger,
     write_ledger,
 )
-from three_ledger.merge_report import append_step_summary, error_annotation, verdict_text
 from three_ledger.merge_table import (
     Evidence,
     FlakePinView,
@@ -52,9 +51,10 @@ from three_ledger.pins import (
     load_flake_pin,
     utc_today,
 )
+from three_ledger.report.posture import append_step_summary, error_annotation, verdict_text
 
 if TYPE_CHECKING:
-    from three_ledger import verdict_junit
+    from three_ledger.report import junit_verdict as verdict_junit
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def judge(sources: Sources, out: Path, reports: Reports, env: Mapping[str, str])
 def write_reports(
     reports: Reports, evidence: Evidence, verdict: Verdict, sources: Sources, out: Path
 ) -> None:
-    from three_ledger import verdict_junit
+    from three_ledger.report import junit_verdict as verdict_junit
 
     if reports.summary_md is not None:
         jsonio.write_atomic(reports.summary_md, summary_markdown(evidence, verdict, sources))
@@ -183,7 +183,7 @@ def write_reports(
 
 
 def property_cases(evidence: Evidence) -> list[verdict_junit.PropertyCase]:
-    from three_ledger.verdict_junit import PropertyCase
+    from three_ledger.report.junit_verdict import PropertyCase
 
     prop = evidence.prop.record
     if prop is None:
@@ -192,7 +192,7 @@ def property_cases(evidence: Evidence) -> list[verdict_junit.PropertyCase]:
 
 
 def summary_markdown(evidence: Evidence, verdict: Verdict, sources: Sources) -> str:
-    from three_ledger.step_summary import SummaryInput, render
+    from three_ledger.report.step_summary import SummaryInput, render
 
     owners = _flake_owners(sources)
     return render(SummaryInput(verdict, evidence, "three-ledger merge", flake_owners=owners))

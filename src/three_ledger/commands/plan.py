@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from three_ledger import network_namespace
 from three_ledger.commands.properties import child_environment, exit_meaning
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure
@@ -30,8 +29,6 @@ from three_ledger.matching import (
     skip_suggestion_lines,
     warning_lines,
 )
-from three_ledger.network_ban import Enforcement, choose_enforcement
-from three_ledger.outcomes import Outcome
 from three_ledger.outputs import Output, refuse_unwritable
 from three_ledger.pins import (
     FixturePin,
@@ -40,8 +37,11 @@ from three_ledger.pins import (
     load_flake_pin,
     load_properties_pin,
 )
-from three_ledger.plugin_staging import plugin_environment, stage_plugin
+from three_ledger.plugin.wire import Outcome
 from three_ledger.results import TestResult, merge_worst, read_junit_xml
+from three_ledger.run import network_namespace
+from three_ledger.run.network_ban import Enforcement, choose_enforcement
+from three_ledger.run.staging import plugin_environment, stage_plugin
 
 # Names the collection file for the staged plugin; its twin is plugin_collect.COLLECT_ENV, which
 # imports pytest: the gate's side must not, since pytest is never a requirement of the CLI.

@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from three_ledger import git, network_namespace
+from three_ledger import git
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
-from three_ledger.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
 from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     FailingTest,
@@ -27,14 +26,6 @@ from three_ledger.ledgers import (
     write_ledger,
 )
 from three_ledger.matching import match_pin, skip_suggestion_lines, warning_lines
-from three_ledger.measured_oracles import (
-    BeforeRun,
-    before_run,
-    measured_changes,
-    unmatched_oracle_paths,
-)
-from three_ledger.network_ban import Enforcement, choose_enforcement
-from three_ledger.oracles import rewriting_flag
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import (
     FixturePin,
@@ -44,8 +35,7 @@ from three_ledger.pins import (
     load_flake_pin,
     load_properties_pin,
 )
-from three_ledger.plugin_staging import StagedPlugin, plugin_environment, stage_plugin
-from three_ledger.property_findings import findings, plain_lines
+from three_ledger.report.findings import findings, plain_lines
 from three_ledger.results import (
     UNPINNED_SHOWN,
     PropertyScore,
@@ -54,9 +44,20 @@ from three_ledger.results import (
     score_properties,
     unpinned_failures,
 )
-from three_ledger.runner_config import runner_oracle_changes
+from three_ledger.run import network_namespace
+from three_ledger.run.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
+from three_ledger.run.measured_oracles import (
+    BeforeRun,
+    before_run,
+    measured_changes,
+    unmatched_oracle_paths,
+)
+from three_ledger.run.network_ban import Enforcement, choose_enforcement
+from three_ledger.run.oracles import rewriting_flag
+from three_ledger.run.runner_config import runner_oracle_changes
+from three_ledger.run.staging import StagedPlugin, plugin_environment, stage_plugin
+from three_ledger.run.tripwire import Sentinels, Tripwire, checked_and_removed
 from three_ledger.shards import SHARD_IDS_ENV
-from three_ledger.tripwire import Sentinels, Tripwire, checked_and_removed
 
 if TYPE_CHECKING:
     from three_ledger.runner import RunResult
@@ -232,7 +233,7 @@ def run_and_read(
     report, started_ns = None, 0
     if request.junit_xml is not None:
         # Imported only here: a pytest run (the common case) never reads a JUnit report.
-        from three_ledger import junit_evidence
+        from three_ledger.run import junit_evidence
 
         fixtures_dir = scored.fixture_pin.fixtures_dir
         report = junit_evidence.prepare(request.junit_xml, request.root, fixtures_dir)
@@ -264,7 +265,7 @@ def run_and_read(
             raise InfraFailure(f"{failure}; no property ledger written (log: {log_path})")
         assert run.exit_code is not None  # no failure means the command exited
         if report is not None:
-            from three_ledger import junit_evidence
+            from three_ledger.run import junit_evidence
 
             results, entry = junit_evidence.read_after_run(
                 report, started_ns, run.exit_code, log_path

@@ -15,7 +15,6 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from three_ledger import network_namespace
 from three_ledger.commands.properties import (
     Request,
     Scored,
@@ -35,9 +34,10 @@ from three_ledger.ledgers import (
     read_ledger,
     write_ledger,
 )
-from three_ledger.network_ban import choose_enforcement
-from three_ledger.outcomes import Status
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
+from three_ledger.plugin.wire import Status
+from three_ledger.run import network_namespace
+from three_ledger.run.network_ban import choose_enforcement
 
 
 def property_shard(request: Request) -> int:

@@ -13,13 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from three_ledger import git, network_namespace
+from three_ledger import git
 from three_ledger.commands.plan import PlanRequest, _load_pins, collect
 from three_ledger.digest import live_digest
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import ShardPlan, fresh_recorded_at, new_ledger_id, write_ledger
-from three_ledger.network_ban import choose_enforcement
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
+from three_ledger.run import network_namespace
+from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.shards import planned_ids, read_durations, split
 
 

@@ -23,11 +23,9 @@ from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
 
-from three_ledger import network_namespace, scratch
 from three_ledger.commands.properties import exit_meaning, read_plugin_results, run_staged
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
-from three_ledger.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
 from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     FileVet,
@@ -38,17 +36,18 @@ from three_ledger.ledgers import (
     new_ledger_id,
     write_ledger,
 )
-from three_ledger.mutations import Files, Operator, mutants
-from three_ledger.network_ban import Enforcement, choose_enforcement
-from three_ledger.oracles import rewriting_flag
-from three_ledger.outcomes import Status
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FixturePin, PropertiesPin, load_fixture_pin, load_properties_pin
-from three_ledger.plugin_staging import StagedPlugin, stage_plugin
+from three_ledger.plugin.wire import Status
 from three_ledger.results import TestResult, matching, property_statuses
-from three_ledger.tripwire import Sentinels, checked_and_removed
-from three_ledger.vet_report import report
-from three_ledger.vetting import (
+from three_ledger.run import network_namespace
+from three_ledger.run.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
+from three_ledger.run.network_ban import Enforcement, choose_enforcement
+from three_ledger.run.oracles import rewriting_flag
+from three_ledger.run.staging import StagedPlugin, stage_plugin
+from three_ledger.run.tripwire import Sentinels, checked_and_removed
+from three_ledger.vet import scratch
+from three_ledger.vet.judge import (
     KILLS,
     Subject,
     Tracker,
@@ -58,6 +57,8 @@ from three_ledger.vetting import (
     sample,
     subjects,
 )
+from three_ledger.vet.mutations import Files, Operator, mutants
+from three_ledger.vet.report import report
 
 # The plugin side's variables (plugin_reads.py). Not imported from there: importing that
 # module installs its audit hook whenever the variables are set.

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from three_ledger.ledgers import PropertyVet, Verdict, VetTrial
-from three_ledger.mutations import Files, Kind, Operator, mutants
-from three_ledger.outcomes import Status
 from three_ledger.pins import FixturePin, Property
+from three_ledger.plugin.wire import Status
+from three_ledger.vet.mutations import Files, Kind, Operator, mutants
 
 # What makes a mutant killed: the property no longer passes, and says so.
 KILLS = frozenset({Status.FAIL, Status.ERROR})

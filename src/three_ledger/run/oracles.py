@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from three_ledger.runner_config import analyse, read_package
+from three_ledger.run.runner_config import analyse, read_package
 
 # Flags of snapshot and golden-file plugins that regenerate expected outputs in place:
 # syrupy, pytest-snapshot, pytest-regressions, pytest-regtest, inline-snapshot, jest,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from three_ledger.errors import InfraFailure
-from three_ledger.outcomes import Outcome
+from three_ledger.plugin.wire import Outcome
 from three_ledger.results import TestResult
 
 SENTINELS_ENV = "THREE_LEDGER_SENTINELS"

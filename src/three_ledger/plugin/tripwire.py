@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from . import plugin_shard
+from . import shard
 
 SENTINELS_ENV = "THREE_LEDGER_SENTINELS"
 # How the names reach xdist workers: the controller pops the variable (so that pytest runs
@@ -75,7 +75,7 @@ class Tripwire:
         # run, so that -x or --maxfail cannot stop the run before they have run. None in a
         # run that selected nothing: that stays pytest's "no tests collected" (exit 5), except
         # in a shard, whose empty slice is a valid run (plugin_shard.py).
-        if not items and not self.config.stash.get(plugin_shard.SHARD_ACTIVE, False):
+        if not items and not self.config.stash.get(shard.SHARD_ACTIVE, False):
             return
         sentinels = [
             Sentinel.from_parent(session, name=self.must_pass, nodeid=self.must_pass, must="pass"),
@@ -130,4 +130,4 @@ def install(config: pytest.Config) -> None:
     """Register the tripwire when the gate named its sentinels."""
     names = sentinel_names(config)
     if names is not None:
-        config.pluginmanager.register(Tripwire(config, names), "three_ledger.tripwire")
+        config.pluginmanager.register(Tripwire(config, names), "three_ledger.run.tripwire")

@@ -20,14 +20,14 @@ from pathlib import Path
 # The plugin and everything it imports: standard library and pytest only, and relative
 # imports among themselves, so that the copy imports the copy.
 PLUGIN_SIDE_MODULES = (
-    "pytest_plugin.py",
-    "outcomes.py",
+    "hooks.py",
+    "wire.py",
     "socket_guard.py",
-    "plugin_tripwire.py",
-    "plugin_harness.py",
-    "plugin_collect.py",
-    "plugin_shard.py",
-    "plugin_reads.py",
+    "tripwire.py",
+    "harness.py",
+    "collect.py",
+    "shard.py",
+    "reads.py",
 )
 # The name the `pytest11` entry point registers (SPEC 6), blocked in the gate's runs.
 ENTRY_POINT_MODULE = "three_ledger.pytest_plugin"
@@ -51,12 +51,12 @@ def stage_plugin(private: Path, source: Path | None = None) -> StagedPlugin:
     target = folder / package
     target.mkdir(parents=True)
     (target / "__init__.py").write_text('"""three-ledger\'s plugin, staged for one run."""\n')
-    source = source or Path(__file__).resolve().parent
+    source = source or Path(__file__).resolve().parent.parent / "plugin"
     for name in PLUGIN_SIDE_MODULES:
         # copy2 keeps the modification time, which the bytecode's header is checked against.
         shutil.copy2(source / name, target / name)
         _copy_bytecode(source / name, target / name)
-    return StagedPlugin(folder, f"{package}.pytest_plugin")
+    return StagedPlugin(folder, f"{package}.hooks")
 
 
 def _copy_bytecode(source: Path, target: Path) -> None:

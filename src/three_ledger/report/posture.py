@@ -8,8 +8,8 @@ from pathlib import Path
 
 from three_ledger.ledgers import DualPinLedger, FlakeLedger
 from three_ledger.merge_table import Evidence, Reading, Verdict
-from three_ledger.property_findings import findings, plain_lines
-from three_ledger.workflow_commands import escape_data
+from three_ledger.report.findings import findings, plain_lines
+from three_ledger.report.workflow_commands import escape_data
 
 # GitHub refuses a step summary file of 1 MiB or more: the addition is cut to stay under.
 STEP_SUMMARY_LIMIT = 1024 * 1024

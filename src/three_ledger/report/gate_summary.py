@@ -22,10 +22,10 @@ from three_ledger.ledgers import (
 )
 from three_ledger.merge_table import Evidence, Verdict
 from three_ledger.pins import load_flake_pin
-from three_ledger.step_summary import StepRow, SummaryInput, VetRow, render
-from three_ledger.verdict_junit import StepCase
-from three_ledger.vet_report import finding
-from three_ledger.workflow_commands import Annotation, annotations_of_kind
+from three_ledger.report.junit_verdict import StepCase
+from three_ledger.report.step_summary import StepRow, SummaryInput, VetRow, render
+from three_ledger.report.workflow_commands import Annotation, annotations_of_kind
+from three_ledger.vet.report import finding
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _LEVEL = {Posture.REJECT: "error", Posture.HUMAN_REVIEW: "warning", Posture.REVIEW: "notice"}

@@ -16,10 +16,10 @@ import pytest
 
 # Relative: the gate runs a private copy of this package under a random name
 # (plugin_staging.py), and the copy must import the copy.
-from . import plugin_harness, plugin_reads, plugin_shard, plugin_tripwire
-from .outcomes import SEVERITY, Outcome
-from .plugin_collect import register_collection_recorder, skip_reason
+from . import harness, reads, shard, tripwire
+from .collect import register_collection_recorder, skip_reason
 from .socket_guard import install_socket_guard_if_banned
+from .wire import SEVERITY, Outcome
 
 RESULTS_ENV = "THREE_LEDGER_RESULTS"
 # The user_properties name that carries a marker's property id from an xdist worker to the
@@ -53,10 +53,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "property(id): the three-ledger property id this test checks (repeatable).",
     )
     install_socket_guard_if_banned()
-    plugin_shard.install(config)
-    plugin_tripwire.install(config)
-    plugin_harness.install(config)
-    plugin_reads.configure(config)  # which pinned files each item opens, when `vet` asks
+    shard.install(config)
+    tripwire.install(config)
+    harness.install(config)
+    reads.configure(config)  # which pinned files each item opens, when `vet` asks
     # xdist workers only forward reports; the controller alone owns the results file.
     if not hasattr(config, "workerinput"):
         _start_recording(config)

@@ -1,0 +1,1 @@
+"""Records in, text out: the posture, the step summary, the JUnit verdict, findings."""

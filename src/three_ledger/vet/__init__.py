@@ -1,0 +1,1 @@
+"""What only `vet` uses: mutation operators, the scratch copy, judging, its report."""
