@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from three_ledger.errors import InfraFailure
-from three_ledger.plugin.wire import Outcome, worst
 from three_ledger.results import TestResult, merge_worst, normalised
+from three_ledger.vocabulary import Outcome, worst
+
+# JUnit files larger than this are refused unread: no honest test run needs more.
+MAX_JUNIT_BYTES = 64 * 1024 * 1024
 
 # What an empty testcase name is scored as: `<unnamed 1>`, `<unnamed 2>`, ... per owner.
 UNNAMED = "<unnamed {}>"
@@ -370,3 +374,33 @@ def _in_scope(hook_text: str, case_text: str, mocha: _MochaHook) -> bool:
 
 def _as_test(text: str, hook_title: str, target: str) -> str:
     return text[: -len(hook_title)] + target if text.endswith(hook_title) else text
+
+
+def read_junit_xml(path: Path, root: Path | None = None) -> list[TestResult]:
+    """Read a JUnit XML report (SPEC 6), merged worst-first per id; see `parse_report`.
+
+    Refused (InfraFailure): a DOCTYPE or ENTITY declaration, more than 64 MiB, malformed XML,
+    a root other than testsuites/testsuite, no testcase. Nothing is ever fetched. JUnit cannot
+    tell a non-strict xpass from a pass (pytest writes both as a plain testcase).
+    """
+    label = f"JUnit XML {path}"
+    return parse_report(label, _read_bounded(path, label), root).results
+
+
+def _read_bounded(path: Path, label: str) -> bytes:
+    try:
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):
+            raise InfraFailure(f"{label}: not a regular file")
+        if status.st_size > MAX_JUNIT_BYTES:
+            raise InfraFailure(f"{label}: {status.st_size} bytes, over the 64 MiB limit")
+        with path.open("rb") as stream:
+            # Bounded read as well: the file may grow between stat and open.
+            data = stream.read(MAX_JUNIT_BYTES + 1)
+    except FileNotFoundError:
+        raise InfraFailure(f"{label}: missing, so no results could be read") from None
+    except OSError as error:
+        raise InfraFailure(f"{label}: {error.strerror}, so no results could be read") from None
+    if len(data) > MAX_JUNIT_BYTES:
+        raise InfraFailure(f"{label}: over the 64 MiB limit")
+    return data

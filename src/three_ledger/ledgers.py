@@ -19,10 +19,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from three_ledger import __version__, jsonio
 from three_ledger.errors import Refused
-from three_ledger.plugin.wire import Outcome, Status
-from three_ledger.run.harness import Harness
-from three_ledger.run.network_ban import Enforcement, Network
-from three_ledger.run.tripwire import Tripwire
+from three_ledger.plugin.wire import OUTSIDE_ROOT
+from three_ledger.vocabulary import Enforcement, Network, Outcome, Status, Tripwire
 
 TOOL_NAME = "three-ledger"
 
@@ -212,6 +210,47 @@ class ShardsProvenance:
     total: int
     ledger_ids: tuple[str, ...]
     ledger_sha256s: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PluginSource:
+    """A registered plugin: its name, and its file under ROOT or its distribution."""
+
+    name: str
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Harness:
+    pytest: str
+    rootdir: str
+    config_file: str | None
+    main: str
+    conftests: tuple[str, ...]
+    plugins: tuple[PluginSource, ...]
+    pythonpath: tuple[str, ...]
+    addopts: tuple[str, ...]
+    shadowing: dict[str, str]
+    test_side_modules: tuple[str, ...]
+
+    def files_under_root(self) -> dict[str, str]:
+        """Each file under ROOT that steered the run, with why it counts as an oracle."""
+        reasons: dict[str, str] = {}
+        for path in self.test_side_modules:
+            reasons[path] = "test-side module"
+        for path, why in self.shadowing.items():
+            reasons[path] = f"module that {why}"
+        for plugin in self.plugins:
+            if plugin.source.endswith(".py") and not plugin.source.startswith("<"):
+                reasons[plugin.source] = f"pytest plugin {plugin.name}"
+        for path in self.conftests:
+            reasons[path] = "conftest"
+        if self.main.endswith(".py"):
+            reasons[self.main] = "the run's __main__"
+        if self.config_file is not None and self.config_file != OUTSIDE_ROOT:
+            reasons[self.config_file] = "pytest config file"
+        reasons.pop(OUTSIDE_ROOT, None)
+        return reasons
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from three_ledger.pins import PropertiesPin
-from three_ledger.plugin.wire import Outcome
 from three_ledger.results import ExpectedSkip, PropertyScore, TestResult, score_properties
+from three_ledger.vocabulary import Outcome
 
 # How many matched ids `plan` shows per property, and how many close ids it suggests.
 EXAMPLES_SHOWN = 5

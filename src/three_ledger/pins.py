@@ -12,7 +12,7 @@ from three_ledger import git, jsonio
 from three_ledger.errors import Refused
 from three_ledger.paths import all_plain_under, casefold_twins, is_under, path_problem
 from three_ledger.results import ExpectedSkip, selector_tuple
-from three_ledger.run.network_ban import Network
+from three_ledger.vocabulary import Network
 
 DEFAULT_FIXTURES_DIR = "fixtures"
 DEFAULT_ORACLE_PATHS = ("properties", "tests")
@@ -106,6 +106,10 @@ class PropertiesPin:
         )
         pin._check()
         return pin
+
+    def selectors(self) -> dict[str, tuple[str, ...]]:
+        """Each property's selectors by id, as `results.answers_for` and `pinned` take them."""
+        return {prop.id: prop.test for prop in self.properties}
 
     def _check(self) -> None:
         seen: set[str] = set()

@@ -8,17 +8,14 @@ from __future__ import annotations
 import functools
 import json
 import re
-import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from three_ledger.errors import InfraFailure
-from three_ledger.plugin.wire import Outcome, Status, status_of, worst
+from three_ledger.vocabulary import Outcome, Status, status_of, worst
 
-# JUnit files larger than this are refused unread: no honest test run needs more.
-MAX_JUNIT_BYTES = 64 * 1024 * 1024
 _OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
 # How many non-pass tests a property's report names (stderr, ledger, summary).
 FAILING_SHOWN = 3
@@ -58,6 +55,26 @@ class TestResult:
         return (
             wanted in names or wanted in self.groups or any(_parametrised(wanted, n) for n in names)
         )
+
+
+def answers_for(result: TestResult, property_id: str, selectors: Sequence[str]) -> bool:
+    """Whether RESULT answers for a property: marked with its id, or chosen by a selector.
+
+    The one rule of which tests a property counts (SPEC 4.2 step 7): `properties`, `plan`,
+    `shard-plan`, `combine` and `vet` all ask it, so none can count differently.
+    """
+    return property_id in result.property_ids or any(map(result.matches, selectors))
+
+
+def pinned(
+    result: TestResult,
+    properties: Mapping[str, Sequence[str]],
+    flake_selectors: Sequence[str],
+) -> bool:
+    """Whether RESULT answers for a pinned property (id: selectors) or a flake entry."""
+    return any(
+        answers_for(result, property_id, selectors) for property_id, selectors in properties.items()
+    ) or any(map(result.matches, flake_selectors))
 
 
 def selects(selector: str, test_id: str) -> bool:
@@ -324,35 +341,3 @@ def _result_from_json(label: str, number: int, record: object) -> TestResult:
         outcome=Outcome(outcome),
         skip_reason=skip_reason if outcome == Outcome.SKIP else None,
     )
-
-
-def read_junit_xml(path: Path, root: Path | None = None) -> list[TestResult]:
-    """Read a JUnit XML report (SPEC 6), merged worst-first per id; see `junit_report`.
-
-    Refused (InfraFailure): a DOCTYPE or ENTITY declaration, more than 64 MiB, malformed XML,
-    a root other than testsuites/testsuite, no testcase. Nothing is ever fetched. JUnit cannot
-    tell a non-strict xpass from a pass (pytest writes both as a plain testcase).
-    """
-    from three_ledger.junit_report import parse_report
-
-    label = f"JUnit XML {path}"
-    return parse_report(label, _read_bounded(path, label), root).results
-
-
-def _read_bounded(path: Path, label: str) -> bytes:
-    try:
-        status = path.stat()
-        if not stat.S_ISREG(status.st_mode):
-            raise InfraFailure(f"{label}: not a regular file")
-        if status.st_size > MAX_JUNIT_BYTES:
-            raise InfraFailure(f"{label}: {status.st_size} bytes, over the 64 MiB limit")
-        with path.open("rb") as stream:
-            # Bounded read as well: the file may grow between stat and open.
-            data = stream.read(MAX_JUNIT_BYTES + 1)
-    except FileNotFoundError:
-        raise InfraFailure(f"{label}: missing, so no results could be read") from None
-    except OSError as error:
-        raise InfraFailure(f"{label}: {error.strerror}, so no results could be read") from None
-    if len(data) > MAX_JUNIT_BYTES:
-        raise InfraFailure(f"{label}: over the 64 MiB limit")
-    return data

@@ -10,9 +10,6 @@ from three_ledger.errors import Refused
 from three_ledger.pins import PropertiesPin
 from three_ledger.results import TestResult
 
-# Names the slice file for the staged plugin; its twin is plugin_shard.SHARD_IDS_ENV, which
-# imports pytest: the gate's side must not, since pytest is never a requirement of the CLI.
-SHARD_IDS_ENV = "THREE_LEDGER_SHARD_IDS"
 # What a test without a recorded duration weighs: the mean of the recorded ones.
 DEFAULT_SECONDS = 1.0
 

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from helpers import PLUGIN_STAND_IN, RunCli, write_json
 from three_ledger import jsonio
 from three_ledger.errors import GateError, InfraFailure, Refused
+from three_ledger.junit_report import read_junit_xml
 from three_ledger.ledgers import (
     DualPinLedger,
     FixtureLedger,
@@ -43,13 +44,8 @@ from three_ledger.ledgers import (
     read_ledger,
 )
 from three_ledger.pins import load_fixture_pin, load_flake_pin, load_properties_pin
-from three_ledger.plugin.wire import Outcome
-from three_ledger.results import (
-    TestResult,
-    property_statuses,
-    read_junit_xml,
-    read_results_file,
-)
+from three_ledger.results import TestResult, property_statuses, read_results_file
+from three_ledger.vocabulary import Outcome
 
 T = TypeVar("T")
 

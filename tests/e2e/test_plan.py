@@ -177,7 +177,7 @@ REPORTS = Path(__file__).parent.parent / "data" / "junit"
 
 def test_plan_from_a_recorded_junit_report(run_cli: RunCli, tmp_path: Path) -> None:
     """Most runners cannot collect without running: plan reads an earlier run's report."""
-    from three_ledger.results import read_junit_xml
+    from three_ledger.junit_report import read_junit_xml
 
     report = REPORTS / "mocha-junit-reporter-jenkins.xml"
     real = sorted(result.id for result in read_junit_xml(report))[0]

@@ -11,9 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from three_ledger.commands import vet
-from three_ledger.run.staging import PLUGIN_SIDE_MODULES
-
 pytestmark = pytest.mark.pytest_child
 
 # A suite that reads its data every way vet must see: in a test, in a fixture shared by two
@@ -202,10 +199,3 @@ def test_the_hook_is_installed_only_when_the_gate_asks(
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert done.stdout == f"{hooked}\n"
-
-
-def test_the_gate_and_the_plugin_agree_on_the_variable_names() -> None:
-    from three_ledger.plugin import reads as plugin_reads
-
-    assert (vet.READS_ENV, vet.WATCHED_ENV) == (plugin_reads.READS_ENV, plugin_reads.WATCHED_ENV)
-    assert "reads.py" in PLUGIN_SIDE_MODULES

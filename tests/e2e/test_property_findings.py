@@ -205,8 +205,8 @@ def test_adding_an_expected_skip_in_the_patch_is_pin_mutation(
 def test_findings_count_what_the_ledger_does_not_name() -> None:
     from helpers.records import property_ledger
     from three_ledger.ledgers import FailingTest, UnpinnedFailures
-    from three_ledger.plugin.wire import Outcome
     from three_ledger.report.findings import findings, plain_lines
+    from three_ledger.vocabulary import Outcome
 
     ledger = property_ledger(
         status_by_id={"orders.a": "pass", "orders.b": "error", "orders.c": "missing"},

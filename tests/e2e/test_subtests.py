@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from three_ledger.plugin.wire import Outcome
 from three_ledger.results import property_statuses, read_results_file
+from three_ledger.vocabulary import Outcome
 
 pytestmark = pytest.mark.pytest_child
 

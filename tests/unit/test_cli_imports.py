@@ -11,11 +11,6 @@ import sys
 
 import pytest
 
-from three_ledger import shards
-from three_ledger.commands import plan
-from three_ledger.plugin import collect as plugin_collect
-from three_ledger.plugin import shard as plugin_shard
-
 COMMANDS = ["digest", "properties", "dual_pin", "flake_observe", "merge", "gate", "check_pins",
             "draft_pin", "explain", "plan", "shard_plan", "combine"]  # fmt: skip
 
@@ -30,11 +25,3 @@ def test_a_command_module_does_not_import_pytest(command: str) -> None:
     done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
-
-
-def test_the_gate_and_the_plugin_name_the_same_shard_variable() -> None:
-    assert shards.SHARD_IDS_ENV == plugin_shard.SHARD_IDS_ENV
-
-
-def test_the_gate_and_the_plugin_name_the_same_collection_variable() -> None:
-    assert plan.COLLECT_ENV == plugin_collect.COLLECT_ENV

@@ -8,8 +8,8 @@ import pytest
 
 from helpers import REPO
 from three_ledger.junit_report import Reading, parse_report
-from three_ledger.plugin.wire import Outcome
 from three_ledger.results import property_statuses
+from three_ledger.vocabulary import Outcome
 
 # jest's ancestor separator, as the recommended options set it (U+203A).
 SEP = "\u203a"

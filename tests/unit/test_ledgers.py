@@ -29,7 +29,7 @@ from three_ledger.ledgers import (
     read_ledger,
     write_ledger,
 )
-from three_ledger.plugin.wire import Outcome
+from three_ledger.vocabulary import Outcome
 
 RECORDS = [
     FixtureLedger(

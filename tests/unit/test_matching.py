@@ -11,7 +11,6 @@ from helpers import write_json
 from three_ledger.errors import Refused
 from three_ledger.matching import closest_first, match_pin, warning_lines
 from three_ledger.pins import PropertiesPin, load_properties_pin
-from three_ledger.plugin.wire import Outcome
 from three_ledger.results import (
     ExpectedSkip,
     TestResult,
@@ -19,6 +18,7 @@ from three_ledger.results import (
     selects,
     unpinned_failures,
 )
+from three_ledger.vocabulary import Outcome
 
 PASS, FAIL, ERROR, SKIP = Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.SKIP
 SUITE = "jsonschema/tests/test_suite.py"

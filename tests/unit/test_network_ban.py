@@ -7,7 +7,8 @@ from concurrent.futures import Future
 import pytest
 
 from three_ledger.errors import InfraFailure
-from three_ledger.run.network_ban import Enforcement, Network, choose_enforcement, runs_pytest
+from three_ledger.run.network_ban import choose_enforcement, runs_pytest
+from three_ledger.vocabulary import Enforcement, Network
 
 PYTEST = ["python3", "-m", "pytest", "-q"]
 

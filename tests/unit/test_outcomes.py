@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from three_ledger.plugin.wire import Outcome, Status, status_of, worst
+from three_ledger.vocabulary import Outcome, Status, status_of, worst
 
 
 def test_worst_orders_error_fail_skip_pass() -> None:

@@ -9,19 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from three_ledger.run import staging as plugin_staging
-from three_ledger.run.staging import PLUGIN_SIDE_MODULES, plugin_environment, stage_plugin
-
-PACKAGE = Path(plugin_staging.__file__).resolve().parent.parent / "plugin"
+from three_ledger.run.staging import PLUGIN_FOLDER, plugin_environment, stage_plugin
 
 
 def installed_copy(folder: Path, *, compiled: bool) -> Path:
-    """The plugin-side modules in FOLDER, byte-compiled as an install would, or not."""
+    """The plugin folder's modules in FOLDER, byte-compiled as an install would, or not."""
     folder.mkdir()
-    for name in PLUGIN_SIDE_MODULES:
-        shutil.copy2(PACKAGE / name, folder / name)
+    for module in PLUGIN_FOLDER.glob("*.py"):
+        shutil.copy2(module, folder / module.name)
         if compiled:
-            py_compile.compile(str(folder / name), doraise=True)
+            py_compile.compile(str(folder / module.name), doraise=True)
     return folder
 
 
@@ -64,3 +61,21 @@ def test_the_environment_loads_the_copy_and_blocks_an_installed_one(tmp_path: Pa
     assert env["PYTHONPATH"] == f"{staged.folder}{os.pathsep}/elsewhere"
     assert env["PYTEST_PLUGINS"] == staged.module
     assert env["PYTEST_ADDOPTS"] == "-q -p no:three_ledger.pytest_plugin"
+
+
+def test_every_module_of_the_plugin_folder_is_staged_and_nothing_else(tmp_path: Path) -> None:
+    staged = stage_plugin(tmp_path / "private")
+    package = staged.folder / staged.module.rpartition(".")[0]
+    copied = {path.name for path in package.glob("*.py")}
+    modules = {path.name for path in PLUGIN_FOLDER.glob("*.py")}
+    assert copied == modules - {"entry_point.py"}
+    assert "hooks.py" in copied
+    assert (package / "__init__.py").read_text() != (PLUGIN_FOLDER / "__init__.py").read_text()
+
+
+def test_a_module_added_to_the_plugin_folder_is_staged_without_a_list(tmp_path: Path) -> None:
+    source = installed_copy(tmp_path / "installed", compiled=False)
+    (source / "added.py").write_text("VALUE = 1\n")
+    staged = stage_plugin(tmp_path / "private", source)
+    package = staged.module.rpartition(".")[0]
+    assert (staged.folder / package / "added.py").read_text() == "VALUE = 1\n"

@@ -14,16 +14,15 @@ from hypothesis import strategies as st
 
 from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
-from three_ledger.plugin.wire import Outcome, worst
+from three_ledger.junit_report import MAX_JUNIT_BYTES, read_junit_xml
 from three_ledger.results import (
-    MAX_JUNIT_BYTES,
     TestResult,
     flake_outcomes,
     merge_worst,
     property_statuses,
-    read_junit_xml,
     read_results_file,
 )
+from three_ledger.vocabulary import Outcome, worst
 
 PASS, FAIL, ERROR, SKIP = Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.SKIP
 

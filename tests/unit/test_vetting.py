@@ -6,7 +6,6 @@ from pathlib import Path
 
 from three_ledger.ledgers import Verdict, VetTrial
 from three_ledger.pins import FixturePin, Property
-from three_ledger.plugin.wire import Status
 from three_ledger.vet.judge import (
     Subject,
     Tracker,
@@ -18,6 +17,7 @@ from three_ledger.vet.judge import (
     subjects,
 )
 from three_ledger.vet.mutations import Kind
+from three_ledger.vocabulary import Status
 
 PIN = FixturePin(
     source=Path("pins/fixtures.json"),

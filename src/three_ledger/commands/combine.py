@@ -31,7 +31,7 @@ from three_ledger.ledgers import (
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FlakePin, PropertiesPin, load_flake_pin, load_properties_pin
 from three_ledger.results import TestResult
-from three_ledger.run.network_ban import Enforcement
+from three_ledger.vocabulary import Enforcement
 
 # Weakest first: the merged ledger records the weakest enforcement any shard ran under.
 _ENFORCEMENT_STRENGTH = {Enforcement.NONE: 0, Enforcement.SOCKET_GUARD: 1, Enforcement.NETNS: 2}

@@ -18,7 +18,7 @@ from three_ledger.ledgers import (
     write_ledger,
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
-from three_ledger.plugin.wire import Status
+from three_ledger.vocabulary import Status
 
 
 def dual_pin_not_run(*, out: Path) -> int:

@@ -27,7 +27,7 @@ from three_ledger.ledgers import (
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FlakeEntry, FlakePin, load_flake_pin, utc_today
-from three_ledger.plugin.wire import Outcome
+from three_ledger.vocabulary import Outcome
 
 # The six preconditions of SPEC 4.4, as the refusal message names them.
 DIGESTS_AGREE = "precondition 1 (valid ledgers whose digests agree)"

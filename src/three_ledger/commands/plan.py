@@ -21,6 +21,7 @@ from three_ledger.commands.properties import child_environment, exit_meaning
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
+from three_ledger.junit_report import read_junit_xml
 from three_ledger.matching import (
     PinMatch,
     PropertyMatch,
@@ -37,15 +38,12 @@ from three_ledger.pins import (
     load_flake_pin,
     load_properties_pin,
 )
-from three_ledger.plugin.wire import Outcome
-from three_ledger.results import TestResult, merge_worst, read_junit_xml
+from three_ledger.plugin.wire import COLLECT_ENV
+from three_ledger.results import TestResult, merge_worst
 from three_ledger.run import network_namespace
-from three_ledger.run.network_ban import Enforcement, choose_enforcement
+from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.staging import plugin_environment, stage_plugin
-
-# Names the collection file for the staged plugin; its twin is plugin_collect.COLLECT_ENV, which
-# imports pytest: the gate's side must not, since pytest is never a requirement of the CLI.
-COLLECT_ENV = "THREE_LEDGER_COLLECT"
+from three_ledger.vocabulary import Enforcement, Outcome
 
 # How much of the command's output a failed collection shows when no --log keeps it.
 LOG_TAIL_LINES = 15

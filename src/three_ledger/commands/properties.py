@@ -19,6 +19,7 @@ from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     FailingTest,
     FileEntry,
+    Harness,
     PropertyLedger,
     UnpinnedFailures,
     fresh_recorded_at,
@@ -35,6 +36,16 @@ from three_ledger.pins import (
     load_flake_pin,
     load_properties_pin,
 )
+from three_ledger.plugin.wire import (
+    FIXTURES_ENV,
+    HARNESS_ENV,
+    NETWORK_BANNED,
+    NETWORK_ENV,
+    PIN_ID_ENV,
+    RESULTS_ENV,
+    ROOT_ENV,
+    SHARD_IDS_ENV,
+)
 from three_ledger.report.findings import findings, plain_lines
 from three_ledger.results import (
     UNPINNED_SHOWN,
@@ -45,19 +56,19 @@ from three_ledger.results import (
     unpinned_failures,
 )
 from three_ledger.run import network_namespace
-from three_ledger.run.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
+from three_ledger.run.harness import read_harness
 from three_ledger.run.measured_oracles import (
     BeforeRun,
     before_run,
     measured_changes,
     unmatched_oracle_paths,
 )
-from three_ledger.run.network_ban import Enforcement, choose_enforcement
+from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.oracles import rewriting_flag
 from three_ledger.run.runner_config import runner_oracle_changes
 from three_ledger.run.staging import StagedPlugin, plugin_environment, stage_plugin
-from three_ledger.run.tripwire import Sentinels, Tripwire, checked_and_removed
-from three_ledger.shards import SHARD_IDS_ENV
+from three_ledger.run.tripwire import Sentinels, checked_and_removed
+from three_ledger.vocabulary import Enforcement, Tripwire
 
 if TYPE_CHECKING:
     from three_ledger.runner import RunResult
@@ -400,12 +411,12 @@ def child_environment(
 ) -> dict[str, str]:
     """The inherited environment plus what the plugin and the property tests read (SPEC 6)."""
     env = dict(inherited)
-    env["THREE_LEDGER_RESULTS"] = str(results_path)
-    env["THREE_LEDGER_FIXTURES"] = str((root / fixture_pin.fixtures_dir).resolve())
-    env["THREE_LEDGER_PIN_ID"] = fixture_pin.pin_id
+    env[RESULTS_ENV] = str(results_path)
+    env[FIXTURES_ENV] = str((root / fixture_pin.fixtures_dir).resolve())
+    env[PIN_ID_ENV] = fixture_pin.pin_id
     env.pop("THREE_LEDGER_NETWORK", None)
     if enforcement is Enforcement.SOCKET_GUARD:
-        env["THREE_LEDGER_NETWORK"] = "ban"
+        env[NETWORK_ENV] = NETWORK_BANNED
     return env
 
 

@@ -35,9 +35,9 @@ from three_ledger.ledgers import (
     write_ledger,
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
-from three_ledger.plugin.wire import Status
 from three_ledger.run import network_namespace
 from three_ledger.run.network_ban import choose_enforcement
+from three_ledger.vocabulary import Status
 
 
 def property_shard(request: Request) -> int:

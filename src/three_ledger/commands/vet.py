@@ -29,6 +29,7 @@ from three_ledger.errors import InfraFailure, Refused
 from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     FileVet,
+    Harness,
     PerFileVet,
     PropertyVet,
     VetLedger,
@@ -38,11 +39,11 @@ from three_ledger.ledgers import (
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FixturePin, PropertiesPin, load_fixture_pin, load_properties_pin
-from three_ledger.plugin.wire import Status
+from three_ledger.plugin.wire import HARNESS_ENV, READS_ENV, ROOT_ENV, WATCHED_ENV
 from three_ledger.results import TestResult, matching, property_statuses
 from three_ledger.run import network_namespace
-from three_ledger.run.harness import HARNESS_ENV, ROOT_ENV, Harness, read_harness
-from three_ledger.run.network_ban import Enforcement, choose_enforcement
+from three_ledger.run.harness import read_harness
+from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.oracles import rewriting_flag
 from three_ledger.run.staging import StagedPlugin, stage_plugin
 from three_ledger.run.tripwire import Sentinels, checked_and_removed
@@ -59,11 +60,8 @@ from three_ledger.vet.judge import (
 )
 from three_ledger.vet.mutations import Files, Operator, mutants
 from three_ledger.vet.report import report
+from three_ledger.vocabulary import Enforcement, Status
 
-# The plugin side's variables (plugin_reads.py). Not imported from there: importing that
-# module installs its audit hook whenever the variables are set.
-READS_ENV = "THREE_LEDGER_READS"
-WATCHED_ENV = "THREE_LEDGER_READS_UNDER"
 # pytest's exits for a run that broke as a whole: collection errors (a malformed file broke
 # an import-time loader), an internal error, a conftest.py that failed to load. The baseline
 # ran the same command cleanly, so under mutation the mutant broke it: a kill for everyone.

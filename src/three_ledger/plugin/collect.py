@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-COLLECT_ENV = "THREE_LEDGER_COLLECT"
+from .wire import COLLECT_ENV, ID_KEY, PROPERTY_IDS_KEY, PROPERTY_MARKER, SKIP_REASON_KEY
+
 # What pytest puts before a skip's reason in the report.
 _SKIPPED_PREFIX = "Skipped: "
 
@@ -41,12 +42,12 @@ class _CollectionRecorder:
 
 def collected_line(item: pytest.Item) -> dict[str, Any]:
     property_ids = sorted(
-        {arg for marker in item.iter_markers(name="property") for arg in marker.args}
+        {arg for marker in item.iter_markers(name=PROPERTY_MARKER) for arg in marker.args}
     )
-    line: dict[str, Any] = {"id": item.nodeid, "property_ids": property_ids}
+    line: dict[str, Any] = {ID_KEY: item.nodeid, PROPERTY_IDS_KEY: property_ids}
     reason = skip_known_at_collection(item)
     if reason is not None:
-        line["skip_reason"] = reason
+        line[SKIP_REASON_KEY] = reason
     return line
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-HARNESS_ENV = "THREE_LEDGER_HARNESS"
-ROOT_ENV = "THREE_LEDGER_ROOT"
+from .wire import HARNESS_ENV, OUTSIDE_ROOT, ROOT_ENV
+
 _WORKER_KEY = "three_ledger_harness"
 _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 _PYTEST_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig"})
@@ -142,7 +142,7 @@ class HarnessRecorder:
         resolved = Path(os.path.realpath(path))
         if _under(resolved, self.root):
             return resolved.relative_to(self.root).as_posix() or "."
-        return "<outside ROOT>"
+        return OUTSIDE_ROOT
 
     def shown_module(self, module: Any, known: Mapping[str, str]) -> str:
         file = getattr(module, "__file__", None)

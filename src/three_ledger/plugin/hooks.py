@@ -19,12 +19,20 @@ import pytest
 from . import harness, reads, shard, tripwire
 from .collect import register_collection_recorder, skip_reason
 from .socket_guard import install_socket_guard_if_banned
-from .wire import SEVERITY, Outcome
+from .wire import (
+    ID_KEY,
+    OUTCOME_KEY,
+    PROPERTY_IDS_KEY,
+    PROPERTY_KEY,
+    PROPERTY_MARKER,
+    RESULTS_ENV,
+    SEVERITY,
+    SKIP_REASON_KEY,
+    Outcome,
+)
 
-RESULTS_ENV = "THREE_LEDGER_RESULTS"
 # The user_properties name that carries a marker's property id from an xdist worker to the
 # controller, which never sees the item itself, only its serialised reports.
-PROPERTY_KEY = "three_ledger.property"
 
 
 @dataclasses.dataclass
@@ -84,7 +92,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> None:
     # Before setup, so that even the report of a skip or a setup error carries the ids.
-    for marker in item.iter_markers(name="property"):
+    for marker in item.iter_markers(name=PROPERTY_MARKER):
         for property_id in marker.args:
             entry = (PROPERTY_KEY, property_id)
             if entry not in item.user_properties:
@@ -131,12 +139,12 @@ def _write_line(recorder: _Recorder, nodeid: str) -> None:
     # Sorted: marker order depends on decorator stacking and says nothing.
     property_ids = sorted(record.property_ids)
     line: dict[str, object] = {
-        "id": nodeid,
-        "property_ids": property_ids,
-        "outcome": record.outcome,
+        ID_KEY: nodeid,
+        PROPERTY_IDS_KEY: property_ids,
+        OUTCOME_KEY: record.outcome,
     }
     if record.outcome is Outcome.SKIP and record.skip_reason is not None:
-        line["skip_reason"] = record.skip_reason
+        line[SKIP_REASON_KEY] = record.skip_reason
     recorder.stream.write(json.dumps(line) + "\n")
     # Flushed per line, so a run killed later still leaves this item's evidence on disk.
     recorder.stream.flush()

@@ -23,8 +23,8 @@ from typing import IO, Any
 
 import pytest
 
-READS_ENV = "THREE_LEDGER_READS"
-WATCHED_ENV = "THREE_LEDGER_READS_UNDER"
+from .wire import ID_KEY, READS_ENV, READS_KEY, WATCHED_ENV
+
 # Whom a read is for: ("item", nodeid), ("fixture", id of the FixtureDef) or
 # ("collector", nodeid). Reads with no owner yet (start-up) go to the session's key.
 _Owner = tuple[str, object]
@@ -120,7 +120,7 @@ class _Recorder:
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, None]:
         yield from self._owning(("item", item.nodeid))
         assert self.log.stream is not None
-        line = {"id": item.nodeid, "reads": self.log.item_reads(item)}
+        line = {ID_KEY: item.nodeid, READS_KEY: self.log.item_reads(item)}
         self.log.stream.write(json.dumps(line) + "\n")
         self.log.stream.flush()
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-SHARD_IDS_ENV = "THREE_LEDGER_SHARD_IDS"
+from .wire import SHARD_IDS_ENV
+
 _WORKER_KEY = "three_ledger_shard_ids"
 # Set in a run whose items are a shard's slice: the tripwire then arms even on an empty slice.
 SHARD_ACTIVE = pytest.StashKey[bool]()

@@ -12,7 +12,8 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-NETWORK_ENV = "THREE_LEDGER_NETWORK"
+from .wire import NETWORK_BANNED, NETWORK_ENV
+
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "localhost.localdomain"})
 
 
@@ -26,7 +27,7 @@ class NetworkBannedLookup(NetworkBanned, socket.gaierror):
 
 def install_socket_guard_if_banned() -> None:
     """Install the socket guard when the gate asked for the network ban."""
-    if os.environ.get(NETWORK_ENV) == "ban":
+    if os.environ.get(NETWORK_ENV) == NETWORK_BANNED:
         install_socket_guard()
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from . import shard
+from .wire import SENTINELS_ENV
 
-SENTINELS_ENV = "THREE_LEDGER_SENTINELS"
 # How the names reach xdist workers: the controller pops the variable (so that pytest runs
 # nested in a test never grow sentinels) and hands the names over in `workerinput`.
 _WORKER_KEY = "three_ledger_sentinels"

@@ -1,12 +1,42 @@
-"""The words for how a test ended and what a property scored, and their severity order.
+"""Every name the gate and the plugin share: the child's environment, the marker, the records.
 
-Standard library only: the pytest plugin imports this module inside every test run.
+The gate sets these variables for the test child and reads the files they name; the plugin
+reads the variables and writes the files. Standard library only: the plugin imports this
+module inside every test run, and the gate imports it without pytest.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+
+# The environment the gate gives the child (SPEC 6). The plugin pops its own variables at
+# configure time, so that the tests themselves never see them.
+RESULTS_ENV = "THREE_LEDGER_RESULTS"  # where the plugin writes one JSON line per test item
+FIXTURES_ENV = "THREE_LEDGER_FIXTURES"  # the pinned fixtures folder, for the property tests
+PIN_ID_ENV = "THREE_LEDGER_PIN_ID"  # which fixture pin the run scores
+NETWORK_ENV = "THREE_LEDGER_NETWORK"  # NETWORK_BANNED: the in-process socket guard is on
+SENTINELS_ENV = "THREE_LEDGER_SENTINELS"  # the tripwire's two item names, comma-separated
+HARNESS_ENV = "THREE_LEDGER_HARNESS"  # where the plugin records what steered the run
+ROOT_ENV = "THREE_LEDGER_ROOT"  # the project root the harness is measured against
+COLLECT_ENV = "THREE_LEDGER_COLLECT"  # plan: where the collected items go
+SHARD_IDS_ENV = "THREE_LEDGER_SHARD_IDS"  # a shard: the file of node ids this slice runs
+READS_ENV = "THREE_LEDGER_READS"  # vet: where each item's reads of pinned files go
+WATCHED_ENV = "THREE_LEDGER_READS_UNDER"  # vet: the folders whose reads are recorded
+
+NETWORK_BANNED = "ban"
+# What the harness records for a file outside the project root.
+OUTSIDE_ROOT = "<outside ROOT>"
+
+# `@pytest.mark.property("id")`, and the user property that carries it on a report.
+PROPERTY_MARKER = "property"
+PROPERTY_KEY = "three_ledger.property"
+
+# The keys of the plugin's results, collection and reads files (one JSON object a line).
+ID_KEY = "id"
+PROPERTY_IDS_KEY = "property_ids"
+OUTCOME_KEY = "outcome"
+SKIP_REASON_KEY = "skip_reason"
+READS_KEY = "reads"
 
 
 class Outcome(enum.StrEnum):
@@ -18,27 +48,5 @@ class Outcome(enum.StrEnum):
     SKIP = "skip"
 
 
-class Status(enum.StrEnum):
-    """A pinned property's status in a property ledger: an outcome, or `missing`."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-    SKIP = "skip"
-    # The property's selectors and markers matched no result.
-    MISSING = "missing"
-
-
 # Higher is worse: error > fail > skip > pass (SPEC 4.2 step 7).
 SEVERITY = {Outcome.PASS: 0, Outcome.SKIP: 1, Outcome.FAIL: 2, Outcome.ERROR: 3}
-
-
-def worst(outcomes: Iterable[Outcome]) -> Outcome:
-    """The worst outcome (error > fail > skip > pass); `pass` when there is none."""
-    return max(outcomes, key=SEVERITY.__getitem__, default=Outcome.PASS)
-
-
-def status_of(outcomes: Iterable[Outcome]) -> Status:
-    """A property's status from the outcomes of every result it matches: `missing` if none."""
-    matched = list(outcomes)
-    return Status(worst(matched)) if matched else Status.MISSING

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from three_ledger import git
 from three_ledger.errors import InfraFailure, Refused
-from three_ledger.junit_report import parse_report
+from three_ledger.junit_report import MAX_JUNIT_BYTES, parse_report
 from three_ledger.ledgers import FileEntry
 from three_ledger.paths import is_under
-from three_ledger.plugin.wire import Outcome
-from three_ledger.results import MAX_JUNIT_BYTES, TestResult
+from three_ledger.results import TestResult
+from three_ledger.vocabulary import Outcome
 
 # File systems stamp files with a coarse clock, some to the second or two: allow that much.
 TIMESTAMP_SLACK_NS = 2_000_000_000

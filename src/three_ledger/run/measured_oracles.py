@@ -23,8 +23,8 @@ from pathlib import Path, PurePosixPath
 
 from three_ledger import git
 from three_ledger.errors import InfraFailure
+from three_ledger.ledgers import Harness
 from three_ledger.results import TestResult
-from three_ledger.run.harness import Harness
 
 TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 _CACHE_FOLDERS = frozenset({"__pycache__", ".pytest_cache"})

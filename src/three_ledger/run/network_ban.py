@@ -7,7 +7,6 @@ command (`network_namespace.py`), else the pytest plugin's in-process socket gua
 
 from __future__ import annotations
 
-import enum
 import itertools
 import os
 from collections.abc import Sequence
@@ -15,21 +14,7 @@ from concurrent.futures import Future
 from typing import assert_never
 
 from three_ledger.errors import InfraFailure
-
-
-class Network(enum.StrEnum):
-    """A properties pin's network policy (SPEC 3.2)."""
-
-    BANNED = "banned"
-    ALLOWED = "allowed"
-
-
-class Enforcement(enum.StrEnum):
-    """What enforced the policy in one run, as the property ledger records it."""
-
-    NETNS = "netns"
-    SOCKET_GUARD = "socket-guard"
-    NONE = "none"
+from three_ledger.vocabulary import Enforcement, Network
 
 
 def choose_enforcement(

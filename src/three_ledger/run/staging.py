@@ -17,20 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-# The plugin and everything it imports: standard library and pytest only, and relative
-# imports among themselves, so that the copy imports the copy.
-PLUGIN_SIDE_MODULES = (
-    "hooks.py",
-    "wire.py",
-    "socket_guard.py",
-    "tripwire.py",
-    "harness.py",
-    "collect.py",
-    "shard.py",
-    "reads.py",
-)
 # The name the `pytest11` entry point registers (SPEC 6), blocked in the gate's runs.
 ENTRY_POINT_MODULE = "three_ledger.pytest_plugin"
+# The folder that runs inside the test child: standard library and pytest only, and relative
+# imports among its modules, so that the copy imports the copy (tests/unit/test_meta.py).
+PLUGIN_FOLDER = Path(__file__).resolve().parent.parent / "plugin"
+# Not copied: the package's own `__init__.py` (the copy gets one of its own), and the module
+# the installed entry point loads, which names the installed package.
+_NOT_STAGED = frozenset({"__init__.py", "entry_point.py"})
 
 
 @dataclass(frozen=True)
@@ -41,21 +35,22 @@ class StagedPlugin:
     module: str
 
 
-def stage_plugin(private: Path, source: Path | None = None) -> StagedPlugin:
-    """Copy the plugin's modules under PRIVATE as a package with a random name.
+def stage_plugin(private: Path, source: Path = PLUGIN_FOLDER) -> StagedPlugin:
+    """Copy every module of the plugin folder under PRIVATE as a package with a random name.
 
-    SOURCE is the folder they come from: this package's own unless a test gives another.
+    SOURCE is the folder they come from: this package's `plugin/` unless a test gives another.
     """
     package = f"_three_ledger_{os.urandom(8).hex()}"
     folder = private / "plugin"
     target = folder / package
     target.mkdir(parents=True)
     (target / "__init__.py").write_text('"""three-ledger\'s plugin, staged for one run."""\n')
-    source = source or Path(__file__).resolve().parent.parent / "plugin"
-    for name in PLUGIN_SIDE_MODULES:
+    for module in sorted(source.glob("*.py")):
+        if module.name in _NOT_STAGED:
+            continue
         # copy2 keeps the modification time, which the bytecode's header is checked against.
-        shutil.copy2(source / name, target / name)
-        _copy_bytecode(source / name, target / name)
+        shutil.copy2(module, target / module.name)
+        _copy_bytecode(module, target / module.name)
     return StagedPlugin(folder, f"{package}.hooks")
 
 

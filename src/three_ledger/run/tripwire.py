@@ -8,23 +8,14 @@ mode there is no plugin to add them, and the ledger says `tripwire: none`.
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from three_ledger.errors import InfraFailure
-from three_ledger.plugin.wire import Outcome
+from three_ledger.plugin.wire import SENTINELS_ENV
 from three_ledger.results import TestResult
-
-SENTINELS_ENV = "THREE_LEDGER_SENTINELS"
-
-
-class Tripwire(enum.StrEnum):
-    """What guarded a run's reports, as the property ledger records it."""
-
-    SENTINELS = "sentinels"
-    NONE = "none"
+from three_ledger.vocabulary import Outcome
 
 
 @dataclass(frozen=True)

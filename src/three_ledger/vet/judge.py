@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from three_ledger.ledgers import PropertyVet, Verdict, VetTrial
 from three_ledger.pins import FixturePin, Property
-from three_ledger.plugin.wire import Status
 from three_ledger.vet.mutations import Files, Kind, Operator, mutants
+from three_ledger.vocabulary import Status
 
 # What makes a mutant killed: the property no longer passes, and says so.
 KILLS = frozenset({Status.FAIL, Status.ERROR})

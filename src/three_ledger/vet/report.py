@@ -7,9 +7,9 @@ from collections.abc import Iterator, Sequence
 
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import PropertyVet, Verdict, VetLedger, VetTrial
-from three_ledger.plugin.wire import Status
 from three_ledger.vet.judge import KILLS
 from three_ledger.vet.mutations import Kind
+from three_ledger.vocabulary import Status
 
 # At most this many paths per warning on stderr; the ledger lists them all.
 SHOWN_PATHS = 10

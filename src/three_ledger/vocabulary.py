@@ -1,0 +1,57 @@
+"""The words the ledgers are written in: outcomes, statuses, and what guarded a run.
+
+Each is a `StrEnum` whose value is what the ledger holds. A test's `Outcome` is the plugin's
+word (`plugin/wire.py`), so it is defined there and only named here.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+from three_ledger.plugin.wire import SEVERITY as SEVERITY
+from three_ledger.plugin.wire import Outcome as Outcome
+
+
+class Status(enum.StrEnum):
+    """A pinned property's status in a property ledger: an outcome, or `missing`."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIP = "skip"
+    # The property's selectors and markers matched no result.
+    MISSING = "missing"
+
+
+def worst(outcomes: Iterable[Outcome]) -> Outcome:
+    """The worst outcome (error > fail > skip > pass); `pass` when there is none."""
+    return max(outcomes, key=SEVERITY.__getitem__, default=Outcome.PASS)
+
+
+def status_of(outcomes: Iterable[Outcome]) -> Status:
+    """A property's status from the outcomes of every result it matches: `missing` if none."""
+    matched = list(outcomes)
+    return Status(worst(matched)) if matched else Status.MISSING
+
+
+class Network(enum.StrEnum):
+    """A properties pin's network policy (SPEC 3.2)."""
+
+    BANNED = "banned"
+    ALLOWED = "allowed"
+
+
+class Enforcement(enum.StrEnum):
+    """What enforced the policy in one run, as the property ledger records it."""
+
+    NETNS = "netns"
+    SOCKET_GUARD = "socket-guard"
+    NONE = "none"
+
+
+class Tripwire(enum.StrEnum):
+    """What guarded a run's reports, as the property ledger records it."""
+
+    SENTINELS = "sentinels"
+    NONE = "none"
