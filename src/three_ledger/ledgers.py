@@ -12,7 +12,7 @@ import os
 import time
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
@@ -625,3 +625,19 @@ def write_fixture_ledger(
     document["files"] = encode(ledger.files) if files is None else files
     jsonio.validate(document, ledger.SCHEMA, path, "ledger about to be written")
     jsonio.write_json(path, document)
+
+
+def ledger_text(words: Sequence[str]) -> tuple[str, ...]:
+    """Words from the OS (argv, git's file names) as a UTF-8 ledger can hold them.
+
+    Bytes that are not UTF-8 reach Python as lone surrogates; they are written as `\\xff`.
+    """
+    return tuple(_unicode(word) for word in words)
+
+
+def _unicode(word: str) -> str:
+    try:
+        raw = word.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that did not come from a byte
+        return word.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")

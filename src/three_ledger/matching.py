@@ -16,7 +16,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from three_ledger.pins import PropertiesPin
-from three_ledger.results import ExpectedSkip, PropertyScore, TestResult, score_properties
+from three_ledger.results import (
+    ExpectedSkip,
+    PropertyScore,
+    TestResult,
+    answers_for,
+    pinned,
+    score_properties,
+)
 from three_ledger.vocabulary import Outcome
 
 # How many matched ids `plan` shows per property, and how many close ids it suggests.
@@ -84,7 +91,7 @@ def match_pin(
     chosen = {prop.id: prop.test for prop in pin.properties}
     scores = score_properties(chosen, tests, pin.expected_skips)
     candidates = _Candidates([test.id for test in tests])
-    outside = [test.id for test in tests if not _inside(test, pin, flake_selectors)]
+    outside = [test.id for test in tests if not pinned(test, pin.selectors(), flake_selectors)]
     properties = tuple(
         _property_match(prop.id, prop.test, scores[prop.id], tests, candidates, pin.expected_skips)
         for prop in pin.properties
@@ -110,7 +117,7 @@ def _property_match(
     candidates: _Candidates,
     expected_skips: Sequence[ExpectedSkip],
 ) -> PropertyMatch:
-    matched = [test for test in tests if _belongs(test, property_id, selectors)]
+    matched = [test for test in tests if answers_for(test, property_id, selectors)]
     return PropertyMatch(
         id=property_id,
         score=score,
@@ -133,16 +140,6 @@ def _selector_match(
     return SelectorMatch(selector, matched, did_you_mean)
 
 
-def _belongs(test: TestResult, property_id: str, selectors: Sequence[str]) -> bool:
-    return property_id in test.property_ids or any(map(test.matches, selectors))
-
-
-def _inside(test: TestResult, pin: PropertiesPin, flake_selectors: Sequence[str]) -> bool:
-    return any(_belongs(test, prop.id, prop.test) for prop in pin.properties) or any(
-        map(test.matches, flake_selectors)
-    )
-
-
 def _unknown_markers(pin: PropertiesPin, tests: Sequence[TestResult]) -> dict[str, int]:
     listed = {prop.id for prop in pin.properties}
     found = Counter(p for test in tests for p in test.property_ids if p not in listed)
@@ -159,7 +156,7 @@ def _unlisted_skips(pin: PropertiesPin, tests: Sequence[TestResult]) -> tuple[Sk
     for test in tests:
         if test.skip_reason is None or not _unaccepted_skip(test, pin.expected_skips):
             continue
-        if any(_belongs(test, prop.id, prop.test) for prop in pin.properties):
+        if any(answers_for(test, prop.id, prop.test) for prop in pin.properties):
             groups[(_owner(test.id), test.skip_reason)] += 1
     return tuple(SkipSuggestion(test, reason, count) for (test, reason), count in groups.items())
 

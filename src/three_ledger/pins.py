@@ -175,6 +175,10 @@ class FlakePin:
     pin_id: str
     flakes: tuple[FlakeEntry, ...]
 
+    def selectors(self) -> dict[str, str]:
+        """Each entry's `test` selector by its test_id."""
+        return {entry.test_id: entry.test for entry in self.flakes}
+
     @classmethod
     def from_json(cls, document: dict[str, Any], source: Path, sha256: str) -> FlakePin:
         entries: list[FlakeEntry] = []

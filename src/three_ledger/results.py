@@ -11,9 +11,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from three_ledger.errors import InfraFailure
+from three_ledger.ledgers import FailingTest, UnpinnedFailures, ledger_text
 from three_ledger.vocabulary import Outcome, Status, status_of, worst
 
 _OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
@@ -214,7 +215,7 @@ def _score(
     results: Sequence[TestResult],
     expected_skips: Sequence[ExpectedSkip],
 ) -> PropertyScore:
-    matched = [result for result in results if _belongs(result, property_id, selectors)]
+    matched = [result for result in results if answers_for(result, property_id, selectors)]
     counted = [r for r in matched if not any(skip.covers(r) for skip in expected_skips)]
     non_pass = tuple(r for r in counted if r.outcome is not Outcome.PASS)
     return PropertyScore(
@@ -225,16 +226,12 @@ def _score(
     )
 
 
-def _belongs(result: TestResult, property_id: str, selectors: tuple[str, ...]) -> bool:
-    return property_id in result.property_ids or any(map(result.matches, selectors))
-
-
 def matching(
     property_id: str, selectors: Selectors, results: Iterable[TestResult]
 ) -> list[TestResult]:
     """The results a property answers for: its selectors', and those marked with its id."""
     chosen = selector_tuple(selectors)
-    return [result for result in results if _belongs(result, property_id, chosen)]
+    return [result for result in results if answers_for(result, property_id, chosen)]
 
 
 def unpinned_failures(
@@ -248,8 +245,7 @@ def unpinned_failures(
         result
         for result in results
         if result.outcome in (Outcome.FAIL, Outcome.ERROR)
-        and not any(_belongs(result, p, chosen) for p, chosen in properties.items())
-        and not any(map(result.matches, flake_selectors))
+        and not pinned(result, properties, flake_selectors)
     ]
 
 
@@ -341,3 +337,42 @@ def _result_from_json(label: str, number: int, record: object) -> TestResult:
         outcome=Outcome(outcome),
         skip_reason=skip_reason if outcome == Outcome.SKIP else None,
     )
+
+
+def scored_fields(
+    selectors: Mapping[str, Selectors],
+    expected_skips: Sequence[ExpectedSkip],
+    flake_selectors: Mapping[str, str],
+    results: Sequence[TestResult],
+) -> dict[str, Any]:
+    """The property ledger's fields computed from the whole run's results under the pins.
+
+    SELECTORS are each property's by id, FLAKE_SELECTORS each flake entry's by test_id.
+    """
+    scores = score_properties(selectors, results, expected_skips)
+    unpinned = unpinned_failures(selectors, list(flake_selectors.values()), results)
+    return {
+        "status_by_id": {property_id: score.status for property_id, score in scores.items()},
+        "flake_results": flake_outcomes(flake_selectors, results),
+        "expected_skips_left_out": {
+            p: score.expected_skips for p, score in scores.items() if score.expected_skips
+        },
+        "failing_tests": {
+            p: _failing_tests(score) for p, score in scores.items() if score.non_pass
+        },
+        "unpinned_failures": UnpinnedFailures(
+            count=len(unpinned),
+            first_ids=ledger_text([result.id for result in unpinned[:UNPINNED_SHOWN]]),
+        ),
+    }
+
+
+def _failing_tests(score: PropertyScore) -> tuple[FailingTest, ...]:
+    return tuple(
+        FailingTest(ledger_text([test.id])[0], test.outcome, _reason(test.skip_reason))
+        for test in score.non_pass
+    )
+
+
+def _reason(reason: str | None) -> str | None:
+    return None if reason is None else ledger_text([reason])[0]

@@ -8,7 +8,7 @@ from pathlib import Path
 from three_ledger import jsonio
 from three_ledger.errors import Refused
 from three_ledger.pins import PropertiesPin
-from three_ledger.results import TestResult
+from three_ledger.results import TestResult, pinned
 
 # What a test without a recorded duration weighs: the mean of the recorded ones.
 DEFAULT_SECONDS = 1.0
@@ -18,16 +18,8 @@ def planned_ids(
     pin: PropertiesPin, flake_selectors: Sequence[str], tests: Sequence[TestResult]
 ) -> list[str]:
     """The node ids a pinned property or a flake entry matches, in collection order."""
-    properties = [(prop.id, prop.test) for prop in pin.properties]
-    return [
-        test.id
-        for test in tests
-        if any(
-            prop_id in test.property_ids or any(map(test.matches, selectors))
-            for prop_id, selectors in properties
-        )
-        or any(map(test.matches, flake_selectors))
-    ]
+    properties = pin.selectors()
+    return [test.id for test in tests if pinned(test, properties, flake_selectors)]
 
 
 def split(ids: Sequence[str], shards: int, seconds: Mapping[str, float]) -> list[list[str]]:

@@ -1,23 +1,28 @@
-"""The one rule of which tests a property answers for, against the four it replaced.
+"""The one rule of which tests a property answers for, and every consumer that counts by it.
 
-`results.answers_for` and `results.pinned` are the only definition; this test showed that the
-four earlier copies (in `results`, `matching`, `shards` and the `properties` command) agreed
-with them on generated ids, markers and selectors before the copies were deleted.
+`results.answers_for` and `results.pinned` are the only definition. `shard-plan`, `plan`,
+`properties`, `combine` and `vet` each count through them; these tests hold each consumer's
+count to the rule on generated ids, markers and selectors, so that none can drift.
 """
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from three_ledger import matching, shards
-from three_ledger import results as results_module
-from three_ledger.commands import properties as properties_command
-from three_ledger.pins import FlakeEntry, FlakePin, PropertiesPin, Property
-from three_ledger.results import TestResult, answers_for, pinned
+from three_ledger import shards
+from three_ledger.matching import match_pin
+from three_ledger.pins import PropertiesPin, Property
+from three_ledger.results import (
+    TestResult,
+    answers_for,
+    matching,
+    pinned,
+    score_properties,
+    unpinned_failures,
+)
 from three_ledger.vocabulary import Network, Outcome
 
 # Few names, so that generated selectors often hit generated ids.
@@ -59,35 +64,32 @@ def properties_pin(chosen: dict[str, tuple[str, ...]]) -> PropertiesPin:
     return PropertiesPin(Path("properties.json"), "0" * 64, "p1", ("a",), Network.BANNED, (), props)
 
 
-def flake_pin(flake_selectors: list[str]) -> FlakePin:
-    entries = tuple(
-        FlakeEntry(f"flake-{n}", test, "0" * 40, datetime.date(2027, 1, 1), None, None)
-        for n, test in enumerate(flake_selectors)
-    )
-    return FlakePin(Path("flakes.json"), "0" * 64, "flakes", entries)
-
-
 @given(st.lists(test_results, max_size=6), pin_selectors, st.lists(selectors(), max_size=2))
-def test_the_four_copies_agree_with_the_one_rule(
+def test_every_consumer_counts_by_the_one_rule(
     tests: list[TestResult], chosen: dict[str, tuple[str, ...]], flake_selectors: list[str]
 ) -> None:
     pin = properties_pin(chosen)
-    expected_pinned = [t.id for t in tests if pinned(t, pin.selectors(), flake_selectors)]
-    for result in tests:
-        for property_id, sel in chosen.items():
-            expected = answers_for(result, property_id, sel)
-            assert results_module._belongs(result, property_id, sel) is expected
-            assert matching._belongs(result, property_id, sel) is expected
-        inside = matching._inside(result, pin, flake_selectors)
-        assert inside is pinned(result, pin.selectors(), flake_selectors)
-    assert shards.planned_ids(pin, flake_selectors, tests) == expected_pinned
-    scored = _Scored(pin, flake_pin(flake_selectors))
-    assert [r.id for r in properties_command.pinned_results(scored, tests)] == expected_pinned  # type: ignore[arg-type]
+    kept = [t for t in tests if pinned(t, pin.selectors(), flake_selectors)]
+    # shard-plan runs exactly the pinned tests; plan counts the rest as outside every entry.
+    assert shards.planned_ids(pin, flake_selectors, tests) == [t.id for t in kept]
+    assert match_pin(pin, flake_selectors, tests).outside == len(tests) - len(kept)
+    # properties and combine score a property on exactly the results that answer for it.
+    scores = score_properties(pin.selectors(), tests)
+    for property_id, sel in chosen.items():
+        answering = [t for t in tests if answers_for(t, property_id, sel)]
+        assert scores[property_id].matched == len(answering)
+        assert matching(property_id, sel, tests) == answering
+    # A failure outside every entry is the unpinned kind; inside one, it is not.
+    failed = [t for t in tests if t.outcome in (Outcome.FAIL, Outcome.ERROR)]
+    assert unpinned_failures(pin.selectors(), flake_selectors, tests) == [
+        t for t in failed if t not in kept
+    ]
 
 
-class _Scored:
-    """The two fields `properties.pinned_results` reads of its pre-run record."""
-
-    def __init__(self, properties_pin: PropertiesPin, flakes: FlakePin) -> None:
-        self.properties_pin = properties_pin
-        self.flake_pin = flakes
+def test_a_marker_alone_makes_a_result_answer_for_its_property() -> None:
+    marked = TestResult("tests/test_a.py::test_one", ("orders.total",), Outcome.PASS)
+    assert answers_for(marked, "orders.total", ())
+    assert not answers_for(marked, "orders.tax", ())
+    assert answers_for(marked, "orders.tax", ("tests/test_a.py",))
+    assert pinned(marked, {}, ("tests/test_a.py::test_one",))
+    assert not pinned(marked, {"orders.tax": ()}, ())

@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from three_ledger.commands.properties import scored_fields
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import (
@@ -30,7 +29,7 @@ from three_ledger.ledgers import (
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FlakePin, PropertiesPin, load_flake_pin, load_properties_pin
-from three_ledger.results import TestResult
+from three_ledger.results import TestResult, scored_fields
 from three_ledger.vocabulary import Enforcement
 
 # Weakest first: the merged ledger records the weakest enforcement any shard ran under.
@@ -228,5 +227,10 @@ def merged_ledger(
             ledger_sha256s=tuple(shard.sha256 for shard in shards),
         ),
         recorded_at=fresh_recorded_at(shard.record.recorded_at for shard in shards),
-        **scored_fields(properties_pin, flake_pin, results),
+        **scored_fields(
+            properties_pin.selectors(),
+            properties_pin.expected_skips,
+            flake_pin.selectors() if flake_pin else {},
+            results,
+        ),
     )

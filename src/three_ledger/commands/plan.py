@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from three_ledger.commands.properties import child_environment, exit_meaning
-from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
 from three_ledger.junit_report import read_junit_xml
@@ -31,18 +29,13 @@ from three_ledger.matching import (
     warning_lines,
 )
 from three_ledger.outputs import Output, refuse_unwritable
-from three_ledger.pins import (
-    FixturePin,
-    PropertiesPin,
-    load_fixture_pin,
-    load_flake_pin,
-    load_properties_pin,
-)
-from three_ledger.plugin.wire import COLLECT_ENV
+from three_ledger.pins import FixturePin
 from three_ledger.results import TestResult, merge_worst
 from three_ledger.run import network_namespace
+from three_ledger.run.child import Child, exit_meaning, run_child
 from three_ledger.run.network_ban import choose_enforcement
-from three_ledger.run.staging import plugin_environment, stage_plugin
+from three_ledger.run.preflight import Checks, preflight
+from three_ledger.run.staging import stage_plugin
 from three_ledger.vocabulary import Enforcement, Outcome
 
 # How much of the command's output a failed collection shows when no --log keeps it.
@@ -62,12 +55,17 @@ class PlanRequest:
     # A JUnit report from an earlier run, read instead of collecting (`--from-report`).
     report: Path | None = None
 
-
-@dataclass(frozen=True)
-class _Pins:
-    fixture: FixturePin
-    properties: PropertiesPin
-    flake_selectors: tuple[str, ...]
+    def checks(self) -> Checks:
+        """The checks `properties` makes before it runs, but those of the base and digest:
+        the tests collect from the fixture tree, which must be the pinned one. plan writes
+        no ledger, so the gate's own code in ROOT is no refusal here."""
+        return Checks(
+            root=self.root,
+            pin_path=self.pin_path,
+            properties_path=self.properties_path,
+            flake_pin_path=self.flake_pin_path,
+            own_code=False,
+        )
 
 
 def plan(request: PlanRequest) -> int:
@@ -77,18 +75,18 @@ def plan(request: PlanRequest) -> int:
     if request.log_path is not None:
         refuse_unwritable([Output("--log", request.log_path)], pins=pin_paths)
     if request.report is not None:
-        pins = _load_pins(request)
+        pins = preflight(request.checks())
         tests = read_junit_xml(request.report, request.root)
         source = ["JUnit report", str(request.report)]
     else:
         assert request.command is not None  # the CLI gives one or the other
         with ThreadPoolExecutor(max_workers=1) as background:
             probe = background.submit(network_namespace.namespace_available)
-            pins = _load_pins(request)
-            enforcement = choose_enforcement(pins.properties.network, request.command, probe)
-        tests = collect(request, pins.fixture, enforcement)
+            pins = preflight(request.checks())
+            enforcement = choose_enforcement(pins.properties_pin.network, request.command, probe)
+        tests = collect(request, pins.fixture_pin, enforcement)
         source = request.command
-    match = match_pin(pins.properties, pins.flake_selectors, tests)
+    match = match_pin(pins.properties_pin, pins.flake_selectors(), tests)
     if request.as_json:
         sys.stdout.write(json.dumps(plan_document(match), indent=2) + "\n")
     else:
@@ -112,41 +110,30 @@ def ambiguous_titles(tests: Sequence[TestResult]) -> list[str]:
     return lines
 
 
-def _load_pins(request: PlanRequest) -> _Pins:
-    """The refusals `properties` makes before it runs, except those about the base and digest."""
-    fixture_pin = load_fixture_pin(request.pin_path)
-    properties_pin = load_properties_pin(request.properties_path)
-    flakes = load_flake_pin(request.flake_pin_path) if request.flake_pin_path else None
-    properties_pin.check_against(fixture_pin)
-    # The tests collect from the fixture tree: it must be the pinned one, as for a real run.
-    refuse_unreviewed(request.root, fixture_pin, live_digest(request.root, fixture_pin), None)
-    flake_selectors = tuple(entry.test for entry in flakes.flakes) if flakes else ()
-    return _Pins(fixture_pin, properties_pin, flake_selectors)
-
-
 def collect(
     request: PlanRequest, fixture_pin: FixturePin, enforcement: Enforcement
 ) -> list[TestResult]:
     """Run the command with `--collect-only`; the collected tests, one per node id."""
-    from three_ledger.runner import run_command
-
-    with tempfile.TemporaryDirectory(prefix="three-ledger-plan-") as private:
+    with (
+        tempfile.TemporaryDirectory(prefix="three-ledger-plan-") as private,
+        open(os.devnull, "wb") as quiet,
+    ):
         folder = Path(private)
         collected = folder / "collected.jsonl"
         log_path = request.log_path or folder / "plan.log"
-        env = _collect_environment(request.root, fixture_pin, enforcement, folder, collected)
-        argv = list(request.command or ())  # empty: the runner reports "empty command"
-        if enforcement is Enforcement.NETNS:
-            argv = network_namespace.namespace_argv(argv)
-        with open(os.devnull, "wb") as quiet:
-            run = run_command(
-                argv,
-                cwd=request.root,
-                env=env,
-                timeout_s=request.timeout_s,
-                log_path=log_path,
-                console=quiet,
-            )
+        child = Child(
+            command=request.command or (),
+            root=request.root,
+            fixture_pin=fixture_pin,
+            enforcement=enforcement,
+            timeout_s=request.timeout_s,
+            log_path=log_path,
+            plugin=stage_plugin(folder),
+            results_path=folder / "unused.jsonl",
+            collect_into=collected,
+            console=quiet,
+        )
+        run = run_child(child)
         failure = run.failure()
         if failure is None and run.exit_code != 0:
             assert run.exit_code is not None  # no failure means the command exited
@@ -154,21 +141,6 @@ def collect(
         if failure is not None:
             raise _collection_failed(failure, log_path, request)
         return read_collected(collected, log_path)
-
-
-def _collect_environment(
-    root: Path,
-    fixture_pin: FixturePin,
-    enforcement: Enforcement,
-    private: Path,
-    collected: Path,
-) -> dict[str, str]:
-    env = child_environment(os.environ, root, fixture_pin, enforcement, private / "unused.jsonl")
-    del env["THREE_LEDGER_RESULTS"]
-    env[COLLECT_ENV] = str(collected)
-    env = plugin_environment(env, stage_plugin(private))
-    env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} --collect-only"
-    return env
 
 
 def _collection_failed(failure: str, log_path: Path, request: PlanRequest) -> InfraFailure:

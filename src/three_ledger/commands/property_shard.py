@@ -2,7 +2,7 @@
 
 Every refusal of `properties` applies; the plan must also have been made on this head, this
 fixture digest, these pins and this command. The plugin deselects every collected test outside
-the slice (plugin_shard.py), so the command's own arguments cannot widen it; an empty slice
+the slice (plugin/shard.py), so the command's own arguments cannot widen it; an empty slice
 runs only the tripwire's sentinels. The `property_shard` ledger holds per-test outcomes, which
 `combine` scores together.
 """
@@ -13,17 +13,9 @@ import json
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-from three_ledger.commands.properties import (
-    Request,
-    Scored,
-    _git_hang_is_infra,
-    build_ledger,
-    check_before_running,
-    ledger_text,
-    run_and_read,
-)
 from three_ledger.errors import Refused, UsageError
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import (
@@ -31,24 +23,53 @@ from three_ledger.ledgers import (
     Shard,
     ShardPlan,
     ShardResult,
+    ledger_text,
     read_ledger,
     write_ledger,
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.run import network_namespace
 from three_ledger.run.network_ban import choose_enforcement
+from three_ledger.run.observation import ScoredRun, observe, property_ledger
+from three_ledger.run.preflight import Checks, Preflight, preflight
 from three_ledger.vocabulary import Status
 
 
-def property_shard(request: Request) -> int:
-    assert request.shard_plan_path is not None
-    if request.junit_xml is not None:
-        raise UsageError("properties: --shard-plan needs the pytest plugin; drop --junit-xml")
+@dataclass(frozen=True)
+class ShardRequest:
+    pin_path: Path
+    expect_digest: str
+    properties_path: Path
+    command: list[str]
+    out: Path
+    root: Path
+    base: str | None
+    timeout_s: float
+    log_path: Path | None
+    flake_pin_path: Path | None
+    shard_plan_path: Path
+    shard_index: int
+
+    def checks(self) -> Checks:
+        """Every check `properties` makes before its run."""
+        return Checks(
+            root=self.root,
+            pin_path=self.pin_path,
+            properties_path=self.properties_path,
+            flake_pin_path=self.flake_pin_path,
+            expect_digest=self.expect_digest,
+            against_base=True,
+            base=self.base,
+            command=self.command,
+        )
+
+
+def property_shard(request: ShardRequest) -> int:
     plan_file = read_ledger(request.shard_plan_path, ShardPlan)
     plan = plan_file.record
     total = len(plan.slices)
     index = request.shard_index
-    if index is None or not 0 <= index < total:
+    if not 0 <= index < total:
         raise UsageError(f"properties: --shard must be 0..{total - 1} for {plan_file.path}")
     pin_paths = [request.pin_path, request.properties_path]
     if request.flake_pin_path is not None:
@@ -61,14 +82,17 @@ def property_shard(request: Request) -> int:
     )
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         probe = background.submit(network_namespace.namespace_available)
-        scored = _git_hang_is_infra(check_before_running, request)
+        scored = preflight(request.checks())
         refuse_other_plan(plan, plan_file.path, scored, request)
         enforcement = choose_enforcement(scored.properties_pin.network, request.command, probe)
         with tempfile.TemporaryDirectory(prefix="three-ledger-shard-") as private:
             ids_path = Path(private) / "slice.json"
             ids_path.write_text(json.dumps(list(plan.slices[index])), encoding="utf-8")
-            observed = run_and_read(request, scored, enforcement, log_path, ids_path)
-        whole = build_ledger(request, scored, enforcement, observed)
+            run = ScoredRun(
+                request.command, request.root, request.timeout_s, log_path, None, ids_path
+            )
+            observed = observe(run, scored, enforcement)
+        whole = property_ledger(run, scored, enforcement, observed)
         ledger = PropertyShardLedger(
             ledger_id=whole.ledger_id,
             shard=Shard(index, total, plan_file.sha256),
@@ -118,11 +142,13 @@ def property_shard(request: Request) -> int:
     return ExitCode.OK
 
 
-def refuse_other_plan(plan: ShardPlan, path: Path, scored: Scored, request: Request) -> None:
+def refuse_other_plan(
+    plan: ShardPlan, path: Path, scored: Preflight, request: ShardRequest
+) -> None:
     """The plan must have been made on this head, digest, pins and command (exit 2)."""
     flake_sha = scored.flake_pin.sha256 if scored.flake_pin else None
     checks = [
-        ("head_revision", plan.head_revision, scored.head_revision),
+        ("head_revision", plan.head_revision, scored.base().head_revision),
         ("fixture_digest", plan.fixture_digest, scored.digest),
         ("pin_id", plan.pin_id, scored.fixture_pin.pin_id),
         ("property_pin_sha256", plan.property_pin_sha256, scored.properties_pin.sha256),

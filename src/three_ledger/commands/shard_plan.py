@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
-from three_ledger.commands.plan import PlanRequest, _load_pins, collect
-from three_ledger.digest import live_digest
+from three_ledger.commands.plan import PlanRequest, collect
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import ShardPlan, fresh_recorded_at, new_ledger_id, write_ledger
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.run import network_namespace
 from three_ledger.run.network_ban import choose_enforcement
+from three_ledger.run.preflight import preflight
 from three_ledger.shards import planned_ids, read_durations, split
 
 
@@ -60,15 +60,15 @@ def shard_plan(request: ShardPlanRequest) -> int:
     )
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         probe = background.submit(network_namespace.namespace_available)
-        pins = _load_pins(collecting)
-        enforcement = choose_enforcement(pins.properties.network, request.command, probe)
-        digest = live_digest(request.root, pins.fixture).digest
+        pins = preflight(collecting.checks())
+        enforcement = choose_enforcement(pins.properties_pin.network, request.command, probe)
+        digest = pins.digest
         head = git.head_revision(request.root)
-        tests = collect(collecting, pins.fixture, enforcement)
+        tests = collect(collecting, pins.fixture_pin, enforcement)
         if request.all_tests:
             ids = [test.id for test in tests]
         else:
-            ids = planned_ids(pins.properties, pins.flake_selectors, tests)
+            ids = planned_ids(pins.properties_pin, pins.flake_selectors(), tests)
         slices = split(ids, request.shards, seconds)
         flake_text = None
         flake_sha = None
@@ -77,10 +77,10 @@ def shard_plan(request: ShardPlanRequest) -> int:
             flake_sha = _sha256(flake_text)
         plan = ShardPlan(
             ledger_id=new_ledger_id(),
-            pin_id=pins.fixture.pin_id,
+            pin_id=pins.fixture_pin.pin_id,
             fixture_digest=digest,
             head_revision=head,
-            property_pin_sha256=pins.properties.sha256,
+            property_pin_sha256=pins.properties_pin.sha256,
             flake_pin_sha256=flake_sha,
             properties_pin_text=request.properties_path.read_bytes().decode("utf-8"),
             flake_pin_text=flake_text,

@@ -23,10 +23,8 @@ from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
 
-from three_ledger.commands.properties import exit_meaning, read_plugin_results, run_staged
-from three_ledger.digest import live_digest, refuse_unreviewed
+from three_ledger.digest import live_digest
 from three_ledger.errors import InfraFailure, Refused
-from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     FileVet,
     Harness,
@@ -34,17 +32,19 @@ from three_ledger.ledgers import (
     PropertyVet,
     VetLedger,
     fresh_recorded_at,
+    ledger_text,
     new_ledger_id,
     write_ledger,
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
-from three_ledger.pins import FixturePin, PropertiesPin, load_fixture_pin, load_properties_pin
+from three_ledger.pins import FixturePin
 from three_ledger.plugin.wire import HARNESS_ENV, READS_ENV, ROOT_ENV, WATCHED_ENV
 from three_ledger.results import TestResult, matching, property_statuses
 from three_ledger.run import network_namespace
+from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
 from three_ledger.run.harness import read_harness
 from three_ledger.run.network_ban import choose_enforcement
-from three_ledger.run.oracles import rewriting_flag
+from three_ledger.run.preflight import Checks, Preflight, preflight
 from three_ledger.run.staging import StagedPlugin, stage_plugin
 from three_ledger.run.tripwire import Sentinels, checked_and_removed
 from three_ledger.vet import scratch
@@ -81,14 +81,14 @@ class Request:
     timeout_s: float
     strict: bool
 
-
-@dataclass(frozen=True)
-class Checked:
-    """Everything checked before the first run."""
-
-    fixture_pin: FixturePin
-    properties_pin: PropertiesPin
-    digest: str
+    def checks(self) -> Checks:
+        """The refusals (exit 2): the gate's own code, pins, the tree, an oracle-rewriting flag."""
+        return Checks(
+            root=self.root,
+            pin_path=self.pin_path,
+            properties_path=self.properties_path,
+            command=self.command,
+        )
 
 
 def vet(request: Request) -> int:
@@ -103,7 +103,7 @@ def vet(request: Request) -> int:
     ):
         # The namespace probe is a child of its own: it overlaps the pin and tree checks.
         probe = background.submit(network_namespace.namespace_available)
-        checked = check_before_running(request)
+        checked = preflight(request.checks())
         enforcement = choose_enforcement(checked.properties_pin.network, request.command, probe)
         with tempfile.TemporaryDirectory(prefix="three-ledger-vet-") as private:
             bench = Bench.prepare(request, checked, enforcement, Path(private), log_path)
@@ -143,20 +143,6 @@ def raising_on_interrupt() -> Iterator[None]:
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
 
 
-def check_before_running(request: Request) -> Checked:
-    """The refusals (exit 2): the gate's own code, pins, the tree, an oracle-rewriting flag."""
-    refuse_code_from_root(request.root)
-    fixture_pin = load_fixture_pin(request.pin_path)
-    properties_pin = load_properties_pin(request.properties_path)
-    properties_pin.check_against(fixture_pin)
-    live = live_digest(request.root, fixture_pin)
-    refuse_unreviewed(request.root, fixture_pin, live, None)
-    flag = rewriting_flag(request.command)
-    if flag is not None:
-        raise Refused(f"--command carries {flag!r}, which rewrites the oracles it is judged by")
-    return Checked(fixture_pin, properties_pin, live.digest)
-
-
 @dataclass(frozen=True)
 class Observed:
     """What one run under mutation said about each property."""
@@ -176,7 +162,7 @@ class Bench:
     def __init__(
         self,
         request: Request,
-        checked: Checked,
+        checked: Preflight,
         enforcement: Enforcement,
         private: Path,
         log_path: Path,
@@ -201,7 +187,7 @@ class Bench:
     def prepare(
         cls,
         request: Request,
-        checked: Checked,
+        checked: Preflight,
         enforcement: Enforcement,
         private: Path,
         log_path: Path,
@@ -240,8 +226,8 @@ class Bench:
             "PYTHONPYCACHEPREFIX": str(self.private / "bytecode"),
             "PYTHONDONTWRITEBYTECODE": "",
         }
-        run = run_staged(
-            self.command,
+        child = Child(
+            command=self.command,
             root=self.tree,
             fixture_pin=self.checked.fixture_pin,
             enforcement=self.enforcement,
@@ -249,10 +235,11 @@ class Bench:
             log_path=run_log,
             plugin=self.plugin,
             results_path=results_path,
-            extra_env={**bytecode, **sentinels.environment(), **extra_env},
             plugins=self.checked.properties_pin.plugins,
+            extra_env={**bytecode, **sentinels.environment(), **extra_env},
             console=self._quiet,
         )
+        run = run_child(child)
         ending = run.failure() or f"exit {run.exit_code}"
         self._keep_log(label, run_log, ending)
         return Ran(label, run.exit_code, run.failure(), results_path, sentinels)
@@ -398,7 +385,7 @@ class Findings:
     per_file: PerFileVet | None
 
 
-def examine(bench: Bench, checked: Checked, request: Request) -> Findings:
+def examine(bench: Bench, checked: Preflight, request: Request) -> Findings:
     baseline = run_baseline(bench)
     domains = {
         prop.id: domain_files(prop, checked.fixture_pin)
@@ -482,14 +469,12 @@ def mutate_files(bench: Bench, domains: Mapping[str, Sequence[str]], count: int)
 
 def build_ledger(
     request: Request,
-    checked: Checked,
+    checked: Preflight,
     enforcement: Enforcement,
     findings: Findings,
     runs: int,
     duration_ms: int,
 ) -> VetLedger:
-    from three_ledger.commands.properties import ledger_text
-
     return VetLedger(
         ledger_id=new_ledger_id(),
         pin_id=checked.fixture_pin.pin_id,

@@ -1,0 +1,130 @@
+"""Starting the test child, one way for every command, and reading what its plugin wrote.
+
+The child's environment is the job's, plus what SPEC 6 gives the property tests, plus the
+staged plugin (`staging.py`), plus what the command asks for; under the network ban's
+namespace the command runs inside it. `properties` and `vet` score the run; `plan` asks only
+for the collection.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+from three_ledger.errors import InfraFailure
+from three_ledger.pins import FixturePin
+from three_ledger.plugin.wire import (
+    COLLECT_ENV,
+    FIXTURES_ENV,
+    NETWORK_BANNED,
+    NETWORK_ENV,
+    PIN_ID_ENV,
+    RESULTS_ENV,
+)
+from three_ledger.results import TestResult, read_results_file
+from three_ledger.run import network_namespace
+from three_ledger.run.staging import StagedPlugin, plugin_environment
+from three_ledger.vocabulary import Enforcement
+
+if TYPE_CHECKING:
+    from three_ledger.runner import RunResult
+
+# pytest's own exit codes other than 0 and 1 say the run itself went wrong.
+_PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
+
+
+@dataclass(frozen=True)
+class Child:
+    """One run of the test command in ROOT."""
+
+    command: Sequence[str]
+    root: Path
+    fixture_pin: FixturePin
+    enforcement: Enforcement
+    timeout_s: float
+    log_path: Path
+    plugin: StagedPlugin
+    # Where the plugin writes one line per test; with COLLECT_INTO, the run only collects.
+    results_path: Path
+    collect_into: Path | None = None
+    # The pin's `plugins`: autoload off, and exactly those loaded. None: pytest's autoload.
+    plugins: tuple[str, ...] | None = None
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    # Where the command's output goes besides the log; None: the gate's own stdout.
+    console: BinaryIO | None = None
+
+
+def run_child(child: Child) -> RunResult:
+    """Run CHILD once. How it ended is returned as is: judging it is the caller's part."""
+    from three_ledger.runner import run_command
+
+    argv = list(child.command)  # empty: the runner reports "empty command"
+    if child.enforcement is Enforcement.NETNS:
+        argv = network_namespace.namespace_argv(argv)
+    return run_command(
+        argv,
+        cwd=child.root,
+        env=child_environment(child),
+        timeout_s=child.timeout_s,
+        log_path=child.log_path,
+        console=child.console,
+    )
+
+
+def child_environment(child: Child, inherited: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """INHERITED plus what the plugin and the property tests read (SPEC 6)."""
+    env = dict(inherited)
+    env[RESULTS_ENV] = str(child.results_path)
+    env[FIXTURES_ENV] = str((child.root / child.fixture_pin.fixtures_dir).resolve())
+    env[PIN_ID_ENV] = child.fixture_pin.pin_id
+    env.pop(NETWORK_ENV, None)
+    if child.enforcement is Enforcement.SOCKET_GUARD:
+        env[NETWORK_ENV] = NETWORK_BANNED
+    if child.collect_into is not None:
+        del env[RESULTS_ENV]
+        env[COLLECT_ENV] = str(child.collect_into)
+    env = plugin_environment(env, child.plugin)
+    env.update(child.extra_env)
+    env.update(pinned_plugins_environment(env, child.plugins))
+    if child.collect_into is not None:
+        env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} --collect-only"
+    return env
+
+
+def pinned_plugins_environment(
+    env: Mapping[str, str], plugins: tuple[str, ...] | None
+) -> dict[str, str]:
+    """With a `plugins` key: autoload off, and exactly the pinned plugins loaded with -p."""
+    if plugins is None:
+        return {}
+    loads = " ".join(f"-p {name}" for name in plugins)
+    return {
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTEST_ADDOPTS": f"{env.get('PYTEST_ADDOPTS', '')} {loads}".strip(),
+    }
+
+
+def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
+    """The plugin's results; a missing or broken file says how the plugin may have been lost."""
+    try:
+        return read_results_file(results_path)
+    except InfraFailure as failure:
+        failure.details.append(
+            "the plugin wrote nothing: is the command pytest, and does it keep the "
+            f"environment (PYTHONPATH, PYTEST_PLUGINS)? Other runners need --junit-xml "
+            f"(log: {log_path})"
+        )
+        raise
+
+
+def exit_meaning(code: int, enforcement: Enforcement) -> str:
+    """Why an exit other than 0 or 1 means the run's results cannot be trusted."""
+    if enforcement is Enforcement.NETNS and code == network_namespace.ISOLATION_FAILED:
+        return "the network namespace failed its isolation check; the command did not run"
+    if enforcement is Enforcement.NETNS and code == network_namespace.COMMAND_NOT_FOUND:
+        return "the command could not start: not found"
+    meaning = _PYTEST_EXITS.get(code, "neither 0 (all passed) nor 1 (some failed)")
+    return f"the command exited {code} ({meaning}): its results cannot be trusted"

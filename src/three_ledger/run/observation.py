@@ -1,0 +1,185 @@
+"""One scored run: the child with its tripwire and harness, then what it left, checked.
+
+With the plugin, the run's results count only once the tripwire's sentinels are shown to
+have their required outcomes, and the measured harness is compared with the base. With a
+JUnit report (another runner), the report must be this run's (`junit_evidence.py`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from three_ledger.errors import InfraFailure
+from three_ledger.ledgers import (
+    FileEntry,
+    Harness,
+    PropertyLedger,
+    fresh_recorded_at,
+    ledger_text,
+    new_ledger_id,
+)
+from three_ledger.plugin.wire import HARNESS_ENV, ROOT_ENV, SHARD_IDS_ENV
+from three_ledger.results import TestResult, pinned, scored_fields
+from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
+from three_ledger.run.harness import read_harness
+from three_ledger.run.measured_oracles import measured_changes
+from three_ledger.run.preflight import Preflight
+from three_ledger.run.staging import stage_plugin
+from three_ledger.run.tripwire import Sentinels, checked_and_removed
+from three_ledger.vocabulary import Enforcement, Tripwire
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the run left: its results, how it exited, the JUnit report read (if any), and
+    what checked its reports."""
+
+    results: list[TestResult]
+    command_exit: int
+    duration_ms: int
+    junit_report: FileEntry | None
+    tripwire: Tripwire
+    harness: Harness | None = None
+    # Measured oracle files that differ from the base, with why they count.
+    measured_changes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """The run `properties` scores: its command, where, for how long, and how it reports."""
+
+    command: Sequence[str]
+    root: Path
+    timeout_s: float
+    log_path: Path
+    junit_xml: Path | None = None
+    # A shard's slice: a file of the node ids that run; the others are deselected.
+    shard_ids: Path | None = None
+
+
+def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Observed:
+    """Run the command and read its results; a run that is not evidence is InfraFailure."""
+    report, started_ns = None, 0
+    if run.junit_xml is not None:
+        # Imported only here: a pytest run (the common case) never reads a JUnit report.
+        from three_ledger.run import junit_evidence
+
+        fixtures_dir = checked.fixture_pin.fixtures_dir
+        report = junit_evidence.prepare(run.junit_xml, run.root, fixtures_dir)
+        started_ns = junit_evidence.started_at()
+    sentinels = Sentinels.fresh()
+    with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
+        results_path = Path(private) / "results.jsonl"
+        harness_path = Path(private) / "harness.json"
+        extra_env: dict[str, str] = {}
+        if run.shard_ids is not None:
+            extra_env[SHARD_IDS_ENV] = str(run.shard_ids)
+        if run.junit_xml is None:
+            extra_env.update(sentinels.environment())
+            extra_env[HARNESS_ENV] = str(harness_path)
+            extra_env[ROOT_ENV] = str(run.root.resolve())
+        child = Child(
+            command=run.command,
+            root=run.root,
+            fixture_pin=checked.fixture_pin,
+            enforcement=enforcement,
+            timeout_s=run.timeout_s,
+            log_path=run.log_path,
+            plugin=stage_plugin(Path(private)),
+            results_path=results_path,
+            plugins=checked.properties_pin.plugins if run.junit_xml is None else None,
+            extra_env=extra_env,
+        )
+        ran = run_child(child)
+        failure = ran.failure()
+        if failure is not None:
+            raise InfraFailure(f"{failure}; no property ledger written (log: {run.log_path})")
+        assert ran.exit_code is not None  # no failure means the command exited
+        if report is not None:
+            from three_ledger.run import junit_evidence
+
+            results, entry = junit_evidence.read_after_run(
+                report, started_ns, ran.exit_code, run.log_path
+            )
+            return Observed(results, ran.exit_code, ran.duration_ms, entry, Tripwire.NONE)
+        if ran.exit_code not in (0, 1):
+            raise InfraFailure(f"{exit_meaning(ran.exit_code, enforcement)} (log: {run.log_path})")
+        recorded = read_plugin_results(results_path, run.log_path)
+        try:
+            results = checked_and_removed(
+                recorded, sentinels, allow_empty=run.shard_ids is not None
+            )
+            harness = read_harness(harness_path)
+            kept = [result for result in results if _scores(result, checked)]
+            measured = measured_changes(run.root, checked.base().before, harness, kept)
+            measured.update(unpinned_plugins(harness, checked.properties_pin.plugins))
+        except InfraFailure as not_evidence:
+            not_evidence.details.append(f"no property ledger written (log: {run.log_path})")
+            raise
+    return Observed(
+        results, ran.exit_code, ran.duration_ms, None, Tripwire.SENTINELS, harness, measured
+    )
+
+
+def _scores(result: TestResult, checked: Preflight) -> bool:
+    """Whether RESULT scored a pinned property or flake entry."""
+    return pinned(result, checked.properties_pin.selectors(), checked.flake_selectors())
+
+
+def unpinned_plugins(harness: Harness, plugins: tuple[str, ...] | None) -> dict[str, str]:
+    """Plugins from a distribution that loaded although the pin does not list them.
+
+    A pinned plugin's own helpers (xdist registers several) share its distribution and pass.
+    Plugins defined under ROOT are harness files, compared with the base like any oracle.
+    """
+    if plugins is None:
+        return {}
+    allowed = {plugin.source for plugin in harness.plugins if plugin.name in plugins}
+    return {
+        f"plugin {plugin.name}": f"loaded from {plugin.source}, which the pin's plugins omit"
+        for plugin in harness.plugins
+        if not plugin.source.endswith(".py") and plugin.source not in allowed
+    }
+
+
+def property_ledger(
+    run: ScoredRun, checked: Preflight, enforcement: Enforcement, observed: Observed
+) -> PropertyLedger:
+    """The property ledger of one observed run (a shard's is derived from it)."""
+    facts = checked.base()
+    # The pin's own oracle paths first: a path that is both keeps the reason a reviewer wrote.
+    reasons = {**observed.measured_changes, **facts.oracle_reasons}
+    flake_selectors = checked.flake_pin.selectors() if checked.flake_pin else {}
+    properties_pin = checked.properties_pin
+    return PropertyLedger(
+        ledger_id=new_ledger_id(),
+        pin_id=checked.fixture_pin.pin_id,
+        property_pin_id=properties_pin.pin_id,
+        property_pin_sha256=properties_pin.sha256,
+        fixture_digest=checked.digest,
+        oracle_moved=bool(reasons),
+        oracle_changes=ledger_text(sorted(reasons)),
+        oracle_change_reasons=dict(zip(ledger_text(list(reasons)), reasons.values(), strict=True)),
+        oracle_paths_unmatched=ledger_text(facts.oracle_paths_unmatched),
+        base_revision=facts.base_revision,
+        head_revision=facts.head_revision,
+        command=ledger_text(run.command),
+        command_exit=observed.command_exit,
+        junit_report=observed.junit_report,
+        duration_ms=observed.duration_ms,
+        network=properties_pin.network,
+        network_enforcement=enforcement,
+        tripwire=observed.tripwire,
+        harness=observed.harness,
+        shards=None,
+        recorded_at=fresh_recorded_at(),
+        **scored_fields(
+            properties_pin.selectors(),
+            properties_pin.expected_skips,
+            flake_selectors,
+            observed.results,
+        ),
+    )
