@@ -6,7 +6,8 @@ import argparse
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -60,6 +61,69 @@ def _command_words(text: str) -> list[str]:
     return words
 
 
+@dataclass(frozen=True)
+class Option:
+    """One command-line option as every command that takes it declares it."""
+
+    flags: tuple[str, ...]
+    settings: Mapping[str, Any]
+
+    def but(self, **changes: Any) -> Option:
+        """The same option with some settings changed (a command's own help, say)."""
+        return Option(self.flags, {**self.settings, **changes})
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(*self.flags, **self.settings)
+
+
+def option(*flags: str, **settings: Any) -> Option:
+    """An option, written as `parser.add_argument` takes it."""
+    return Option(flags, settings)
+
+
+class Opts:
+    """The options more than one command takes, declared once; commands compose them."""
+
+    pin = option("--pin", type=Path, required=True, help="fixture pin (JSON)")
+    properties = option("--properties", type=Path, required=True, help="properties pin (JSON)")
+    command = option(
+        "--command", type=_command_words, required=True, metavar="CMD", help="test command"
+    )
+    root = option("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    out = option("--out", type=Path, required=True)
+    log = option("--log", type=Path, metavar="PATH")
+    base = option("--base", metavar="REV")
+    flake_pin = option("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
+    timeout = option(
+        "--timeout",
+        type=_positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"default {DEFAULT_TIMEOUT_S:g}",
+    )
+    fixture_ledger = option(
+        "--fixture-ledger", type=Path, required=True, metavar="F", help="fixture ledger"
+    )
+    property_ledger = option(
+        "--property-ledger", type=Path, required=True, metavar="P", help="property ledger"
+    )
+    summary_md = option("--summary-md", type=Path, metavar="PATH", help="Markdown report")
+    verdict_junit = option(
+        "--verdict-junit", type=Path, metavar="FILE", help="verdict as JUnit XML"
+    )
+    verdict_dotenv = option(
+        "--verdict-dotenv", type=Path, metavar="FILE", help="GitLab dotenv report of the verdict"
+    )
+
+
+def _command(commands: Subparsers, name: str, *options: Option, **settings: Any) -> Any:
+    """Add subcommand NAME with OPTIONS, in order; SETTINGS go to its parser."""
+    parser = commands.add_parser(name, **settings)
+    for each in options:
+        each.add_to(parser)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -89,18 +153,40 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_digest(commands: Subparsers) -> None:
-    digest = commands.add_parser("digest", help="write the fixture ledger for a fixture pin")
-    digest.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
-    digest.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
-    digest.add_argument("--out", type=Path, required=True, help="fixture ledger to write")
-    digest.add_argument(
-        "--base", metavar="REV", help="on a digest mismatch, name files moved since REV"
+    _command(
+        commands,
+        "digest",
+        Opts.pin,
+        Opts.root,
+        Opts.out.but(help="fixture ledger to write"),
+        Opts.base.but(help="on a digest mismatch, name files moved since REV"),
+        help="write the fixture ledger for a fixture pin",
     )
 
 
 def _add_plan(commands: Subparsers) -> None:
-    plan = commands.add_parser(
+    _command(
+        commands,
         "plan",
+        Opts.pin,
+        Opts.properties,
+        Opts.command.but(required=False, help="pytest command"),
+        option(
+            "--junit-xml",
+            type=Path,
+            metavar="FILE",
+            help="with --from-report: read the ids from this JUnit report instead of collecting",
+        ),
+        option(
+            "--from-report",
+            action="store_true",
+            help="plan from an existing JUnit report (most non-pytest runners cannot collect)",
+        ),
+        Opts.root,
+        Opts.flake_pin,
+        Opts.timeout,
+        Opts.log.but(help="keep the collection's output"),
+        option("--json", action="store_true", help="print one JSON document"),
         help="show what each pinned property matches; no test runs",
         description="Run the test command as `properties` would, with --collect-only added "
         "through PYTEST_ADDOPTS, and print per property how many tests it matches (and the "
@@ -109,69 +195,39 @@ def _add_plan(commands: Subparsers) -> None:
         "every property and flake entry. Exit 0 when every property matches a test, 1 when "
         "one matches none.",
     )
-    plan.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
-    plan.add_argument("--properties", type=Path, required=True, help="properties pin (JSON)")
-    plan.add_argument("--command", type=_command_words, metavar="CMD", help="pytest command")
-    plan.add_argument(
-        "--junit-xml",
-        type=Path,
-        metavar="FILE",
-        help="with --from-report: read the ids from this JUnit report instead of collecting",
-    )
-    plan.add_argument(
-        "--from-report",
-        action="store_true",
-        help="plan from an existing JUnit report (most non-pytest runners cannot collect)",
-    )
-    plan.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
-    plan.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
-    plan.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="S",
-        help=f"default {DEFAULT_TIMEOUT_S:g}",
-    )
-    plan.add_argument("--log", type=Path, metavar="PATH", help="keep the collection's output")
-    plan.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _add_properties(commands: Subparsers) -> None:
-    props = commands.add_parser(
-        "properties", help="score the pinned properties on a matching fixture digest"
+    _command(
+        commands,
+        "properties",
+        Opts.pin,
+        option("--expect-digest", required=True, metavar="HEX", help="digest to insist on"),
+        Opts.properties,
+        Opts.command,
+        Opts.out.but(help="property ledger to write"),
+        Opts.root,
+        Opts.base.but(help="base revision the oracles are compared to"),
+        Opts.timeout,
+        option(
+            "--junit-xml",
+            type=Path,
+            metavar="PATH",
+            help="read results from the JUnit XML report the command writes at PATH "
+            "(removed before the run; relative to the current directory; see "
+            "docs/runners.md)",
+        ),
+        Opts.log.but(help="command log (default OUT.log)"),
+        Opts.flake_pin,
+        option(
+            "--shard-plan",
+            type=Path,
+            metavar="PLAN",
+            help="run one slice of this shard plan and write a property_shard ledger",
+        ),
+        option("--shard", type=_index, metavar="K", help="with --shard-plan: slice K"),
+        help="score the pinned properties on a matching fixture digest",
     )
-    props.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
-    props.add_argument("--expect-digest", required=True, metavar="HEX", help="digest to insist on")
-    props.add_argument("--properties", type=Path, required=True, help="properties pin (JSON)")
-    props.add_argument(
-        "--command", type=_command_words, required=True, metavar="CMD", help="test command"
-    )
-    props.add_argument("--out", type=Path, required=True, help="property ledger to write")
-    props.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
-    props.add_argument("--base", metavar="REV", help="base revision the oracles are compared to")
-    props.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="S",
-        help=f"default {DEFAULT_TIMEOUT_S:g}",
-    )
-    props.add_argument(
-        "--junit-xml",
-        type=Path,
-        metavar="PATH",
-        help="read results from the JUnit XML report the command writes at PATH (removed "
-        "before the run; relative to the current directory; see docs/runners.md)",
-    )
-    props.add_argument("--log", type=Path, metavar="PATH", help="command log (default OUT.log)")
-    props.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
-    props.add_argument(
-        "--shard-plan",
-        type=Path,
-        metavar="PLAN",
-        help="run one slice of this shard plan and write a property_shard ledger",
-    )
-    props.add_argument("--shard", type=_index, metavar="K", help="with --shard-plan: slice K")
 
 
 def _index(text: str) -> int:
@@ -187,111 +243,123 @@ def _count_of_shards(text: str) -> int:
 
 
 def _add_shard_plan(commands: Subparsers) -> None:
-    plan = commands.add_parser(
+    _command(
+        commands,
         "shard-plan",
+        Opts.pin,
+        Opts.properties,
+        Opts.command.but(help="pytest command"),
+        option("--shards", type=_count_of_shards, required=True, metavar="N"),
+        option(
+            "--durations", type=Path, metavar="FILE", help="JSON {node id: seconds} to balance by"
+        ),
+        Opts.root,
+        Opts.flake_pin,
+        option("--all", action="store_true", help="every collected test, not only pinned"),
+        Opts.timeout,
+        Opts.log.but(help="keep the collection's output"),
+        Opts.out.but(help="shard plan to write"),
         help="fix the tests to run and split them into N slices for sharded scoring",
         description="Collect the tests once, as `plan` does, keep those a pinned property or "
         "flake entry matches (or all, with --all), and split them into N slices, balanced by "
         "--durations when given, else by count. Shards run with `properties --shard-plan "
         "PLAN --shard K`; `combine` merges them.",
     )
-    plan.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
-    plan.add_argument("--properties", type=Path, required=True, help="properties pin (JSON)")
-    plan.add_argument(
-        "--command", type=_command_words, required=True, metavar="CMD", help="pytest command"
-    )
-    plan.add_argument("--shards", type=_count_of_shards, required=True, metavar="N")
-    plan.add_argument(
-        "--durations", type=Path, metavar="FILE", help="JSON {node id: seconds} to balance by"
-    )
-    plan.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
-    plan.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
-    plan.add_argument("--all", action="store_true", help="every collected test, not only pinned")
-    plan.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="S",
-        help=f"default {DEFAULT_TIMEOUT_S:g}",
-    )
-    plan.add_argument("--log", type=Path, metavar="PATH", help="keep the collection's output")
-    plan.add_argument("--out", type=Path, required=True, help="shard plan to write")
 
 
 def _add_combine(commands: Subparsers) -> None:
-    combine = commands.add_parser(
+    _command(
+        commands,
         "combine",
+        option("--plan", type=Path, required=True, help="the shard plan"),
+        Opts.out.but(help="property ledger to write"),
+        option("shards", type=Path, nargs="+", metavar="SHARD", help="shard ledgers"),
         help="merge the property_shard ledgers of a shard plan into one property ledger",
     )
-    combine.add_argument("--plan", type=Path, required=True, help="the shard plan")
-    combine.add_argument("--out", type=Path, required=True, help="property ledger to write")
-    combine.add_argument("shards", type=Path, nargs="+", metavar="SHARD", help="shard ledgers")
 
 
 def _add_dual_pin(commands: Subparsers) -> None:
-    dual = commands.add_parser("dual-pin", help="compare property ledgers from two fixture pins")
-    dual.add_argument("--left", type=Path, help="property ledger scored on the first pin")
-    dual.add_argument("--right", type=Path, help="property ledger scored on the second pin")
-    dual.add_argument("--not-run", action="store_true", help="record that only one pin was run")
-    dual.add_argument("--out", type=Path, required=True, help="dual-pin ledger to write")
+    _command(
+        commands,
+        "dual-pin",
+        option("--left", type=Path, help="property ledger scored on the first pin"),
+        option("--right", type=Path, help="property ledger scored on the second pin"),
+        option("--not-run", action="store_true", help="record that only one pin was run"),
+        Opts.out.but(help="dual-pin ledger to write"),
+        help="compare property ledgers from two fixture pins",
+    )
 
 
 def _add_flake_observe(commands: Subparsers) -> None:
-    flake = commands.add_parser(
-        "flake-observe", help="note that a pre-listed flaky test fired again (or exit 3)"
+    _command(
+        commands,
+        "flake-observe",
+        Opts.fixture_ledger,
+        Opts.property_ledger,
+        Opts.flake_pin.but(required=True, help="flake pin"),
+        option("--test-id", required=True, metavar="ID", help="test_id in the flake pin"),
+        Opts.out.but(help="flake ledger to write"),
+        Opts.root,
+        Opts.base.but(help="the flake pin must be unchanged since REV"),
+        help="note that a pre-listed flaky test fired again (or exit 3)",
     )
-    flake.add_argument(
-        "--fixture-ledger", type=Path, required=True, metavar="F", help="fixture ledger"
-    )
-    flake.add_argument(
-        "--property-ledger", type=Path, required=True, metavar="P", help="property ledger"
-    )
-    flake.add_argument("--flake-pin", type=Path, required=True, metavar="FLAKES", help="flake pin")
-    flake.add_argument("--test-id", required=True, metavar="ID", help="test_id in the flake pin")
-    flake.add_argument("--out", type=Path, required=True, help="flake ledger to write")
-    flake.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
-    flake.add_argument("--base", metavar="REV", help="the flake pin must be unchanged since REV")
 
 
 def _add_merge(commands: Subparsers) -> None:
-    merge = commands.add_parser("merge", help="apply the merge table and write the decision")
-    merge.add_argument(
-        "--fixture-ledger", type=Path, required=True, metavar="F", help="fixture ledger"
-    )
-    merge.add_argument(
-        "--property-ledger", type=Path, required=True, metavar="P", help="property ledger"
-    )
-    merge.add_argument("--dual-pin", type=Path, metavar="D", help="dual-pin ledger")
-    merge.add_argument(
-        "--flake-ledger",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FL",
-        help="flake ledger (repeatable)",
-    )
-    merge.add_argument("--flake-pin", type=Path, metavar="FLAKES", help="check flake ledgers")
-    merge.add_argument("--pin", type=Path, help="fixture pin: recompute the live digest")
-    merge.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
-    merge.add_argument("--pins-dir", type=Path, metavar="DIR", help="with --base: pin mutation")
-    merge.add_argument("--base", metavar="REV", help="with --pins-dir: the reviewed revision")
-    merge.add_argument(
-        "--properties",
-        type=Path,
-        metavar="PIN",
-        help="with --pins-dir/--base: the properties pin the property ledger must be scored under",
-    )
-    merge.add_argument("--out", type=Path, required=True, help="merge decision to write")
-    merge.add_argument("--summary-md", type=Path, metavar="PATH", help="Markdown report")
-    merge.add_argument("--verdict-junit", type=Path, metavar="FILE", help="verdict as JUnit XML")
-    merge.add_argument(
-        "--verdict-dotenv", type=Path, metavar="FILE", help="GitLab dotenv report of the verdict"
+    _command(
+        commands,
+        "merge",
+        Opts.fixture_ledger,
+        Opts.property_ledger,
+        option("--dual-pin", type=Path, metavar="D", help="dual-pin ledger"),
+        option(
+            "--flake-ledger",
+            type=Path,
+            action="append",
+            default=[],
+            metavar="FL",
+            help="flake ledger (repeatable)",
+        ),
+        Opts.flake_pin.but(help="check flake ledgers"),
+        Opts.pin.but(required=False, help="fixture pin: recompute the live digest"),
+        Opts.root,
+        option("--pins-dir", type=Path, metavar="DIR", help="with --base: pin mutation"),
+        Opts.base.but(help="with --pins-dir: the reviewed revision"),
+        Opts.properties.but(
+            required=False,
+            metavar="PIN",
+            help="with --pins-dir/--base: the properties pin the property ledger must be "
+            "scored under",
+        ),
+        Opts.out.but(help="merge decision to write"),
+        Opts.summary_md,
+        Opts.verdict_junit,
+        Opts.verdict_dotenv,
+        help="apply the merge table and write the decision",
     )
 
 
 def _add_gate(commands: Subparsers) -> None:
-    gate = commands.add_parser(
+    _command(
+        commands,
         "gate",
+        option("--pins-dir", type=Path, required=True, metavar="DIR", help="pins folder"),
+        Opts.command,
+        Opts.root,
+        Opts.base.but(help="base revision (default: the CI event's)"),
+        option(
+            "--out-dir", type=Path, default=Path("ledgers"), metavar="DIR", help="default ledgers"
+        ),
+        Opts.summary_md.but(metavar="FILE"),
+        Opts.verdict_junit,
+        Opts.verdict_dotenv,
+        option(
+            "--junit-xml",
+            type=Path,
+            metavar="REPORT",
+            help="the runner's JUnit report (not pytest)",
+        ),
+        Opts.timeout,
         help="run the whole workflow (digest, properties, dual-pin, flake-observe, merge)",
         description="Find the properties pin, the fixture pins it names and the flake pin in "
         "--pins-dir; run digest and properties on each fixture pin, dual-pin (or --not-run), "
@@ -300,67 +368,48 @@ def _add_gate(commands: Subparsers) -> None:
         "chain goes on to merge. Exit: merge's (1 reject, 0 otherwise). A change that touches "
         "only --pins-dir is not scored: check-pins runs and the posture is human_review.",
     )
-    gate.add_argument("--pins-dir", type=Path, required=True, metavar="DIR", help="pins folder")
-    gate.add_argument(
-        "--command", type=_command_words, required=True, metavar="CMD", help="test command"
-    )
-    gate.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
-    gate.add_argument("--base", metavar="REV", help="base revision (default: the CI event's)")
-    gate.add_argument(
-        "--out-dir", type=Path, default=Path("ledgers"), metavar="DIR", help="default ledgers"
-    )
-    gate.add_argument("--summary-md", type=Path, metavar="FILE", help="Markdown report")
-    gate.add_argument("--verdict-junit", type=Path, metavar="FILE", help="verdict as JUnit XML")
-    gate.add_argument(
-        "--verdict-dotenv", type=Path, metavar="FILE", help="GitLab dotenv report of the verdict"
-    )
-    gate.add_argument(
-        "--junit-xml", type=Path, metavar="REPORT", help="the runner's JUnit report (not pytest)"
-    )
-    gate.add_argument(
-        "--timeout", type=_positive_seconds, default=1800.0, metavar="S", help="default 1800"
-    )
 
 
 def _add_check_pins(commands: Subparsers) -> None:
-    check = commands.add_parser(
+    _command(
+        commands,
         "check-pins",
+        option("--pins-dir", type=Path, default=Path("pins"), metavar="DIR", help="default pins"),
+        Opts.root,
         help="validate every pin in a pins folder, listing every problem",
         description="Check that each pin parses and matches its schema, that fixture_pins "
         "names fixture pins of the folder, that every domain names pinned files, and that "
         "every pinned path exists under ROOT. Exit 2 lists every problem. An expired "
         "review_by is a warning, not a failure.",
     )
-    check.add_argument(
-        "--pins-dir", type=Path, default=Path("pins"), metavar="DIR", help="default pins"
-    )
-    check.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
 
 
 def _add_draft_pin(commands: Subparsers) -> None:
-    draft = commands.add_parser(
+    _command(
+        commands,
         "draft-pin",
+        option("--fixtures-dir", required=True, metavar="DIR", help="folder under ROOT"),
+        Opts.root,
+        option("--pin-id", default=DEFAULT_PIN_ID, metavar="ID", help=f"default {DEFAULT_PIN_ID}"),
+        option("--with-digest", action="store_true", help="fill in the reviewed digest"),
+        option(
+            "--tracked-only",
+            action="store_true",
+            help="list only files git tracks (a clean checkout has no others)",
+        ),
         help="print a draft fixture pin listing every file of a fixtures folder",
         description="Print to stdout a fixture pin listing every regular file under "
         "ROOT/DIR, in digest order. Nothing is written: the draft becomes a pin only "
         "through review, in a commit of its own.",
     )
-    draft.add_argument("--fixtures-dir", required=True, metavar="DIR", help="folder under ROOT")
-    draft.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
-    draft.add_argument(
-        "--pin-id", default=DEFAULT_PIN_ID, metavar="ID", help=f"default {DEFAULT_PIN_ID}"
-    )
-    draft.add_argument("--with-digest", action="store_true", help="fill in the reviewed digest")
-    draft.add_argument(
-        "--tracked-only",
-        action="store_true",
-        help="list only files git tracks (a clean checkout has no others)",
-    )
 
 
 def _add_explain(commands: Subparsers) -> None:
-    explain = commands.add_parser(
+    _command(
+        commands,
         "explain",
+        option("left", type=Path, metavar="LEFT", help="fixture ledger (before)"),
+        option("right", type=Path, metavar="RIGHT", help="fixture ledger (after)"),
         help="say which pinned files moved between two fixture ledgers",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="One line per pinned path added, removed or changed, sorted by path, "
@@ -370,8 +419,6 @@ def _add_explain(commands: Subparsers) -> None:
         "Exit 0: equal digests over equal file lists; 1: anything else (a difference, or a\n"
         "ledger that does not match its own digest); 2: a ledger is not a valid fixture ledger.",
     )
-    explain.add_argument("left", type=Path, metavar="LEFT", help="fixture ledger (before)")
-    explain.add_argument("right", type=Path, metavar="RIGHT", help="fixture ledger (after)")
 
 
 def _positive_count(text: str) -> int:
@@ -385,8 +432,29 @@ def _positive_count(text: str) -> int:
 
 
 def _add_vet(commands: Subparsers) -> None:
-    vet = commands.add_parser(
+    _command(
+        commands,
         "vet",
+        Opts.pin,
+        Opts.properties,
+        Opts.command,
+        Opts.root,
+        Opts.out.but(
+            required=False, default=DEFAULT_VET_LEDGER, help=f"default {DEFAULT_VET_LEDGER}"
+        ),
+        Opts.log.but(help="every run's output (default OUT.log)"),
+        option(
+            "--per-file",
+            type=_positive_count,
+            metavar="N",
+            help="also mutate up to N domain files one at a time (a fixed sample)",
+        ),
+        Opts.timeout.but(help=f"per run of the command, default {DEFAULT_TIMEOUT_S:g}"),
+        option(
+            "--strict",
+            action="store_true",
+            help="count a weak property (only malformed input kills it) as surviving",
+        ),
         help="watch each pinned property fail on its own fixtures",
         description="Copy ROOT to a scratch folder, run the command once unmutated (every "
         "property must pass; which pinned files each test opens is recorded), then mutate "
@@ -395,41 +463,18 @@ def _add_vet(commands: Subparsers) -> None:
         "fixtures (not a gate); 2: refused, or the baseline did not pass; 4: infrastructure "
         "failure. The user's tree is never written.",
     )
-    vet.add_argument("--pin", type=Path, required=True, help="fixture pin (JSON)")
-    vet.add_argument("--properties", type=Path, required=True, help="properties pin (JSON)")
-    vet.add_argument(
-        "--command", type=_command_words, required=True, metavar="CMD", help="test command"
-    )
-    vet.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
-    vet.add_argument(
-        "--out", type=Path, default=DEFAULT_VET_LEDGER, help=f"default {DEFAULT_VET_LEDGER}"
-    )
-    vet.add_argument(
-        "--log", type=Path, metavar="PATH", help="every run's output (default OUT.log)"
-    )
-    vet.add_argument(
-        "--per-file",
-        type=_positive_count,
-        metavar="N",
-        help="also mutate up to N domain files one at a time (a fixed sample)",
-    )
-    vet.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="S",
-        help=f"per run of the command, default {DEFAULT_TIMEOUT_S:g}",
-    )
-    vet.add_argument(
-        "--strict",
-        action="store_true",
-        help="count a weak property (only malformed input kills it) as surviving",
-    )
 
 
 def _add_demo(commands: Subparsers) -> None:
-    demo = commands.add_parser(
+    _command(
+        commands,
         "demo",
+        option(
+            "--dir",
+            type=Path,
+            metavar="DIR",
+            help="keep everything here; must not exist or be empty (else exit 2)",
+        ),
         help="run the whole workflow on example patches and show each posture",
         description="Build the example repository (orders fixtures, two fixture pins, a "
         "properties pin, a flake pin, property tests, git history) in a temporary folder or "
@@ -438,12 +483,6 @@ def _add_demo(commands: Subparsers) -> None:
         "posture. Setting up the example stamps its flake pin: accepted_revision names the "
         "demo repository's first commit, review_by lies 90 days after today (UTC). Exit 0 "
         "when every scenario ends as expected, 1 otherwise.",
-    )
-    demo.add_argument(
-        "--dir",
-        type=Path,
-        metavar="DIR",
-        help="keep everything here; must not exist or be empty (else exit 2)",
     )
 
 

@@ -464,7 +464,7 @@ class MutationKind(enum.StrEnum):
     WELL_FORMED = "well_formed"
 
 
-class Verdict(enum.StrEnum):
+class VetVerdict(enum.StrEnum):
     """What `vet` found a property to be (SPEC extension: the vet ledger)."""
 
     # A well-formed mutation (one that only changes what a file says) made it fail.
@@ -489,7 +489,7 @@ class VetTrial:
 @dataclass(frozen=True)
 class PropertyVet:
     baseline: Status
-    verdict: Verdict
+    verdict: VetVerdict
     # Counted as a gate: killed (strong, or weak without --strict), reading a domain file.
     gate: bool
     operators_tried: tuple[str, ...]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from three_ledger.ledgers import Verdict, VetTrial
+from three_ledger.ledgers import VetTrial, VetVerdict
 from three_ledger.pins import FixturePin, Property
 from three_ledger.vet.judge import (
     Subject,
@@ -80,7 +80,7 @@ def test_a_well_formed_kill_is_strong() -> None:
         trial("json.drop_element", WELL, Status.FAIL),
     ]
     found = judge(trials, files=["f"], reads=frozenset({"f"}), strict=True)
-    assert (found.verdict, found.gate) == (Verdict.STRONG, True)
+    assert (found.verdict, found.gate) == (VetVerdict.STRONG, True)
     assert found.killed_by == ("json.drop_element",)
     assert found.survived == ("json.negate_number",)
     assert found.statuses_seen == (Status.PASS, Status.FAIL)
@@ -90,14 +90,14 @@ def test_only_malformed_kills_are_weak_and_strict_counts_them_as_surviving() -> 
     trials = [trial("json.negate_number", WELL, Status.PASS), trial("empty", BAD, Status.ERROR)]
     lenient = judge(trials, files=["f"], reads=frozenset({"f"}), strict=False)
     strict = judge(trials, files=["f"], reads=frozenset({"f"}), strict=True)
-    assert (lenient.verdict, lenient.gate) == (Verdict.WEAK, True)
-    assert (strict.verdict, strict.gate) == (Verdict.WEAK, False)
+    assert (lenient.verdict, lenient.gate) == (VetVerdict.WEAK, True)
+    assert (strict.verdict, strict.gate) == (VetVerdict.WEAK, False)
 
 
 def test_skip_and_missing_are_not_kills() -> None:
     trials = [trial("empty", BAD, Status.SKIP), trial("truncate_half", BAD, Status.MISSING)]
     found = judge(trials, files=["f"], reads=frozenset({"f"}), strict=False)
-    assert (found.verdict, found.gate) == (Verdict.SURVIVED, False)
+    assert (found.verdict, found.gate) == (VetVerdict.SURVIVED, False)
     assert found.statuses_seen == (Status.SKIP, Status.MISSING)
     assert found.killed_by == found.survived == ()
 
@@ -105,7 +105,7 @@ def test_skip_and_missing_are_not_kills() -> None:
 def test_a_killed_property_that_read_none_of_its_domain_is_not_a_gate() -> None:
     trials = [trial("json.negate_number", WELL, Status.FAIL)]
     found = judge(trials, files=["f", "g"], reads=frozenset({"other"}), strict=False)
-    assert (found.verdict, found.gate) == (Verdict.STRONG, False)
+    assert (found.verdict, found.gate) == (VetVerdict.STRONG, False)
     assert found.unread_domain_files == ("f", "g")
     partly = judge(trials, files=["f", "g"], reads=frozenset({"g"}), strict=False)
     assert (partly.gate, partly.unread_domain_files) == (True, ("f",))

@@ -28,7 +28,7 @@ from three_ledger.demo.scenarios import ORACLE, Replace
 from three_ledger.demo.workflow import STEP_TIMEOUT_S, TEST_COMMAND, ledger
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import Verdict, VetLedger, read_ledger
+from three_ledger.ledgers import VetLedger, VetVerdict, read_ledger
 from three_ledger.runner import run_command
 
 NAME = "vet-ceremony"
@@ -83,7 +83,7 @@ class VetOutcome:
         found = self.ledger.properties
         others = [found[pid].gate for pid in found if pid != CEREMONY_ID]
         ceremony = found.get(CEREMONY_ID)
-        return ceremony is not None and ceremony.verdict is Verdict.SURVIVED and all(others)
+        return ceremony is not None and ceremony.verdict is VetVerdict.SURVIVED and all(others)
 
 
 def prepare_vet_check(repo: Path, base: str, paths: ScenarioPaths) -> None:
@@ -116,7 +116,7 @@ def run_vet_check(paths: ScenarioPaths) -> VetOutcome:
     return VetOutcome(code, lines, _read(paths.ledgers / "vet.json"), time.monotonic() - started)
 
 
-_VERDICTS = {verdict.value for verdict in Verdict}
+_VERDICTS = {verdict.value for verdict in VetVerdict}
 
 
 def _read(path: Path) -> VetLedger | None:

@@ -308,4 +308,4 @@ def install(config: pytest.Config) -> None:
         out = os.environ.pop(HARNESS_ENV, None)
     if root:
         recorder = HarnessRecorder(config, Path(os.path.realpath(root)), out)
-        config.pluginmanager.register(recorder, "three_ledger.run.harness")
+        config.pluginmanager.register(recorder, "three_ledger.plugin.harness.recorder")

@@ -53,7 +53,7 @@ def sentinel_names(config: pytest.Config) -> tuple[str, str] | None:
     return must_pass, must_fail
 
 
-class Tripwire:
+class SentinelItems:
     """Registered in the controller and in each xdist worker when the gate asked for it."""
 
     def __init__(self, config: pytest.Config, names: tuple[str, str]) -> None:
@@ -130,4 +130,6 @@ def install(config: pytest.Config) -> None:
     """Register the tripwire when the gate named its sentinels."""
     names = sentinel_names(config)
     if names is not None:
-        config.pluginmanager.register(Tripwire(config, names), "three_ledger.run.tripwire")
+        config.pluginmanager.register(
+            SentinelItems(config, names), "three_ledger.plugin.tripwire.sentinels"
+        )

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from three_ledger.ledgers import PropertyVet, Verdict, VetTrial
+from three_ledger.ledgers import PropertyVet, VetTrial, VetVerdict
 from three_ledger.pins import FixturePin, Property
 from three_ledger.vet.mutations import Files, Kind, Operator, mutants
 from three_ledger.vocabulary import Status
@@ -130,11 +130,11 @@ def judge(
     """A property's verdict from its trials, and whether it counts as a gate."""
     killed = [trial for trial in trials if _killed(trial)]
     if any(trial.kind is Kind.WELL_FORMED for trial in killed):
-        verdict = Verdict.STRONG
+        verdict = VetVerdict.STRONG
     else:
-        verdict = Verdict.WEAK if killed else Verdict.SURVIVED
+        verdict = VetVerdict.WEAK if killed else VetVerdict.SURVIVED
     unread = tuple(path for path in files if path not in reads)
-    counted = verdict is Verdict.STRONG or (verdict is Verdict.WEAK and not strict)
+    counted = verdict is VetVerdict.STRONG or (verdict is VetVerdict.WEAK and not strict)
     return PropertyVet(
         baseline=Status.PASS,
         verdict=verdict,

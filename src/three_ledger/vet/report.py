@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import PropertyVet, Verdict, VetLedger, VetTrial
+from three_ledger.ledgers import PropertyVet, VetLedger, VetTrial, VetVerdict
 from three_ledger.vet.judge import KILLS
 from three_ledger.vet.mutations import Kind
 from three_ledger.vocabulary import Status
@@ -42,10 +42,10 @@ def property_line(property_id: str, found: PropertyVet, *, strict: bool) -> str:
 def finding(found: PropertyVet, *, strict: bool) -> str:
     """What vet found for one property, in words: what killed it, or that nothing did."""
     match found.verdict:
-        case Verdict.STRONG:
+        case VetVerdict.STRONG:
             killer = next(t for t in found.trials if t.kind is Kind.WELL_FORMED and _kills(t))
             text = f"killed by {killer.operator} ({_status_text(killer)})"
-        case Verdict.WEAK:
+        case VetVerdict.WEAK:
             killer = next(t for t in found.trials if _kills(t))
             text = (
                 f"killed only by malformed input ({killer.operator}: {_status_text(killer)}): "
@@ -53,7 +53,7 @@ def finding(found: PropertyVet, *, strict: bool) -> str:
             )
             if strict:
                 text += "; --strict counts it as surviving: not a gate"
-        case Verdict.SURVIVED:
+        case VetVerdict.SURVIVED:
             text = f"cannot fail on its fixtures: not a gate ({len(found.trials)} mutant(s))"
     return text + "".join(_notes(found))
 
@@ -81,7 +81,7 @@ def _notes(found: PropertyVet) -> Iterator[str]:
 
 
 def _warn_property(property_id: str, found: PropertyVet) -> None:
-    if found.verdict is Verdict.WEAK:
+    if found.verdict is VetVerdict.WEAK:
         _warn(f"{property_id} is weak: no well-formed mutant made it fail")
     if found.unread_domain_files:
         _warn_paths(
@@ -108,7 +108,7 @@ def _warn_paths(message: str, paths: Sequence[str]) -> None:
 
 def _verdict(ledger: VetLedger) -> int:
     not_gates = [pid for pid, found in ledger.properties.items() if not found.gate]
-    counts = {verdict: 0 for verdict in Verdict}
+    counts = {verdict: 0 for verdict in VetVerdict}
     for found in ledger.properties.values():
         counts[found.verdict] += 1
     tally = ", ".join(f"{count} {verdict.value}" for verdict, count in counts.items() if count)
