@@ -5,7 +5,7 @@ pytest's config file, every conftest and plugin, the `__main__` file, `pythonpat
 distribution, and the test-side modules the run loaded. Files under ROOT are reported as
 relative paths; anything else by distribution name and version, never by an absolute path.
 The gate compares the files under ROOT with the base revision (measured_oracles.py).
-Standard library and pytest only (a plugin-side module; see plugin_staging.py).
+Standard library and pytest only (a plugin-side module; see run/staging.py).
 """
 
 from __future__ import annotations

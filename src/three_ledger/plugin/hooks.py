@@ -1,6 +1,6 @@
 """The pytest plugin: records one worst-of outcome per test item and enforces the network ban.
 
-The gate loads a private copy of it in each run (``plugin_staging.py``); the ``pytest11`` entry
+The gate loads a private copy of it in each run (``run/staging.py``); the ``pytest11`` entry
 point loads it for people who run pytest with the plugin directly. Either way it imports only
 the standard library and pytest, and does nothing unless ``THREE_LEDGER_*`` variables are set.
 """
@@ -15,7 +15,7 @@ from typing import IO
 import pytest
 
 # Relative: the gate runs a private copy of this package under a random name
-# (plugin_staging.py), and the copy must import the copy.
+# (run/staging.py), and the copy must import the copy.
 from . import harness, reads, shard, tripwire
 from .collect import register_collection_recorder, skip_reason
 from .socket_guard import install_socket_guard_if_banned

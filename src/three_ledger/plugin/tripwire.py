@@ -5,7 +5,7 @@ They run through the same protocol and report hooks as the project's tests, so c
 rewrites outcomes (a hookwrapper, a patched report class) rewrites theirs too. They must not
 change what the user sees or what pytest counts: they run first, and the must-fail item's
 failure is taken back out of `-x`/`--maxfail`, stepwise, last-failed and the exit status.
-Standard library and pytest only (a plugin-side module; see plugin_staging.py).
+Standard library and pytest only (a plugin-side module; see run/staging.py).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class SentinelItems:
         # Last, so after every deselection (-k, -m, --lf, --sw) and reordering; first in the
         # run, so that -x or --maxfail cannot stop the run before they have run. None in a
         # run that selected nothing: that stays pytest's "no tests collected" (exit 5), except
-        # in a shard, whose empty slice is a valid run (plugin_shard.py).
+        # in a shard, whose empty slice is a valid run (shard.py).
         if not items and not self.config.stash.get(shard.SHARD_ACTIVE, False):
             return
         sentinels = [

@@ -2,7 +2,7 @@
 
 Two mechanisms exist, tried in this order: a fresh network namespace around the whole
 command (`network_namespace.py`), else the pytest plugin's in-process socket guard
-(`socket_guard.py`). Where neither can act, the run is refused before it starts.
+(`plugin/socket_guard.py`). Where neither can act, the run is refused before it starts.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The gate's side of the tripwire: name two sentinels for a run, then check what they recorded.
 
-A pytest run gets one item that must pass and one that must fail (`plugin_tripwire.py`), with
+A pytest run gets one item that must pass and one that must fail (`plugin/tripwire.py`), with
 names fresh for the run. If either is recorded with any other outcome, or not at all,
 something in the run rewrote outcomes: the results are not evidence (exit 4). In `--junit-xml`
 mode there is no plugin to add them, and the ledger says `tripwire: none`.
