@@ -508,3 +508,57 @@ def test_socket_guard_blocks_outbound_and_keeps_loopback(
     assert len(outcomes) == GUARD_SUITE.count("\ndef test_")
     assert set(outcomes.values()) == {"pass"}, completed.stdout + completed.stderr
     assert completed.returncode == 0
+
+
+REGISTRATIONS_CONFTEST = """
+import json
+import os
+
+
+def pytest_sessionstart(session):
+    manager = session.config.pluginmanager
+    names = sorted(
+        name for name, plugin in manager.list_name_plugin()
+        if getattr(plugin, "__name__", "").startswith("three_ledger.plugin")
+    )
+    with open(os.environ["REGISTRATIONS"], "w") as out:
+        json.dump(names, out)
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "args", "extra"),
+    [
+        ("PYTEST_PLUGINS", (), {"PYTEST_PLUGINS": "three_ledger.plugin.hooks"}),
+        ("-p", ("-p", "three_ledger.plugin.hooks"), {}),
+        ("entry point alone", (), {}),
+    ],
+)
+def test_the_entry_point_and_the_module_named_beside_it_register_the_hooks_once(
+    tmp_path: Path, how: str, args: tuple[str, ...], extra: dict[str, str]
+) -> None:
+    # The entry point's name is older than the module's path: it loads plugin/entry_point.py,
+    # which registers the hooks under their module's name, where a second request finds them.
+    folder = write_suite(tmp_path, "def test_one():\n    pass\n")
+    (folder / "conftest.py").write_text(REGISTRATIONS_CONFTEST)
+    results, registrations = folder / "results.jsonl", folder / "registrations.json"
+    env = child_env(THREE_LEDGER_RESULTS=str(results), REGISTRATIONS=str(registrations), **extra)
+    completed = run_pytest(folder, env, *args)
+    assert completed.returncode == 0, f"{how}: {completed.stdout}{completed.stderr}"
+    assert json.loads(registrations.read_text()) == [
+        "three_ledger.plugin.hooks",
+        "three_ledger.pytest_plugin",
+    ]
+    assert outcomes_of(read_lines(results)) == {"test_inner.py::test_one": "pass"}
+    assert len(read_lines(results)) == 1
+
+
+def test_blocking_the_entry_point_by_its_old_name_keeps_the_hooks_out(tmp_path: Path) -> None:
+    folder = write_suite(tmp_path, "def test_one():\n    pass\n")
+    (folder / "conftest.py").write_text(REGISTRATIONS_CONFTEST)
+    results, registrations = folder / "results.jsonl", folder / "registrations.json"
+    env = child_env(THREE_LEDGER_RESULTS=str(results), REGISTRATIONS=str(registrations))
+    completed = run_pytest(folder, env, "-p", "no:three_ledger.pytest_plugin")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert json.loads(registrations.read_text()) == []
+    assert not results.exists()
