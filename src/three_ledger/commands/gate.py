@@ -39,6 +39,7 @@ from three_ledger.ledgers import (
 from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
 from three_ledger.pins import load_flake_pin
+from three_ledger.plugin.wire import Status
 from three_ledger.report.gate_summary import (
     GateOutcome,
     Step,
@@ -474,12 +475,12 @@ def _write_reports(request: GateRequest, out: OutDir, outcome: GateOutcome) -> N
     if request.summary_md is not None:
         jsonio.write_atomic(request.summary_md, summary_markdown(outcome))
     if request.verdict_junit is not None:
-        decision = DecisionCase(verdict.posture.value, verdict.row, verdict.reason)
+        decision = DecisionCase(verdict.posture, verdict.row, verdict.reason)
         steps = [step.junit_case() for step in outcome.steps]
         document = junit_xml(decision, _property_cases(outcome), steps)
         jsonio.write_atomic(request.verdict_junit, document.decode("utf-8"))
     if request.verdict_dotenv is not None:
-        text = dotenv(verdict.posture.value, verdict.row, os.fspath(out.decision))
+        text = dotenv(verdict.posture, verdict.row, os.fspath(out.decision))
         jsonio.write_atomic(request.verdict_dotenv, text)
 
 
@@ -491,7 +492,7 @@ def _property_cases(outcome: GateOutcome) -> list[PropertyCase]:
     claims = outcome.claims()
     why = outcome.why_unscored()
     return [
-        PropertyCase(prop_id, statuses.get(prop_id, "missing"), claims.get(prop_id) or why)
+        PropertyCase(prop_id, statuses.get(prop_id, Status.MISSING), claims.get(prop_id) or why)
         for prop_id in ids
     ]
 

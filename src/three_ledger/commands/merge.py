@@ -173,12 +173,12 @@ def write_reports(
     if reports.summary_md is not None:
         jsonio.write_atomic(reports.summary_md, summary_markdown(evidence, verdict, sources))
     if reports.verdict_junit is not None:
-        decision = verdict_junit.DecisionCase(verdict.posture.value, verdict.row, verdict.reason)
+        decision = verdict_junit.DecisionCase(verdict.posture, verdict.row, verdict.reason)
         cases = property_cases(evidence)
         document = verdict_junit.junit_xml(decision, cases).decode("utf-8")
         jsonio.write_atomic(reports.verdict_junit, document)
     if reports.verdict_dotenv is not None:
-        text = verdict_junit.dotenv(verdict.posture.value, verdict.row, os.fspath(out))
+        text = verdict_junit.dotenv(verdict.posture, verdict.row, os.fspath(out))
         jsonio.write_atomic(reports.verdict_dotenv, text)
 
 

@@ -22,13 +22,18 @@ from three_ledger.ledgers import (
 )
 from three_ledger.merge_table import Evidence, Verdict
 from three_ledger.pins import load_flake_pin
+from three_ledger.plugin.wire import Status
 from three_ledger.report.junit_verdict import StepCase
 from three_ledger.report.step_summary import StepRow, SummaryInput, VetRow, render
-from three_ledger.report.workflow_commands import Annotation, annotations_of_kind
+from three_ledger.report.workflow_commands import Annotation, Level, annotations_of_kind
 from three_ledger.vet.report import finding
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_LEVEL = {Posture.REJECT: "error", Posture.HUMAN_REVIEW: "warning", Posture.REVIEW: "notice"}
+_LEVEL: dict[Posture, Level] = {
+    Posture.REJECT: "error",
+    Posture.HUMAN_REVIEW: "warning",
+    Posture.REVIEW: "notice",
+}
 
 
 def one_line(value: str) -> str:
@@ -82,7 +87,7 @@ class GateOutcome:
     def property_ledger(self) -> PropertyLedger | None:
         return self.evidence.prop.record if self.evidence is not None else None
 
-    def statuses(self) -> dict[str, str]:
+    def statuses(self) -> dict[str, Status]:
         prop = self.property_ledger()
         return dict(prop.status_by_id) if prop is not None else {}
 
@@ -236,7 +241,7 @@ def github_annotations(outcome: GateOutcome) -> list[Annotation]:
     return [headline, *_moved_fixtures(outcome), *_oracle_changes(outcome), *_pin_edits(outcome)]
 
 
-def _level(outcome: GateOutcome, row: int) -> str:
+def _level(outcome: GateOutcome, row: int) -> Level:
     verdict = outcome.verdict
     return "error" if verdict is not None and verdict.row == row else "warning"
 
@@ -271,7 +276,7 @@ def _pin_edits(outcome: GateOutcome) -> list[Annotation]:
     if outcome.pin_change:
         posture = outcome.verdict.posture if outcome.verdict else Posture.REJECT
         refused = posture is Posture.REJECT
-        level = "error" if refused else "notice"
+        level: Level = "error" if refused else "notice"
         what = "pin change refused by check-pins" if refused else "pin change: pin owners review it"
     else:
         level, what = _level(outcome, 4), "pin mutation: a pin edit mixed into a scored change"
