@@ -12,6 +12,7 @@ from three_ledger.report.junit_verdict import (
     StepCase,
     dotenv,
     junit_xml,
+    property_cases,
 )
 from three_ledger.report.workflow_commands import (
     Annotation,
@@ -88,3 +89,20 @@ def test_dotenv_leaves_out_a_decision_path_it_cannot_hold() -> None:
         "THREE_LEDGER_DECISION=out/decision.json\n"
     )
     assert "DECISION" not in dotenv(Posture.REJECT, 0, "out\n/decision.json")
+
+
+def test_property_cases_list_every_pinned_id_and_mark_the_unscored_missing() -> None:
+    statuses = {"orders.a": Status.PASS, "orders.extra": Status.FAIL}
+    cases = property_cases(statuses, ["orders.a", "orders.b"], {"orders.a": "claim a"}, "why")
+    assert cases == [
+        PropertyCase("orders.a", Status.PASS, "claim a"),
+        PropertyCase("orders.b", Status.MISSING, "why"),
+    ]
+
+
+def test_without_a_pin_the_property_cases_are_the_scored_ids() -> None:
+    statuses = {"orders.a": Status.PASS, "orders.b": Status.SKIP}
+    assert property_cases(statuses, None, {}, "") == [
+        PropertyCase("orders.a", Status.PASS),
+        PropertyCase("orders.b", Status.SKIP),
+    ]

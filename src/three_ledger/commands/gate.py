@@ -20,36 +20,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from three_ledger import jsonio
 from three_ledger.commands import merge as merge_command
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.gate_plan import Change, FixtureSide, Plan, Unusable, find_change, find_pins
-from three_ledger.ledgers import (
-    MergeDecision,
-    MergeInputs,
-    Posture,
-    PropertyLedger,
-    fresh_recorded_at,
-    new_ledger_id,
-    read_ledger,
-    recorded_digest,
-    write_ledger,
-)
+from three_ledger.ledgers import Posture, PropertyLedger, read_ledger, recorded_digest
 from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
 from three_ledger.pins import load_flake_pin
-from three_ledger.plugin.wire import Status
 from three_ledger.report.gate_summary import (
     GateOutcome,
     Step,
     console_report,
     describe,
+    gate_property_cases,
     github_annotations,
     step_line,
     summary_markdown,
 )
-from three_ledger.report.junit_verdict import DecisionCase, PropertyCase, dotenv, junit_xml
+from three_ledger.report_files import (
+    DecisionReport,
+    ReportFiles,
+    append_step_summary,
+    write_decision,
+    write_reports,
+)
 
 # Row 0: gate decided before the merge table (unusable inputs, or a change to pins only).
 GATE_ROW = 0
@@ -70,6 +65,10 @@ class GateRequest:
     verdict_junit: Path | None = None
     verdict_dotenv: Path | None = None
     junit_xml: Path | None = None
+
+    @property
+    def report_files(self) -> ReportFiles:
+        return ReportFiles(self.summary_md, self.verdict_junit, self.verdict_dotenv)
 
 
 # The ledgers and logs gate writes in `--out-dir`, as glob patterns.
@@ -125,7 +124,7 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
     out = OutDir(request.out_dir)
     _refuse_out_dir_in_pins(request)
     _clear(out)
-    outputs = [request.out_dir, *_report_paths(request)]
+    outputs = [request.out_dir, *(output.path for output in request.report_files.outputs())]
     try:
         _refuse_code_from_root(request.root)
         change = find_change(request.pins_dir, request.root, request.base, outputs, env)
@@ -152,14 +151,7 @@ def _refuse_code_from_root(root: Path) -> None:
 
 
 def _refuse_out_dir_in_pins(request: GateRequest) -> None:
-    outputs = [Output("--out-dir", request.out_dir)]
-    for flag, path in (
-        ("--summary-md", request.summary_md),
-        ("--verdict-junit", request.verdict_junit),
-        ("--verdict-dotenv", request.verdict_dotenv),
-    ):
-        if path is not None:
-            outputs.append(Output(flag, path))
+    outputs = [Output("--out-dir", request.out_dir), *request.report_files.outputs()]
     refuse_unwritable(outputs, pins_dir=request.pins_dir)
     target, pins = request.out_dir.resolve(), request.pins_dir.resolve()
     if pins.is_relative_to(target):
@@ -173,11 +165,6 @@ def _clear(out: OutDir) -> None:
             f"gate: removed {len(notes)} file(s) an earlier run left in {out.folder}",
             file=sys.stderr,
         )
-
-
-def _report_paths(request: GateRequest) -> list[Path]:
-    reports = (request.summary_md, request.verdict_junit, request.verdict_dotenv)
-    return [path for path in reports if path is not None]
 
 
 # --- the chain ---------------------------------------------------------------------------
@@ -361,14 +348,17 @@ class Chain:
             base=self.change.base,
             properties_pin=self.pins.properties_pin.source,
         )
+        # gate writes the reports for the whole chain: merge gets none, and no CI variable.
+        files = ReportFiles()
         quiet = {k: v for k, v in self.env.items() if k not in _REPORTING_VARIABLES}
 
         def judge() -> int:
+            merge_command.refuse_unwritable_outputs(sources, self.out.decision, files)
+            flake_pin = merge_command.read_flake_pin(sources.flake_pin)
             self.judgement = merge_command.judge(
-                sources, self.out.decision, merge_command.Reports(), quiet
+                sources, flake_pin, self.out.decision, files, quiet
             )
-            posture = self.judgement.verdict.posture
-            return ExitCode.REJECT if posture is Posture.REJECT else ExitCode.OK
+            return merge_command.exit_code(self.judgement.verdict.posture)
 
         self.step("merge", self.out.decision, judge)
 
@@ -445,63 +435,16 @@ def _finish(request: GateRequest, out: OutDir, outcome: GateOutcome, env: Mappin
         failed = next((s for s in outcome.steps if s.name == "merge"), None)
         return failed.exit_code if failed and failed.exit_code else ExitCode.REFUSED
     if outcome.evidence is None:
-        _write_gate_decision(out.decision, verdict)
-    _write_reports(request, out, outcome)
+        write_decision(out.decision, verdict, None)
+    summary = summary_markdown(outcome)
+    steps = [step.junit_case() for step in outcome.steps]
+    report = DecisionReport(verdict, summary, gate_property_cases(outcome), steps)
+    write_reports(request.report_files, report, out.decision)
     print(console_report(outcome), end="")
     if env.get("GITHUB_ACTIONS") == "true":
         print(
             "".join(annotation.command() + "\n" for annotation in github_annotations(outcome)),
             end="",
         )
-    _append_step_summary(env, summary_markdown(outcome))
+    append_step_summary(env, summary)
     return ExitCode.REJECT if verdict.posture is Posture.REJECT else ExitCode.OK
-
-
-def _write_gate_decision(path: Path, verdict: Verdict) -> None:
-    decision = MergeDecision(
-        ledger_id=new_ledger_id(),
-        posture=verdict.posture,
-        row=verdict.row,
-        reason=verdict.reason,
-        inputs=MergeInputs(None, None, None, ()),
-        recorded_at=fresh_recorded_at(),
-    )
-    write_ledger(path, decision)
-
-
-def _write_reports(request: GateRequest, out: OutDir, outcome: GateOutcome) -> None:
-    verdict = outcome.verdict
-    assert verdict is not None
-    if request.summary_md is not None:
-        jsonio.write_atomic(request.summary_md, summary_markdown(outcome))
-    if request.verdict_junit is not None:
-        decision = DecisionCase(verdict.posture, verdict.row, verdict.reason)
-        steps = [step.junit_case() for step in outcome.steps]
-        document = junit_xml(decision, _property_cases(outcome), steps)
-        jsonio.write_atomic(request.verdict_junit, document.decode("utf-8"))
-    if request.verdict_dotenv is not None:
-        text = dotenv(verdict.posture, verdict.row, os.fspath(out.decision))
-        jsonio.write_atomic(request.verdict_dotenv, text)
-
-
-def _property_cases(outcome: GateOutcome) -> list[PropertyCase]:
-    """One case per pinned property; without a property ledger each is `missing`."""
-    statuses = outcome.statuses()
-    plan = outcome.plan
-    ids = [prop.id for prop in plan.properties_pin.properties] if plan else list(statuses)
-    claims = outcome.claims()
-    why = outcome.why_unscored()
-    return [
-        PropertyCase(prop_id, statuses.get(prop_id, Status.MISSING), claims.get(prop_id) or why)
-        for prop_id in ids
-    ]
-
-
-def _append_step_summary(env: Mapping[str, str], text: str) -> None:
-    from three_ledger.report.posture import append_step_summary
-
-    target = env.get("GITHUB_STEP_SUMMARY")
-    if target:
-        warning = append_step_summary(Path(target), text)
-        if warning is not None:
-            print(f"three-ledger: {warning}", file=sys.stderr)

@@ -21,10 +21,9 @@ from three_ledger.ledgers import (
     read_ledger,
 )
 from three_ledger.merge_table import Evidence, Verdict
-from three_ledger.pins import load_flake_pin
 from three_ledger.plugin.wire import Status
-from three_ledger.report.junit_verdict import StepCase
-from three_ledger.report.step_summary import StepRow, SummaryInput, VetRow, render
+from three_ledger.report.junit_verdict import PropertyCase, StepCase, property_cases
+from three_ledger.report.step_summary import StepRow, SummaryInput, VetRow, flake_owners, render
 from three_ledger.report.workflow_commands import Annotation, Level, annotations_of_kind
 from three_ledger.vet.report import finding
 
@@ -100,6 +99,11 @@ class GateOutcome:
         if prop is not None and prop.property_pin_sha256 != pin.sha256:
             return {}
         return {entry.id: entry.claim for entry in pin.properties}
+
+    def pinned_ids(self) -> list[str] | None:
+        """The properties pin's ids; None when gate found no pins to score with."""
+        plan = self.plan
+        return [entry.id for entry in plan.properties_pin.properties] if plan else None
 
     def why_unscored(self) -> str:
         if self.property_ledger() is not None:
@@ -177,20 +181,27 @@ def console_report(outcome: GateOutcome) -> str:
 
 def summary_markdown(outcome: GateOutcome) -> str:
     assert outcome.verdict is not None
-    plan = outcome.plan
+    evidence = outcome.evidence
     summary = SummaryInput(
         verdict=outcome.verdict,
-        evidence=outcome.evidence,
+        evidence=evidence,
         title="three-ledger gate",
         claims=outcome.claims(),
-        flake_owners=_flake_owners(plan),
+        flake_owners=flake_owners(evidence.flake_pin if evidence is not None else None),
         steps=[_step_row(step) for step in outcome.steps],
-        pinned_ids=[entry.id for entry in plan.properties_pin.properties] if plan else [],
+        pinned_ids=outcome.pinned_ids() or [],
         pin_change=_changed_pins(outcome) if outcome.pin_change else None,
         problems=[detail for step in outcome.steps for detail in step.details],
         vet=[row for step in outcome.steps if step.is_vet for row in _vet_rows(step)],
     )
     return render(summary)
+
+
+def gate_property_cases(outcome: GateOutcome) -> list[PropertyCase]:
+    """One case per pinned property; without a property ledger each is `missing`."""
+    return property_cases(
+        outcome.statuses(), outcome.pinned_ids(), outcome.claims(), outcome.why_unscored()
+    )
 
 
 def _vet_rows(step: Step) -> list[VetRow]:
@@ -215,16 +226,6 @@ def _changed_pins(outcome: GateOutcome) -> list[str]:
 def _step_row(step: Step) -> StepRow:
     ledger = step.ledger.name if step.ledger is not None else ""
     return StepRow(step.name, step.exit_text, ledger, step.ok)
-
-
-def _flake_owners(plan: Plan | None) -> dict[str, str]:
-    if plan is None or plan.flake_pin is None:
-        return {}
-    try:
-        pin = load_flake_pin(plan.flake_pin)
-    except Refused:
-        return {}
-    return {entry.test_id: entry.owner for entry in pin.flakes if entry.owner}
 
 
 # --- GitHub annotations -----------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from three_ledger.ledgers import Posture
@@ -34,6 +34,23 @@ class PropertyCase:
     prop_id: str
     status: Status
     detail: str = ""
+
+
+def property_cases(
+    statuses: Mapping[str, Status],
+    pinned_ids: Sequence[str] | None,
+    claims: Mapping[str, str],
+    unscored: str,
+) -> list[PropertyCase]:
+    """One case per pinned property (per scored one when the pin is not known); a property
+    the ledger does not score is `missing`, its detail its claim or else why it is unscored."""
+    ids = list(statuses) if pinned_ids is None else list(pinned_ids)
+    return [
+        PropertyCase(
+            prop_id, statuses.get(prop_id, Status.MISSING), claims.get(prop_id) or unscored
+        )
+        for prop_id in ids
+    ]
 
 
 @dataclass(frozen=True)

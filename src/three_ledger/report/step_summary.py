@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, Posture, PropertyLedger
 from three_ledger.ledgers import Verdict as VetVerdict
-from three_ledger.merge_table import Evidence, Reading, Verdict
+from three_ledger.merge_table import Evidence, FlakePinView, Reading, Verdict
 from three_ledger.plugin.wire import Status
 
 SHORT_HEX = 12
@@ -110,6 +110,13 @@ class SummaryInput:
     # What the steps refused for, one line each (check-pins lists every problem).
     problems: Sequence[str] = ()
     vet: Sequence[VetRow] = ()
+
+
+def flake_owners(view: FlakePinView | None) -> dict[str, str]:
+    """The owner of each flake pin entry that names one, for the flake notes table."""
+    if view is None or view.pin is None:
+        return {}
+    return {entry.test_id: entry.owner for entry in view.pin.flakes if entry.owner}
 
 
 def text(value: str) -> str:
