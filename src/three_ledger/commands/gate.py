@@ -236,7 +236,7 @@ class Chain:
 
     def step(self, name: str, ledger: Path | None, action: Callable[[], int]) -> Step:
         log = self.out.step_log(len(self.steps) + 1, name)
-        code, message, details = run_captured(log, action)
+        code, message, details = run_step_logged(log, action)
         written = ledger if ledger is not None and ledger.is_file() else None
         note = message or describe(name, written)
         done = Step(name, code, written, note, log, tuple(details))
@@ -378,7 +378,7 @@ def moved_fixtures(root: Path, base: str, plan: Plan) -> tuple[str, ...]:
     return tuple(sorted(moved))
 
 
-def run_captured(log: Path, action: Callable[[], int]) -> tuple[int, str, list[str]]:
+def run_step_logged(log: Path, action: Callable[[], int]) -> tuple[int, str, list[str]]:
     """Run one step with its output in LOG; a refusal becomes its code, message and details."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with _redirected(log) as stream:

@@ -35,7 +35,7 @@ TEST_COMMAND = [sys.executable, "-m", "pytest", "-q", "properties/test_orders.py
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ScenarioResult:
     scenario: Scenario
     exits: Mapping[str, int]
     actual: Expected | None
@@ -84,7 +84,7 @@ def ledger(name: str) -> str:
     return f"../ledgers/{name}"
 
 
-def run_scenario(scenario: Scenario, paths: ScenarioPaths, base: str) -> Outcome:
+def run_scenario(scenario: Scenario, paths: ScenarioPaths, base: str) -> ScenarioResult:
     """digest, properties, dual-pin, flake-observe, merge: the seed's order, each a child."""
     started = time.monotonic()
     steps = Steps(paths, {**demo_environment(), **scenario.env})
@@ -96,7 +96,7 @@ def run_scenario(scenario: Scenario, paths: ScenarioPaths, base: str) -> Outcome
         _flake_observe(steps, scenario.observe, base)
     _merge(steps, base)
     actual = read_decision(paths.ledgers / "merge.json")
-    return Outcome(scenario, dict(steps.exits), actual, time.monotonic() - started)
+    return ScenarioResult(scenario, dict(steps.exits), actual, time.monotonic() - started)
 
 
 def _digest_and_score(steps: Steps, side: str, pin: str, base: str) -> None:
