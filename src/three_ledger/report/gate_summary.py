@@ -3,12 +3,13 @@ summary, and GitHub annotations for moved fixtures, oracle changes and pin mutat
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import assert_never
 
-from three_ledger.errors import Refused
 from three_ledger.gate_plan import Change, Plan
 from three_ledger.ledgers import (
     DualPinLedger,
@@ -18,7 +19,6 @@ from three_ledger.ledgers import (
     Posture,
     PropertyLedger,
     VetLedger,
-    read_ledger,
 )
 from three_ledger.merge_table import Evidence, Verdict
 from three_ledger.plugin.wire import Status
@@ -40,12 +40,34 @@ def one_line(value: str) -> str:
     return _CONTROL.sub(lambda match: repr(match.group(0))[1:-1], value)
 
 
+class StepKind(enum.StrEnum):
+    """What a gate step runs: one of the workflow's commands."""
+
+    DIGEST = "digest"
+    PROPERTIES = "properties"
+    DUAL_PIN = "dual-pin"
+    FLAKE_OBSERVE = "flake-observe"
+    VET = "vet"
+    CHECK_PINS = "check-pins"
+    MERGE = "merge"
+
+
+# The record a step's ledger holds; check-pins writes none.
+StepRecord = (
+    FixtureLedger | PropertyLedger | DualPinLedger | FlakeLedger | VetLedger | MergeDecision
+)
+
+
 @dataclass(frozen=True)
 class Step:
+    kind: StepKind
     name: str
     # None: the step did not run.
     exit_code: int | None
+    # The ledger file the step wrote (None: none was written), and its record as loaded once,
+    # right after the step (None: no ledger, or one that could not be read).
     ledger: Path | None
+    record: StepRecord | None
     # A refusal's message, why the step did not run, or what its ledger says.
     note: str
     log: Path | None
@@ -55,14 +77,6 @@ class Step:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
-
-    @property
-    def is_flake(self) -> bool:
-        return self.name.startswith("flake-observe")
-
-    @property
-    def is_vet(self) -> bool:
-        return self.name.startswith("vet ")
 
     @property
     def exit_text(self) -> str:
@@ -113,43 +127,42 @@ class GateOutcome:
         return self.verdict.reason if self.verdict is not None else "not scored"
 
 
-def describe(name: str, ledger: Path | None) -> str:
+def describe(kind: StepKind, record: StepRecord | None) -> str:
     """What a step's ledger says, in a few words."""
-    if ledger is None or not ledger.is_file():
-        return "pins valid" if name == "check-pins" else "no ledger"
-    try:
-        return _describe(ledger)
-    except Refused as exc:
-        return f"ledger unreadable: {exc.message}"
+    match record:
+        case None:
+            return "pins valid" if kind is StepKind.CHECK_PINS else "no ledger"
+        case FixtureLedger():
+            return f"digest {record.digest[:12]}"
+        case PropertyLedger():
+            return _describe_scores(record)
+        case DualPinLedger():
+            if not record.run:
+                return "not run: one fixture pin"
+            return f"drift: {', '.join(record.differences)}" if record.drift else "the pins agree"
+        case FlakeLedger():
+            return f"{record.test_id} observed {record.observed}: a flake note, not a pass"
+        case VetLedger():
+            return _describe_vet(record)
+        case MergeDecision():
+            return f"{record.posture} (row {record.row})"
+        case _:
+            assert_never(record)
 
 
-def _describe(ledger: Path) -> str:
-    kind = ledger.name.split("-")[0].split(".")[0]
-    if kind == "fixture":
-        return f"digest {read_ledger(ledger, FixtureLedger).record.digest[:12]}"
-    if kind == "property":
-        prop = read_ledger(ledger, PropertyLedger).record
-        if prop.oracle_moved:
-            return f"oracles moved: {', '.join(prop.oracle_changes)}"
-        failing = prop.failing_ids()
-        listed = ", ".join(f"{key} {prop.status_by_id[key]}" for key in failing)
-        return f"not pass: {listed}" if failing else f"{len(prop.status_by_id)} properties pass"
-    if kind == "dual":
-        dual = read_ledger(ledger, DualPinLedger).record
-        if not dual.run:
-            return "not run: one fixture pin"
-        return f"drift: {', '.join(dual.differences)}" if dual.drift else "the pins agree"
-    if kind == "flake":
-        flake = read_ledger(ledger, FlakeLedger).record
-        return f"{flake.test_id} observed {flake.observed}: a flake note, not a pass"
-    if kind == "vet":
-        vetted = read_ledger(ledger, VetLedger).record.properties
-        not_gates = [prop_id for prop_id, found in vetted.items() if not found.gate]
-        if not_gates:
-            return f"cannot fail on its fixtures: {', '.join(not_gates)}"
-        return f"each of {len(vetted)} properties can fail on its fixtures"
-    decision = read_ledger(ledger, MergeDecision).record
-    return f"{decision.posture} (row {decision.row})"
+def _describe_scores(prop: PropertyLedger) -> str:
+    if prop.oracle_moved:
+        return f"oracles moved: {', '.join(prop.oracle_changes)}"
+    failing = prop.failing_ids()
+    listed = ", ".join(f"{key} {prop.status_by_id[key]}" for key in failing)
+    return f"not pass: {listed}" if failing else f"{len(prop.status_by_id)} properties pass"
+
+
+def _describe_vet(vetted: VetLedger) -> str:
+    not_gates = [prop_id for prop_id, found in vetted.properties.items() if not found.gate]
+    if not_gates:
+        return f"cannot fail on its fixtures: {', '.join(not_gates)}"
+    return f"each of {len(vetted.properties)} properties can fail on its fixtures"
 
 
 def step_line(step: Step) -> str:
@@ -192,7 +205,7 @@ def summary_markdown(outcome: GateOutcome) -> str:
         pinned_ids=outcome.pinned_ids() or [],
         pin_change=_changed_pins(outcome) if outcome.pin_change else None,
         problems=[detail for step in outcome.steps for detail in step.details],
-        vet=[row for step in outcome.steps if step.is_vet for row in _vet_rows(step)],
+        vet=[row for step in outcome.steps for row in _vet_rows(step.record)],
     )
     return render(summary)
 
@@ -204,18 +217,14 @@ def gate_property_cases(outcome: GateOutcome) -> list[PropertyCase]:
     )
 
 
-def _vet_rows(step: Step) -> list[VetRow]:
-    if step.ledger is None:
-        return []
-    try:
-        vetted = read_ledger(step.ledger, VetLedger).record
-    except Refused:
+def _vet_rows(record: StepRecord | None) -> list[VetRow]:
+    if not isinstance(record, VetLedger):
         return []
     return [
         VetRow(
-            vetted.pin_id, prop_id, found.verdict, found.gate, finding(found, strict=vetted.strict)
+            record.pin_id, prop_id, found.verdict, found.gate, finding(found, strict=record.strict)
         )
-        for prop_id, found in vetted.properties.items()
+        for prop_id, found in record.properties.items()
     ]
 
 
