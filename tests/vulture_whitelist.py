@@ -72,11 +72,13 @@ hanging_git
 
 # Dead in the gate today, kept until their modules are next changed: git.file_at (tests
 # only), results.read_junit_xml and results.property_statuses (tests only; junit_report.py
-# and the plan's matching replaced them), git.tracked_files (called by nothing).
+# and the plan's matching replaced them), git.tracked_files (called by nothing),
+# ledgers.recorded_digest (chain.py loads each fixture ledger once and reads its digest).
 file_at
 read_junit_xml
 tracked_files
 property_statuses
+recorded_digest
 
 # An autouse-style fixture a test requests by name; HTMLParser calls its handlers by name.
 clean_env
