@@ -70,13 +70,10 @@ needs_network_namespace
 # A fixture a test requests by parameter for its effect on PATH alone.
 hanging_git
 
-# Dead in the gate today, kept until their modules are next changed: git.file_at (tests
-# only), results.read_junit_xml and results.property_statuses (tests only; junit_report.py
-# and the plan's matching replaced them), git.tracked_files (called by nothing).
+# Dead in the gate today, kept until their module is next changed: git.file_at (tests
+# only), git.tracked_files (called by nothing).
 file_at
-read_junit_xml
 tracked_files
-property_statuses
 
 # An autouse-style fixture a test requests by name; HTMLParser calls its handlers by name.
 clean_env

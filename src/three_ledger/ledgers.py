@@ -20,7 +20,17 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from three_ledger import __version__, jsonio
 from three_ledger.errors import Refused
 from three_ledger.plugin.wire import OUTSIDE_ROOT
-from three_ledger.vocabulary import Enforcement, Network, Outcome, Status, Tripwire
+from three_ledger.vocabulary import (
+    DualPinState,
+    Enforcement,
+    MutationKind,
+    Network,
+    Outcome,
+    Posture,
+    Status,
+    Tripwire,
+    VetVerdict,
+)
 
 TOOL_NAME = "three-ledger"
 
@@ -304,11 +314,6 @@ class StatusDifference:
     right: str
 
 
-class DualPinState(enum.StrEnum):
-    RUN = "run"
-    NOT_RUN = "not_run"
-
-
 @dataclass(frozen=True, kw_only=True)
 class DualPinLedger(_Encoded):
     """A dual-pin comparison; a `not_run` record holds only its identity and clock."""
@@ -354,14 +359,6 @@ class FlakeLedger(_Encoded):
     fixture_digest: str
     property_ledger_sha256: str
     recorded_at: str
-
-
-class Posture(enum.StrEnum):
-    """What the merge table tells the people merging (SPEC 4.5)."""
-
-    REJECT = "reject"
-    HUMAN_REVIEW = "human_review"
-    REVIEW = "review"
 
 
 @dataclass(frozen=True)
@@ -455,24 +452,6 @@ class PropertyShardLedger(_Encoded):
     ids_run: tuple[str, ...]
     results: tuple[ShardResult, ...]
     recorded_at: str
-
-
-class MutationKind(enum.StrEnum):
-    """Whether a `vet` mutant still parses (well-formed) or breaks its file's syntax."""
-
-    MALFORMED = "malformed"
-    WELL_FORMED = "well_formed"
-
-
-class VetVerdict(enum.StrEnum):
-    """What `vet` found a property to be (SPEC extension: the vet ledger)."""
-
-    # A well-formed mutation (one that only changes what a file says) made it fail.
-    STRONG = "strong"
-    # Only malformed mutations did: it guards the parser, not its claim.
-    WEAK = "weak"
-    # No mutation made it fail: it cannot fail on its fixtures.
-    SURVIVED = "survived"
 
 
 @dataclass(frozen=True)
@@ -582,16 +561,6 @@ def read_ledger(path: Path, kind: type[RecordT]) -> LedgerFile[RecordT]:
     _check_recorded_at(document["recorded_at"], path)
     record: RecordT = kind.from_json(document)
     return LedgerFile(path, hashlib.sha256(data).hexdigest(), record)
-
-
-def recorded_digest(path: Path) -> str | None:
-    """The digest a fixture ledger at PATH records; None when there is no readable one."""
-    if not path.is_file():
-        return None
-    try:
-        return read_ledger(path, FixtureLedger).record.digest
-    except Refused:
-        return None
 
 
 def _check_recorded_at(stamp: str, path: Path) -> None:

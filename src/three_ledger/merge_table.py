@@ -12,15 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic
 
-from three_ledger.ledgers import (
-    DualPinLedger,
-    FixtureLedger,
-    FlakeLedger,
-    Posture,
-    PropertyLedger,
-    RecordT,
-)
+from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, PropertyLedger, RecordT
 from three_ledger.pins import FlakePin
+from three_ledger.vocabulary import Posture
 
 
 @dataclass(frozen=True)

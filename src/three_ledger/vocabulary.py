@@ -1,4 +1,4 @@
-"""The words the ledgers are written in: outcomes, statuses, and what guarded a run.
+"""The words the ledgers are written in: outcomes, statuses, postures, what guarded a run.
 
 Each is a `StrEnum` whose value is what the ledger holds. A test's `Outcome` is the plugin's
 word (`plugin/wire.py`), so it is defined there and only named here.
@@ -55,3 +55,34 @@ class Tripwire(enum.StrEnum):
 
     SENTINELS = "sentinels"
     NONE = "none"
+
+
+class DualPinState(enum.StrEnum):
+    RUN = "run"
+    NOT_RUN = "not_run"
+
+
+class Posture(enum.StrEnum):
+    """What the merge table tells the people merging (SPEC 4.5)."""
+
+    REJECT = "reject"
+    HUMAN_REVIEW = "human_review"
+    REVIEW = "review"
+
+
+class MutationKind(enum.StrEnum):
+    """Whether a `vet` mutant still parses (well-formed) or breaks its file's syntax."""
+
+    MALFORMED = "malformed"
+    WELL_FORMED = "well_formed"
+
+
+class VetVerdict(enum.StrEnum):
+    """What `vet` found a property to be (SPEC extension: the vet ledger)."""
+
+    # A well-formed mutation (one that only changes what a file says) made it fail.
+    STRONG = "strong"
+    # Only malformed mutations did: it guards the parser, not its claim.
+    WEAK = "weak"
+    # No mutation made it fail: it cannot fail on its fixtures.
+    SURVIVED = "survived"

@@ -17,7 +17,7 @@ from helpers import RunCli
 from helpers.demo_rows import scenario, table_rows
 from three_ledger.commands.demo import demo
 from three_ledger.demo.scenarios import Expected
-from three_ledger.ledgers import Posture
+from three_ledger.vocabulary import Posture
 
 
 def test_a_wrong_expectation_is_marked_and_fails_the_demo(

@@ -113,6 +113,25 @@ def test_a_fired_flake_is_observed_and_noted(project: tuple[Path, str], run_cli:
     assert "**Flake notes**" in (out / "summary.md").read_text()
 
 
+def test_a_dual_pin_ledger_that_should_exist_and_does_not_is_a_reject(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    """Pin B's run dies (pytest's internal error: properties exits 4, no ledger), so dual-pin
+    cannot compare; the missing dual-pin ledger is a reject, never one pin fewer."""
+    repo, base = project
+    dies_on_b = "if os.environ['THREE_LEDGER_PIN_ID'] == 'fixpin-orders-b': sys.exit(3)\n"
+    command = shlex.join([sys.executable, "-c", PLUGIN_STAND_IN + dies_on_b + WRITE_RESULTS,
+                          json.dumps(PASSING)])  # fmt: skip
+    code, stdout, out = gate(run_cli, repo, command, "--base", base)
+    assert code == 1
+    posture, row, reason = decision(out)
+    assert (posture, row) == ("reject", 6)
+    assert reason.startswith("the dual-pin ledger is not about this run: ")
+    assert "properties B (fixpin-orders-b): exit 4: " in stdout
+    assert "dual-pin: not run: no property ledger property-b.json" in stdout
+    assert not (out / "dual-pin.json").exists()
+
+
 def test_a_moved_fixture_is_annotated_with_its_file(
     project: tuple[Path, str], run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,9 +6,14 @@ foreign dual-pin ledger) edit a ledger by hand, and each says so.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import functools
 import hashlib
 import json
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -339,6 +344,50 @@ def test_summary_md_and_github_step_summary(
     assert "| ✅ | <code>orders.<wbr>total.<wbr>non\\_<wbr>negative</code> | pass |" in text
     assert "fixpin-orders-a and fixpin-orders-b agree" in text
     assert step_summary.read_text() == "## an earlier step\n\n" + text
+
+
+@functools.cache
+def _watched_opens() -> dict[str, list[str]]:
+    """Files watched for open(), each with the mode of every open() of it in this process.
+
+    An audit hook sees every open() made in-process, by any module, without standing in for
+    anything; a hook cannot be removed, so there is one for the whole process.
+    """
+    watched: dict[str, list[str]] = {}
+
+    def on_audit_event(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open" and watched and isinstance(args[0], str | bytes | os.PathLike):
+            opens = watched.get(os.path.abspath(os.fsdecode(args[0])))
+            if opens is not None:
+                opens.append(str(args[1]))
+
+    sys.addaudithook(on_audit_event)
+    return watched
+
+
+@contextlib.contextmanager
+def opens_of(path: Path) -> Iterator[list[str]]:
+    """The mode of each open() of PATH in this process while the block runs."""
+    watched, key = _watched_opens(), os.path.abspath(path)
+    watched[key] = []
+    try:
+        yield watched[key]
+    finally:
+        del watched[key]
+
+
+def test_the_flake_pin_is_read_once_though_the_table_and_both_summaries_use_it(
+    clean_run: Run, run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step_summary.md"))
+    with opens_of(clean_run.flake_pin) as opens:
+        result, decision = merge(
+            run_cli, clean_run, "--dual-pin", clean_run / "d.json", *all_checks(clean_run),
+            "--summary-md", tmp_path / "summary.md",
+        )  # fmt: skip
+    assert_row(result, decision, "review", 9)
+    assert (tmp_path / "step_summary.md").read_text() == (tmp_path / "summary.md").read_text()
+    assert len(opens) == 1, opens
 
 
 def test_error_annotation_on_reject_in_github_actions(

@@ -13,7 +13,7 @@ import pytest
 from helpers import git
 from helpers.demo_rows import table_rows
 from three_ledger.demo.scenarios import SCENARIOS, Expected
-from three_ledger.ledgers import Posture
+from three_ledger.vocabulary import Posture
 
 # Each scenario's table row: the exit of digest A, digest B, properties A, properties B,
 # dual-pin, flake-observe and merge ('-': not run), then expected and actual posture, mark.

@@ -18,7 +18,7 @@ from three_ledger.demo import repository as demo
 from three_ledger.demo.scenarios import CLEAN, SCENARIOS, Expected, Scenario
 from three_ledger.demo.vet_check import CEREMONY_ID, CEREMONY_TEST, AddProperty
 from three_ledger.demo.workflow import run_scenario
-from three_ledger.ledgers import Posture
+from three_ledger.vocabulary import Posture
 
 TEST_COMMAND = shlex.join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "properties/test_orders.py"])  # fmt: skip

@@ -21,7 +21,6 @@ from three_ledger.ledgers import (
     FlakeLedger,
     MergeDecision,
     MergeInputs,
-    Posture,
     PropertyLedger,
     StatusDifference,
     fresh_recorded_at,
@@ -29,7 +28,7 @@ from three_ledger.ledgers import (
     read_ledger,
     write_ledger,
 )
-from three_ledger.vocabulary import Outcome
+from three_ledger.vocabulary import Outcome, Posture
 
 RECORDS = [
     FixtureLedger(

@@ -22,11 +22,7 @@ from helpers.records import (
     prop_reading,
     stamp,
 )
-from three_ledger.ledgers import (
-    DualPinLedger,
-    Posture,
-    StatusDifference,
-)
+from three_ledger.ledgers import DualPinLedger, StatusDifference
 from three_ledger.merge_table import (
     FlakePinView,
     LiveTree,
@@ -34,6 +30,7 @@ from three_ledger.merge_table import (
     Reading,
     decide,
 )
+from three_ledger.vocabulary import Posture
 
 
 def test_all_evidence_in_order_is_review() -> None:

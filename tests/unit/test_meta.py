@@ -3,7 +3,9 @@
 - `plugin/` runs inside the test child: the standard library, pytest and itself only.
 - Nothing outside `plugin/` imports pytest: the CLI never needs it.
 - The flat domain modules import no folder above them (`run/`, `report/`, `vet/`, `demo/`,
-  `commands/`); only the CLI, the commands and the demo import a command.
+  `workflow/`, `commands/`); only the CLI, the commands and the demo import a command.
+- `report/` turns records into text: it imports no loader, git, runner or run, and opens no
+  file.
 - No command imports another command's private names.
 - No import cycle in the package.
 - CONTRIBUTING's module map names every module, and names no module that is gone.
@@ -26,7 +28,7 @@ PACKAGE = Path(three_ledger.__file__).resolve().parent
 REPO = PACKAGE.parent.parent
 # Shipped as package data, not code.
 NOT_CODE = {"example"}
-FOLDERS_ABOVE_THE_DOMAIN = {"run", "report", "vet", "demo", "commands", "cli"}
+FOLDERS_ABOVE_THE_DOMAIN = {"run", "report", "vet", "demo", "workflow", "commands", "cli"}
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ PLUGIN = {name: path for name, path in MODULES.items() if name.startswith("three
 
 def test_the_walk_finds_every_folder() -> None:
     folders = {name.split(".")[1] for name in MODULES if name.count(".") >= 2}
-    assert {"plugin", "run", "report", "vet", "demo", "commands"} <= folders
+    assert {"plugin", "run", "report", "vet", "demo", "workflow", "commands"} <= folders
+    assert REPORT
     assert "three_ledger.plugin.hooks" in PLUGIN
 
 
@@ -138,6 +141,49 @@ def test_the_domain_imports_no_folder_above_it(name: str) -> None:
         if layer(target) in FOLDERS_ABOVE_THE_DOMAIN and name != "three_ledger.__main__"
     ]
     assert upward == []
+
+
+REPORT = {name: path for name, path in MODULES.items() if layer(name) == "report"}
+# What reads files, asks git or starts a child: a report gets its records from its caller.
+NOT_FOR_REPORTS = {"three_ledger.git", "three_ledger.runner", "three_ledger.jsonio"}
+LOADERS = re.compile(r"^(load_\w+|read_\w+)$")
+FILE_CALLS = {
+    "open",
+    "read_text",
+    "read_bytes",
+    "write_text",
+    "write_bytes",
+    "stat",
+    "exists",
+    "is_file",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPORT))
+def test_a_report_imports_no_loader_git_runner_or_run(name: str) -> None:
+    found = [
+        f"line {statement.line}: {statement.module} {list(statement.names)}"
+        for statement in imports(REPORT[name])
+        if statement.module in NOT_FOR_REPORTS
+        or layer(statement.module) in ("run", "workflow", "commands", "cli")
+        or any(LOADERS.match(imported) for imported in statement.names)
+    ]
+    assert found == []
+
+
+@pytest.mark.parametrize("name", sorted(REPORT))
+def test_a_report_opens_no_file(name: str) -> None:
+    tree = ast.parse(REPORT[name].read_text(encoding="utf-8"))
+    calls = [
+        f"line {node.lineno}: {ast.unparse(node.func)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id in FILE_CALLS)
+            or (isinstance(node.func, ast.Attribute) and node.func.attr in FILE_CALLS)
+        )
+    ]
+    assert calls == []
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

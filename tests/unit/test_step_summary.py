@@ -18,7 +18,6 @@ import pytest
 from cmarkgfm.cmark import Options
 
 from helpers.records import DIGEST, OTHER_DIGEST, evidence, flake_reading, prop_reading
-from three_ledger.ledgers import Posture
 from three_ledger.merge_table import Reading, Verdict
 from three_ledger.report.step_summary import (
     NEXT_STEP,
@@ -31,6 +30,7 @@ from three_ledger.report.step_summary import (
     render,
     text,
 )
+from three_ledger.vocabulary import Posture, Status, VetVerdict
 
 PAGE_PX = 1000
 # Generous per-character widths: GitHub's body font is 16 px, its code font 85% monospace.
@@ -146,9 +146,9 @@ def test_properties_not_passing_come_first_with_a_mark_and_their_failing_tests()
         "Status",
         "Claim and failing tests",
     ]
-    assert "".join(first[0]) == STATUS_MARK["fail"]
+    assert "".join(first[0]) == STATUS_MARK[Status.FAIL]
     assert "".join(first[1]) == "orders.b"
-    assert "".join(second[0]) == STATUS_MARK["pass"]
+    assert "".join(second[0]) == STATUS_MARK[Status.PASS]
     markdown = render(summary)
     assert "failing: <code>properties/<wbr>test\\_<wbr>orders.<wbr>py" in markdown
     assert " and 2 more |" in markdown
@@ -196,7 +196,7 @@ def test_hostile_text_stays_literal_in_every_place_it_reaches() -> None:
         steps=[StepRow(HOSTILE, "3", HOSTILE, ok=False)],
         pin_change=[HOSTILE],
         problems=[HOSTILE],
-        vet=[VetRow(HOSTILE, HOSTILE, "survived", gate=False, finding=HOSTILE)],
+        vet=[VetRow(HOSTILE, HOSTILE, VetVerdict.SURVIVED, gate=False, finding=HOSTILE)],
     )
     markdown = render(summary)
     rendered = gfm_html(markdown)
@@ -232,8 +232,10 @@ def test_vet_findings_mark_each_property_that_cannot_fail_on_its_pin() -> None:
         None,
         pin_change=["pins/properties.json"],
         vet=[
-            VetRow("fixpin-a", "orders.a", "strong", gate=True, finding="killed by drop-key"),
-            VetRow("fixpin-a", LONG_ID, "survived", gate=False, finding="cannot fail"),
+            VetRow(
+                "fixpin-a", "orders.a", VetVerdict.STRONG, gate=True, finding="killed by drop-key"
+            ),
+            VetRow("fixpin-a", LONG_ID, VetVerdict.SURVIVED, gate=False, finding="cannot fail"),
         ],
     )
     markdown = render(summary)

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import replace
 
-from helpers.records import evidence
-from three_ledger.ledgers import Posture
-from three_ledger.merge_table import Verdict
+from helpers.records import evidence, flake_pin
+from three_ledger.merge_table import FlakePinView, Verdict
 from three_ledger.report.posture import (
     STEP_SUMMARY_LIMIT,
     TRUNCATION_NOTE,
-    append_step_summary,
     error_annotation,
     fit_step_summary,
+    summary_markdown,
     verdict_text,
 )
+from three_ledger.vocabulary import Posture
 
 REJECT = Verdict(Posture.REJECT, 7, "property miss stands: orders.b is fail")
 
@@ -24,6 +24,15 @@ def test_verdict_text_ends_with_the_row_and_why() -> None:
     assert lines[0].startswith("fixture ledger f.json: digest ")
     assert lines[-1] == "merge: reject (row 7): property miss stands: orders.b is fail"
     assert len(lines) == 4
+
+
+def test_the_merge_summary_shows_each_flake_note_with_its_owner_from_the_flake_pin() -> None:
+    pin = flake_pin()
+    owned = replace(pin, flakes=tuple(replace(entry, owner="orders-team") for entry in pin.flakes))
+    evidence_ = evidence(flake_pin=FlakePinView(pin.source, owned))
+    markdown = summary_markdown(evidence_, Verdict(Posture.REVIEW, 9, "a person reads the diff"))
+    assert markdown.startswith("### 🔎 three-ledger merge: review (row 9)")
+    assert "| <code>orders.<wbr>slow</code> | fail | orders-team | 2026-12-31 |" in markdown
 
 
 def test_fit_step_summary_leaves_small_text_alone() -> None:
@@ -40,30 +49,6 @@ def test_fit_step_summary_cuts_to_stay_under_the_limit() -> None:
 
 def test_fit_step_summary_gives_up_when_there_is_no_room() -> None:
     assert fit_step_summary(STEP_SUMMARY_LIMIT - 10, "x" * 100) == ""
-
-
-def test_append_step_summary_keeps_the_file_under_1_mib(tmp_path: Path) -> None:
-    step_summary = tmp_path / "summary.md"
-    step_summary.write_bytes(b"x" * (STEP_SUMMARY_LIMIT - 1000))
-    assert append_step_summary(step_summary, "y" * 5000) is None
-    size = step_summary.stat().st_size
-    assert size < STEP_SUMMARY_LIMIT
-    assert step_summary.read_text().endswith(TRUNCATION_NOTE)
-
-
-def test_append_step_summary_warns_when_full(tmp_path: Path) -> None:
-    step_summary = tmp_path / "summary.md"
-    step_summary.write_bytes(b"x" * (STEP_SUMMARY_LIMIT - 1))
-    warning = append_step_summary(step_summary, "report\n")
-    assert warning is not None
-    assert "full" in warning
-    assert step_summary.stat().st_size == STEP_SUMMARY_LIMIT - 1
-
-
-def test_append_step_summary_creates_a_missing_file(tmp_path: Path) -> None:
-    step_summary = tmp_path / "summary.md"
-    assert append_step_summary(step_summary, "report\n") is None
-    assert step_summary.read_text() == "report\n"
 
 
 def test_error_annotation_escapes_percent_and_line_breaks() -> None:

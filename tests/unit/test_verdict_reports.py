@@ -10,6 +10,7 @@ from three_ledger.report.junit_verdict import (
     StepCase,
     dotenv,
     junit_xml,
+    property_cases,
 )
 from three_ledger.report.workflow_commands import (
     Annotation,
@@ -18,6 +19,7 @@ from three_ledger.report.workflow_commands import (
     escape_data,
     escape_property,
 )
+from three_ledger.vocabulary import Posture, Status
 
 
 def failure_message(case: ET.Element) -> str:
@@ -46,9 +48,9 @@ def test_at_most_ten_annotations_of_a_kind_the_last_says_how_many_more() -> None
 
 
 def test_every_status_but_pass_is_a_failure_carrying_its_reason() -> None:
-    statuses = [("a", "pass"), ("b", "fail"), ("c", "error"), ("d", "skip"), ("e", "missing")]
+    statuses = zip("abcde", Status, strict=True)
     cases = [PropertyCase(prop_id, status, "claim") for prop_id, status in statuses]
-    root = ET.fromstring(junit_xml(DecisionCase("reject", 7, "miss"), cases))
+    root = ET.fromstring(junit_xml(DecisionCase(Posture.REJECT, 7, "miss"), cases))
     suite = root.find("testsuite[@name='three-ledger.properties']")
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "4", "0")
@@ -66,21 +68,40 @@ def test_steps_replace_the_decision_case_and_a_step_not_run_fails() -> None:
         StepCase("digest A", 2, False, "refused"),
         StepCase("properties A", None, False, "no ledger"),
     ]
-    root = ET.fromstring(junit_xml(DecisionCase("reject", 1, "x"), [], steps))
+    root = ET.fromstring(junit_xml(DecisionCase(Posture.REJECT, 1, "x"), [], steps))
     assert [suite.get("name") for suite in root] == ["three-ledger.properties", "three-ledger.gate"]
     messages = [failure_message(case) for case in root.iter("testcase")]
     assert messages == ["exit 2: refused", "not run: no ledger"]
 
 
 def test_characters_xml_cannot_hold_are_replaced() -> None:
-    document = junit_xml(DecisionCase("review", 9, "ok\x00\x1b"), [PropertyCase("a\x07", "pass")])
+    document = junit_xml(
+        DecisionCase(Posture.REVIEW, 9, "ok\x00\x1b"), [PropertyCase("a\x07", Status.PASS)]
+    )
     root = ET.fromstring(document)
     assert {c.get("name") for c in root.iter("testcase")} == {"a\ufffd", "merge"}
 
 
 def test_dotenv_leaves_out_a_decision_path_it_cannot_hold() -> None:
-    assert dotenv("human_review", 8, "out/decision.json") == (
+    assert dotenv(Posture.HUMAN_REVIEW, 8, "out/decision.json") == (
         "THREE_LEDGER_POSTURE=human_review\nTHREE_LEDGER_ROW=8\n"
         "THREE_LEDGER_DECISION=out/decision.json\n"
     )
-    assert "DECISION" not in dotenv("reject", 0, "out\n/decision.json")
+    assert "DECISION" not in dotenv(Posture.REJECT, 0, "out\n/decision.json")
+
+
+def test_property_cases_list_every_pinned_id_and_mark_the_unscored_missing() -> None:
+    statuses = {"orders.a": Status.PASS, "orders.extra": Status.FAIL}
+    cases = property_cases(statuses, ["orders.a", "orders.b"], {"orders.a": "claim a"}, "why")
+    assert cases == [
+        PropertyCase("orders.a", Status.PASS, "claim a"),
+        PropertyCase("orders.b", Status.MISSING, "why"),
+    ]
+
+
+def test_without_a_pin_the_property_cases_are_the_scored_ids() -> None:
+    statuses = {"orders.a": Status.PASS, "orders.b": Status.SKIP}
+    assert property_cases(statuses, None, {}, "") == [
+        PropertyCase("orders.a", Status.PASS),
+        PropertyCase("orders.b", Status.SKIP),
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from three_ledger.ledgers import VetTrial, VetVerdict
+from three_ledger.ledgers import VetTrial
 from three_ledger.pins import FixturePin, Property
 from three_ledger.vet.judge import (
     Subject,
@@ -17,7 +17,7 @@ from three_ledger.vet.judge import (
     subjects,
 )
 from three_ledger.vet.mutations import Kind
-from three_ledger.vocabulary import Status
+from three_ledger.vocabulary import Status, VetVerdict
 
 PIN = FixturePin(
     source=Path("pins/fixtures.json"),

@@ -25,7 +25,7 @@ from three_ledger.demo import vet_check
 from three_ledger.demo.repository import ScenarioPaths, build_repository, prepare
 from three_ledger.demo.scenarios import SCENARIOS, Scenario
 from three_ledger.demo.table import progress_line, render_table
-from three_ledger.demo.workflow import Outcome, run_scenario
+from three_ledger.demo.workflow import ScenarioResult, run_scenario
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.exit_codes import ExitCode
 
@@ -80,19 +80,19 @@ def _run(top: Path, scenarios: Sequence[Scenario], *, kept: bool, vet: bool) -> 
             vet_paths = ScenarioPaths(top / "scenarios" / vet_check.NAME)
             vet_check.prepare_vet_check(repo, base, vet_paths)
             checked = beside.submit(vet_check.run_vet_check, vet_paths)
-        outcomes = _run_all(work, base)
+        results = _run_all(work, base)
         vetted = None if checked is None else checked.result()
-    return _report(outcomes, vetted, top if kept else None)
+    return _report(results, vetted, top if kept else None)
 
 
 def _report(
-    outcomes: Sequence[Outcome], vetted: vet_check.VetOutcome | None, kept: Path | None
+    results: Sequence[ScenarioResult], vetted: vet_check.VetOutcome | None, kept: Path | None
 ) -> int:
     print("\nExit of each step ('-': not run); posture and row of the merge table:\n")
-    print(render_table(outcomes))
+    print(render_table(results))
     print()
-    for outcome in outcomes:
-        line = f"{outcome.scenario.name}: {outcome.scenario.description}"
+    for result in results:
+        line = f"{result.scenario.name}: {result.scenario.description}"
         print(textwrap.fill(line, width=100, initial_indent="  ", subsequent_indent="    "))
     vet_failed = vetted is not None and not _report_vet(vetted)
     if kept is not None:
@@ -100,13 +100,13 @@ def _report(
         print("demo: scenarios/<name>/ holds each scenario's worktree, ledgers and step logs")
     else:
         print("\ndemo: run with --dir DIR to keep the repository, ledgers and logs")
-    failed = [outcome.scenario.name for outcome in outcomes if not outcome.as_expected]
+    failed = [result.scenario.name for result in results if not result.as_expected]
     failed += [vet_check.NAME] if vet_failed else []
     if failed:
         print(f"demo: {len(failed)} scenario(s) not as expected: {', '.join(failed)}")
         return ExitCode.SCENARIO_FAILED
     caught = ", and vet caught the ceremony property" if vetted is not None else ""
-    print(f"demo: all {len(outcomes)} scenarios ended as expected{caught}")
+    print(f"demo: all {len(results)} scenarios ended as expected{caught}")
     return ExitCode.OK
 
 
@@ -122,16 +122,16 @@ def _report_vet(outcome: vet_check.VetOutcome) -> bool:
     return outcome.as_expected
 
 
-def _run_all(work: Sequence[tuple[Scenario, ScenarioPaths]], base: str) -> list[Outcome]:
+def _run_all(work: Sequence[tuple[Scenario, ScenarioPaths]], base: str) -> list[ScenarioResult]:
     """Run the scenarios side by side; print one line as each finishes; keep table order."""
-    by_name: dict[str, Outcome] = {}
+    by_name: dict[str, ScenarioResult] = {}
     pool = ThreadPoolExecutor(max_workers=WORKERS)
     try:
         futures = [pool.submit(run_scenario, scenario, paths, base) for scenario, paths in work]
         for done, future in enumerate(as_completed(futures), start=1):
-            outcome = future.result()
-            by_name[outcome.scenario.name] = outcome
-            print(f"[{done}/{len(work)}] {progress_line(outcome)}", flush=True)
+            result = future.result()
+            by_name[result.scenario.name] = result
+            print(f"[{done}/{len(work)}] {progress_line(result)}", flush=True)
     finally:
         # On Ctrl-C the running steps get the signal too; scenarios not started never start.
         pool.shutdown(wait=True, cancel_futures=True)

@@ -6,14 +6,14 @@ may not write is a refusal (exit 2).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, assert_never
+from typing import assert_never
 
 from three_ledger import git, jsonio
 from three_ledger.digest import live_digest, refuse_unreviewed
@@ -24,15 +24,9 @@ from three_ledger.ledgers import (
     DualPinLedger,
     FixtureLedger,
     FlakeLedger,
-    MergeDecision,
-    MergeInputs,
-    Posture,
     PropertyLedger,
     RecordT,
-    fresh_recorded_at,
-    new_ledger_id,
     read_ledger,
-    write_ledger,
 )
 from three_ledger.merge_table import (
     Evidence,
@@ -43,18 +37,23 @@ from three_ledger.merge_table import (
     TreeBinding,
     Verdict,
     decide,
-    ledger_stamps,
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
-from three_ledger.pins import (
-    load_fixture_pin,
-    load_flake_pin,
-    utc_today,
+from three_ledger.pins import load_fixture_pin, load_flake_pin, utc_today
+from three_ledger.report.posture import (
+    error_annotation,
+    merge_property_cases,
+    summary_markdown,
+    verdict_text,
 )
-from three_ledger.report.posture import append_step_summary, error_annotation, verdict_text
-
-if TYPE_CHECKING:
-    from three_ledger.report import junit_verdict as verdict_junit
+from three_ledger.vocabulary import Posture
+from three_ledger.workflow.decision_files import (
+    DecisionReport,
+    ReportFiles,
+    append_step_summary,
+    write_decision,
+    write_reports,
+)
 
 
 @dataclass(frozen=True)
@@ -115,8 +114,11 @@ def merge(
         base=base,
         properties_pin=properties_pin_path,
     )
-    reports = Reports(summary_md, verdict_junit, verdict_dotenv)
-    return exit_code(judge(sources, out, reports, env).verdict.posture)
+    files = ReportFiles(summary_md, verdict_junit, verdict_dotenv)
+    refuse_unwritable_outputs(sources, out, files)
+    # Read once: the merge table and every report use this one record.
+    flake_pin = read_flake_pin(sources.flake_pin)
+    return exit_code(judge(sources, flake_pin, out, files, env).verdict.posture)
 
 
 def exit_code(posture: Posture) -> ExitCode:
@@ -131,92 +133,56 @@ def exit_code(posture: Posture) -> ExitCode:
 
 
 @dataclass(frozen=True)
-class Reports:
-    """The optional reports of a decision, beside the decision itself."""
-
-    summary_md: Path | None = None
-    verdict_junit: Path | None = None
-    verdict_dotenv: Path | None = None
-
-    def outputs(self) -> list[Output]:
-        flags = (
-            ("--summary-md", self.summary_md),
-            ("--verdict-junit", self.verdict_junit),
-            ("--verdict-dotenv", self.verdict_dotenv),
-        )
-        return [Output(flag, path) for flag, path in flags if path is not None]
-
-
-@dataclass(frozen=True)
 class Judgement:
     evidence: Evidence
     verdict: Verdict
 
 
-def judge(sources: Sources, out: Path, reports: Reports, env: Mapping[str, str]) -> Judgement:
-    """Read the evidence, apply the table, write the decision and its reports, report it."""
-    refuse_unwritable_outputs(sources, out, reports)
-    evidence = gather(sources)
+def judge(
+    sources: Sources,
+    flake_pin: FlakePinView | None,
+    out: Path,
+    files: ReportFiles,
+    env: Mapping[str, str],
+) -> Judgement:
+    """Read the evidence, apply the table, write the decision and its reports, report it.
+
+    The outputs have been checked (`refuse_unwritable_outputs`); FLAKE_PIN is
+    `sources.flake_pin` as read once for this run (`read_flake_pin`).
+    """
+    evidence = gather(sources, flake_pin)
     verdict = decide(evidence)
+    summary = summary_markdown(evidence, verdict)
+    report = DecisionReport(verdict, summary, merge_property_cases(evidence))
     with nothing_left_on_failure(out):
-        write_ledger(out, _decision(evidence, verdict))
-        write_reports(reports, evidence, verdict, sources, out)
-    _report(evidence, verdict, env, sources)
+        write_decision(out, verdict, evidence)
+        write_reports(files, report, out)
+    print(verdict_text(evidence, verdict), end="")
+    append_step_summary(env, summary)
+    if verdict.posture is Posture.REJECT and env.get("GITHUB_ACTIONS") == "true":
+        print(error_annotation(verdict))
     return Judgement(evidence, verdict)
 
 
-def write_reports(
-    reports: Reports, evidence: Evidence, verdict: Verdict, sources: Sources, out: Path
-) -> None:
-    from three_ledger.report import junit_verdict as verdict_junit
-
-    if reports.summary_md is not None:
-        jsonio.write_atomic(reports.summary_md, summary_markdown(evidence, verdict, sources))
-    if reports.verdict_junit is not None:
-        decision = verdict_junit.DecisionCase(verdict.posture.value, verdict.row, verdict.reason)
-        cases = property_cases(evidence)
-        document = verdict_junit.junit_xml(decision, cases).decode("utf-8")
-        jsonio.write_atomic(reports.verdict_junit, document)
-    if reports.verdict_dotenv is not None:
-        text = verdict_junit.dotenv(verdict.posture.value, verdict.row, os.fspath(out))
-        jsonio.write_atomic(reports.verdict_dotenv, text)
-
-
-def property_cases(evidence: Evidence) -> list[verdict_junit.PropertyCase]:
-    from three_ledger.report.junit_verdict import PropertyCase
-
-    prop = evidence.prop.record
-    if prop is None:
-        return []
-    return [PropertyCase(prop_id, status) for prop_id, status in prop.status_by_id.items()]
-
-
-def summary_markdown(evidence: Evidence, verdict: Verdict, sources: Sources) -> str:
-    from three_ledger.report.step_summary import SummaryInput, render
-
-    owners = _flake_owners(sources)
-    return render(SummaryInput(verdict, evidence, "three-ledger merge", flake_owners=owners))
-
-
-def _flake_owners(sources: Sources) -> dict[str, str]:
-    if sources.flake_pin is None:
-        return {}
+def read_flake_pin(path: Path | None) -> FlakePinView | None:
+    """The flake pin, read once per run; a pin that cannot be read keeps why (merge row 4)."""
+    if path is None:
+        return None
     try:
-        pin = load_flake_pin(sources.flake_pin)
-    except Refused:
-        return {}
-    return {entry.test_id: entry.owner for entry in pin.flakes if entry.owner}
+        return FlakePinView(path, load_flake_pin(path))
+    except Refused as exc:
+        return FlakePinView(path, None, _one_line(exc))
 
 
-def refuse_unwritable_outputs(sources: Sources, out: Path, reports: Reports) -> None:
+def refuse_unwritable_outputs(sources: Sources, out: Path, files: ReportFiles) -> None:
     """Exit 2 for an output that is an input, a pin, or inside a pin folder (SPEC 3)."""
-    outputs = [Output("--out", out), *reports.outputs()]
+    outputs = [Output("--out", out), *files.outputs()]
     refuse_unwritable(
         outputs, pins=sources.pins(), pins_dir=sources.pins_dir, inputs=sources.ledgers()
     )
 
 
-def gather(sources: Sources) -> Evidence:
+def gather(sources: Sources, flake_pin: FlakePinView | None) -> Evidence:
     """Read every ledger and ask every git question; problems are recorded, never raised."""
     return Evidence(
         fixture=read_evidence(sources.fixture, FixtureLedger),
@@ -225,7 +191,7 @@ def gather(sources: Sources) -> Evidence:
         flakes=tuple(read_evidence(path, FlakeLedger) for path in sources.flakes),
         live=_live_tree(sources.pin, sources.root) if sources.pin else None,
         pin_changes=_pin_changes(sources),
-        flake_pin=_flake_pin_view(sources),
+        flake_pin=_accepted_at_base(flake_pin, sources),
         today=utc_today(),
         own_code=_own_code_problem(sources.root) if sources.consults_root() else None,
         binding=_tree_binding(sources),
@@ -316,47 +282,12 @@ def _pin_changes(sources: Sources) -> PinChanges | None:
     return PinChanges(sources.pins_dir, sources.base, tuple(changed))
 
 
-def _flake_pin_view(sources: Sources) -> FlakePinView | None:
-    if sources.flake_pin is None:
-        return None
+def _accepted_at_base(view: FlakePinView | None, sources: Sources) -> FlakePinView | None:
+    """VIEW with each entry whose accepted_revision fails the base (SPEC 3.3), given --base."""
+    if view is None or view.pin is None or sources.base is None:
+        return view
     try:
-        pin = load_flake_pin(sources.flake_pin)
+        unaccepted = view.pin.unaccepted(sources.root, sources.base)
     except Refused as exc:
-        return FlakePinView(sources.flake_pin, None, _one_line(exc))
-    if sources.base is None:
-        return FlakePinView(sources.flake_pin, pin)
-    try:
-        unaccepted = pin.unaccepted(sources.root, sources.base)
-    except Refused as exc:
-        unaccepted = {entry.test_id: _one_line(exc) for entry in pin.flakes}
-    return FlakePinView(sources.flake_pin, pin, None, unaccepted)
-
-
-def _decision(evidence: Evidence, verdict: Verdict) -> MergeDecision:
-    dual_pin = evidence.dual_pin
-    inputs = MergeInputs(
-        fixture=evidence.fixture.sha256,
-        property=evidence.prop.sha256,
-        dual_pin=dual_pin.sha256 if dual_pin is not None else None,
-        flakes=tuple(r.sha256 for r in evidence.flakes if r.sha256 is not None),
-    )
-    return MergeDecision(
-        ledger_id=new_ledger_id(),
-        posture=verdict.posture,
-        row=verdict.row,
-        reason=verdict.reason,
-        inputs=inputs,
-        recorded_at=fresh_recorded_at(stamp for _, stamp in ledger_stamps(evidence)),
-    )
-
-
-def _report(evidence: Evidence, verdict: Verdict, env: Mapping[str, str], sources: Sources) -> None:
-    print(verdict_text(evidence, verdict), end="")
-    step_summary = env.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        text = summary_markdown(evidence, verdict, sources)
-        warning = append_step_summary(Path(step_summary), text)
-        if warning is not None:
-            print(f"three-ledger: {warning}", file=sys.stderr)
-    if verdict.posture is Posture.REJECT and env.get("GITHUB_ACTIONS") == "true":
-        print(error_annotation(verdict))
+        unaccepted = {entry.test_id: _one_line(exc) for entry in view.pin.flakes}
+    return dataclasses.replace(view, unaccepted=unaccepted)

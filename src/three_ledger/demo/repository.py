@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 REVIEW_WINDOW_DAYS = 90
 GIT_TIMEOUT_S = 60.0
 PIN_A = "pins/fixtures.json"
-PIN_B = "pins/fixtures_b.json"
 PROPERTIES_PIN = "pins/properties.json"
 FLAKE_PIN = "pins/flakes.json"
 _CACHES = frozenset({"__pycache__", ".pytest_cache"})

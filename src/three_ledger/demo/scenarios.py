@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from three_ledger.ledgers import Posture
+from three_ledger.vocabulary import Posture
 
 ORDERS = "orders.py"
 ORACLE = "properties/test_orders.py"
@@ -95,8 +95,6 @@ class Scenario:
     expected: Expected
     # Score the patch on pin B too, and compare the two property ledgers with dual-pin.
     two_pins: bool = False
-    # Run flake-observe for this test id after the properties step.
-    observe: str | None = None
     # Extra environment for every step of the scenario.
     env: Mapping[str, str] = field(default_factory=dict)
 
@@ -161,7 +159,6 @@ SCENARIOS: tuple[Scenario, ...] = (
         (CLEAN,),
         Expected(Posture.REVIEW, 9),
         two_pins=True,
-        observe=LISTED_FLAKE,
         env={"ORDERS_SUMMARY_BUDGET_MS": "0"},
     ),
     Scenario(
@@ -204,6 +201,5 @@ SCENARIOS: tuple[Scenario, ...] = (
         "a flake: flake-observe refuses, merge sees the pin mutation",
         (SORT_BY_TOTAL, AppendFlakeEntry("orders.id.sort_flaky", f"{ORACLE}::test_id_stable")),
         Expected(Posture.REJECT, 4),
-        observe="orders.id.sort_flaky",
     ),
 )

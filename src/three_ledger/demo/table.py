@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from three_ledger.demo.scenarios import Expected
-from three_ledger.demo.workflow import Outcome
+from three_ledger.demo.workflow import ScenarioResult
 
 # The table's step columns: (heading, step). A heading is short so the table fits 100 columns.
 COLUMNS = (
@@ -19,30 +19,28 @@ COLUMNS = (
 )
 
 
-def progress_line(outcome: Outcome) -> str:
-    actual = outcome.actual or "no merge decision"
-    verdict = (
-        "as expected" if outcome.as_expected else f"FAIL, expected {outcome.scenario.expected}"
-    )
-    return f"{outcome.scenario.name}: {actual}, {verdict} ({outcome.seconds:.1f} s)"
+def progress_line(result: ScenarioResult) -> str:
+    actual = result.actual or "no merge decision"
+    verdict = "as expected" if result.as_expected else f"FAIL, expected {result.scenario.expected}"
+    return f"{result.scenario.name}: {actual}, {verdict} ({result.seconds:.1f} s)"
 
 
 # --- the example repository -------------------------------------------------------------
 
 
-def render_table(outcomes: Sequence[Outcome]) -> str:
+def render_table(results: Sequence[ScenarioResult]) -> str:
     """One row per scenario: each step's exit ('-' when not run), expected and actual posture."""
     header = ["scenario", *(heading for heading, _ in COLUMNS), "expected", "actual", "mark"]
-    rows = [header, *(_row(outcome) for outcome in outcomes)]
+    rows = [header, *(_row(result) for result in results)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join(_aligned(row, widths) for row in rows)
 
 
-def _row(outcome: Outcome) -> list[str]:
-    exits = [str(outcome.exits.get(step, "-")) for _, step in COLUMNS]
-    actual = _short(outcome.actual) if outcome.actual else "none"
-    mark = "ok" if outcome.as_expected else "FAIL"
-    return [outcome.scenario.name, *exits, _short(outcome.scenario.expected), actual, mark]
+def _row(result: ScenarioResult) -> list[str]:
+    exits = [str(result.exits.get(step, "-")) for _, step in COLUMNS]
+    actual = _short(result.actual) if result.actual else "none"
+    mark = "ok" if result.as_expected else "FAIL"
+    return [result.scenario.name, *exits, _short(result.scenario.expected), actual, mark]
 
 
 def _short(expected: Expected) -> str:

@@ -1,4 +1,4 @@
-"""One demo scenario, run as CI would: digest, properties, dual-pin, flake-observe, merge.
+"""One demo scenario, run as CI would: the gate's chain (workflow/chain.py), each step a child.
 
 Each step is `python -m three_ledger ...` in a child process, in the scenario's worktree,
 through the runner (so a hung step times out like any child of the gate).
@@ -13,20 +13,30 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import assert_never
 
-from three_ledger.demo.repository import (
-    FLAKE_PIN,
-    PIN_A,
-    PIN_B,
-    PROPERTIES_PIN,
-    ScenarioPaths,
-    demo_environment,
-)
+from three_ledger.commands.merge import read_flake_pin
+from three_ledger.demo.repository import ScenarioPaths, demo_environment
 from three_ledger.demo.scenarios import Expected, Scenario
-from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import MergeDecision, Posture, read_ledger, recorded_digest
+from three_ledger.gate_plan import FixtureSide, find_pins
+from three_ledger.ledgers import MergeDecision
+from three_ledger.report.gate_summary import Step
 from three_ledger.runner import run_command
+from three_ledger.workflow.chain import (
+    Call,
+    Chain,
+    CheckPins,
+    Digest,
+    DualPin,
+    FlakeObserve,
+    Merge,
+    Pins,
+    Properties,
+    Ran,
+    Vet,
+    run_chain,
+)
 
 PROPERTIES_TIMEOUT_S = 120
 # No demo step but `properties` runs a test suite; any step past this is hung.
@@ -35,8 +45,9 @@ TEST_COMMAND = [sys.executable, "-m", "pytest", "-q", "properties/test_orders.py
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ScenarioResult:
     scenario: Scenario
+    # Each step's exit code, by the table's column ("digest A", "dual-pin", "merge", ...).
     exits: Mapping[str, int]
     actual: Expected | None
     seconds: float
@@ -46,20 +57,59 @@ class Outcome:
         return self.actual == self.scenario.expected
 
 
+@dataclass(frozen=True)
+class ScenarioLedgers:
+    """Where a scenario's ledgers go: its `ledgers/` folder, beside the worktree."""
+
+    folder: Path
+
+    def fixture(self, side: FixtureSide) -> Path:
+        return self.folder / f"fixture_{side.slug}.json"
+
+    def prop(self, side: FixtureSide) -> Path:
+        return self.folder / f"property_{side.slug}.json"
+
+    def prop_log(self, side: FixtureSide) -> Path | None:
+        return None  # properties' own default: beside the ledger
+
+    @property
+    def dual_pin(self) -> Path:
+        return self.folder / "dual_pin.json"
+
+    def flake(self, number: int) -> Path:
+        return self.folder / ("flake.json" if number == 1 else f"flake_{number}.json")
+
+    @property
+    def decision(self) -> Path:
+        return self.folder / "merge.json"
+
+    @property
+    def summary(self) -> Path:
+        return self.folder / "merge.md"
+
+
 @dataclass
-class Steps:
-    """Runs one scenario's steps in its worktree and keeps each step's exit code."""
+class ChildSteps:
+    """Runs each step of the chain as a child in the scenario's worktree; keeps each exit."""
 
     paths: ScenarioPaths
     env: Mapping[str, str]
+    base: str
     exits: dict[str, int] = field(default_factory=dict)
+    ran: int = 0
 
-    def run(self, column: str, *args: str) -> int:
-        command = [sys.executable, "-P", "-m", "three_ledger", *args]
-        log = self.paths.logs / f"{len(self.exits) + 1}-{column.replace(' ', '-').lower()}.log"
+    @property
+    def ledgers(self) -> ScenarioLedgers:
+        return ScenarioLedgers(self.paths.ledgers)
+
+    def run(self, name: str, call: Call) -> Ran:
+        self.ran += 1
+        column = step_column(call)
+        args = self.arguments(call)
+        log = self.paths.logs / f"{self.ran}-{column.replace(' ', '-').lower()}.log"
         with open(os.devnull, "wb") as quiet:
             done = run_command(
-                command,
+                [sys.executable, "-P", "-m", "three_ledger", *args],
                 cwd=self.paths.worktree,
                 env=self.env,
                 timeout_s=STEP_TIMEOUT_S,
@@ -73,10 +123,85 @@ class Steps:
                 stream.write(f"demo: {failure}\n")
         code = ExitCode.INFRA_FAILURE if done.exit_code is None else done.exit_code
         self.exits[column] = code
-        return code
+        return Ran(code, log)
 
-    def wrote(self, ledger: str) -> bool:
-        return (self.paths.ledgers / ledger).is_file()
+    def finished(self, step: Step) -> None:
+        """Nothing to print per step: the demo prints its table once every scenario is done."""
+
+    def arguments(self, call: Call) -> list[str]:
+        """The command line of CALL, as a CI job in the worktree would type it."""
+        match call:
+            case Digest():
+                return [
+                    *("digest", "--pin", self._at(call.side.path)),
+                    *("--out", self._at(call.out), "--base", self.base),
+                ]
+            case Properties():
+                return self._properties(call)
+            case DualPin():
+                if len(call.scored) == 1:
+                    return ["dual-pin", "--not-run", "--out", self._at(call.out)]
+                left, right = (self._at(path) for path in call.scored)
+                return ["dual-pin", "--left", left, "--right", right, "--out", self._at(call.out)]
+            case FlakeObserve():
+                return [
+                    *("flake-observe", "--fixture-ledger", self._at(call.fixture)),
+                    *("--property-ledger", self._at(call.prop)),
+                    *("--flake-pin", self._at(call.flake_pin), "--test-id", call.test_id),
+                    *("--base", self.base, "--out", self._at(call.out)),
+                ]
+            case Vet():
+                return [
+                    *("vet", "--pin", self._at(call.side.path)),
+                    *("--properties", self._at(call.properties_pin)),
+                    *("--command", shlex.join(TEST_COMMAND), "--log", self._at(call.log)),
+                    *("--out", self._at(call.out)),
+                ]
+            case CheckPins():
+                return ["check-pins", "--pins-dir", self._at(call.pins_dir)]
+            case Merge():
+                return self._merge(call)
+            case _:
+                assert_never(call)
+
+    def _properties(self, call: Properties) -> list[str]:
+        flake_pin = ["--flake-pin", self._at(call.flake_pin)] if call.flake_pin else []
+        log = ["--log", self._at(call.log)] if call.log else []
+        return [
+            *("properties", "--pin", self._at(call.side.path)),
+            *("--expect-digest", call.expect_digest),
+            *("--properties", self._at(call.properties_pin), *flake_pin, "--base", self.base),
+            *("--timeout", str(PROPERTIES_TIMEOUT_S), "--command", shlex.join(TEST_COMMAND)),
+            *log,
+            *("--out", self._at(call.out)),
+        ]
+
+    def _merge(self, call: Merge) -> list[str]:
+        flakes = [flag for path in call.flakes for flag in ("--flake-ledger", self._at(path))]
+        flake_pin = ["--flake-pin", self._at(call.flake_pin.path)] if call.flake_pin else []
+        return [
+            *("merge", "--fixture-ledger", self._at(call.fixture)),
+            *("--property-ledger", self._at(call.prop), "--dual-pin", self._at(call.dual_pin)),
+            *flakes,
+            *flake_pin,
+            *("--pin", self._at(call.pin), "--pins-dir", self._at(call.pins_dir)),
+            *("--base", self.base, "--properties", self._at(call.properties_pin)),
+            *("--out", self._at(call.out)),
+            *("--summary-md", self._at(self.ledgers.summary)),
+        ]
+
+    def _at(self, path: Path) -> str:
+        """PATH as the step sees it, relative to the worktree (ledgers are `../ledgers/...`)."""
+        return os.path.relpath(path, self.paths.worktree)
+
+
+def step_column(call: Call) -> str:
+    """The table column of a step: its command, and the fixture pin's label where it has one."""
+    match call:
+        case Digest() | Properties() | Vet():
+            return f"{call.KIND} {call.side.label}"
+        case _:
+            return str(call.KIND)
 
 
 def ledger(name: str) -> str:
@@ -84,80 +209,21 @@ def ledger(name: str) -> str:
     return f"../ledgers/{name}"
 
 
-def run_scenario(scenario: Scenario, paths: ScenarioPaths, base: str) -> Outcome:
-    """digest, properties, dual-pin, flake-observe, merge: the seed's order, each a child."""
+def run_scenario(scenario: Scenario, paths: ScenarioPaths, base: str) -> ScenarioResult:
+    """The gate's chain, each step a child; one-pin scenarios score pin A alone."""
     started = time.monotonic()
-    steps = Steps(paths, {**demo_environment(), **scenario.env})
-    sides = [("A", PIN_A), ("B", PIN_B)] if scenario.two_pins else [("A", PIN_A)]
-    for side, pin in sides:
-        _digest_and_score(steps, side, pin, base)
-    _dual_pin(steps, scenario)
-    if scenario.observe is not None and steps.wrote("property_a.json"):
-        _flake_observe(steps, scenario.observe, base)
-    _merge(steps, base)
-    actual = read_decision(paths.ledgers / "merge.json")
-    return Outcome(scenario, dict(steps.exits), actual, time.monotonic() - started)
-
-
-def _digest_and_score(steps: Steps, side: str, pin: str, base: str) -> None:
-    fixture, scored = f"fixture_{side.lower()}.json", f"property_{side.lower()}.json"
-    steps.run(f"digest {side}", "digest", "--pin", pin, "--out", ledger(fixture), "--base", base)
-    # No fixture ledger, no digest to insist on: the score is absent by rule.
-    expect = recorded_digest(steps.paths.ledgers / fixture)
-    if expect is None:
-        return
-    steps.run(
-        f"properties {side}",
-        *("properties", "--pin", pin, "--expect-digest", expect),
-        *("--properties", PROPERTIES_PIN, "--flake-pin", FLAKE_PIN, "--base", base),
-        *("--timeout", str(PROPERTIES_TIMEOUT_S), "--command", shlex.join(TEST_COMMAND)),
-        *("--out", ledger(scored)),
+    runner = ChildSteps(paths, {**demo_environment(), **scenario.env}, base)
+    plan = find_pins(paths.worktree / "pins")
+    pins = Pins(
+        sides=plan.sides if scenario.two_pins else plan.sides[:1],
+        properties_pin=plan.properties_pin.source,
+        flake_pin=read_flake_pin(plan.flake_pin),
+        pins_dir=paths.worktree / "pins",
     )
-
-
-def _dual_pin(steps: Steps, scenario: Scenario) -> None:
-    out = ("--out", ledger("dual_pin.json"))
-    if not scenario.two_pins:
-        if steps.wrote("property_a.json"):
-            steps.run("dual-pin", "dual-pin", "--not-run", *out)
-        return
-    if steps.wrote("property_a.json") and steps.wrote("property_b.json"):
-        left, right = ledger("property_a.json"), ledger("property_b.json")
-        steps.run("dual-pin", "dual-pin", "--left", left, "--right", right, *out)
-
-
-def _flake_observe(steps: Steps, test_id: str, base: str) -> None:
-    steps.run(
-        "flake-observe",
-        *("flake-observe", "--fixture-ledger", ledger("fixture_a.json")),
-        *("--property-ledger", ledger("property_a.json"), "--flake-pin", FLAKE_PIN),
-        *("--test-id", test_id, "--base", base, "--out", ledger("flake.json")),
+    chain = Chain(runner)
+    run_chain(chain, pins, runner.ledgers)
+    decision = chain.steps[-1].record
+    actual = (
+        Expected(decision.posture, decision.row) if isinstance(decision, MergeDecision) else None
     )
-
-
-def _merge(steps: Steps, base: str) -> None:
-    """Merge gets the fixture and property ledgers whether or not they were written (a
-    missing one is a rejected score), and the dual-pin and flake ledgers that were."""
-    optional = [
-        ("--dual-pin", ledger("dual_pin.json")) if steps.wrote("dual_pin.json") else (),
-        ("--flake-ledger", ledger("flake.json")) if steps.wrote("flake.json") else (),
-    ]
-    steps.run(
-        "merge",
-        *("merge", "--fixture-ledger", ledger("fixture_a.json")),
-        *("--property-ledger", ledger("property_a.json")),
-        *(flag for pair in optional for flag in pair),
-        *("--flake-pin", FLAKE_PIN, "--pin", PIN_A, "--pins-dir", "pins", "--base", base),
-        *("--out", ledger("merge.json"), "--summary-md", ledger("merge.md")),
-    )
-
-
-def read_decision(path: Path) -> Expected | None:
-    """The posture and row of a merge decision, or None when there is no valid one."""
-    if not path.is_file():
-        return None
-    try:
-        decision = read_ledger(path, MergeDecision).record
-    except Refused:
-        return None
-    return Expected(Posture(decision.posture), decision.row)
+    return ScenarioResult(scenario, dict(runner.exits), actual, time.monotonic() - started)

@@ -3,32 +3,35 @@ summary, and GitHub annotations for moved fixtures, oracle changes and pin mutat
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import assert_never
 
-from three_ledger.errors import Refused
 from three_ledger.gate_plan import Change, Plan
 from three_ledger.ledgers import (
     DualPinLedger,
     FixtureLedger,
     FlakeLedger,
     MergeDecision,
-    Posture,
     PropertyLedger,
     VetLedger,
-    read_ledger,
 )
 from three_ledger.merge_table import Evidence, Verdict
-from three_ledger.pins import load_flake_pin
-from three_ledger.report.junit_verdict import StepCase
-from three_ledger.report.step_summary import StepRow, SummaryInput, VetRow, render
-from three_ledger.report.workflow_commands import Annotation, annotations_of_kind
+from three_ledger.report.junit_verdict import PropertyCase, StepCase, property_cases
+from three_ledger.report.step_summary import StepRow, SummaryInput, VetRow, flake_owners, render
+from three_ledger.report.workflow_commands import Annotation, Level, annotations_of_kind
 from three_ledger.vet.report import finding
+from three_ledger.vocabulary import Posture, Status
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_LEVEL = {Posture.REJECT: "error", Posture.HUMAN_REVIEW: "warning", Posture.REVIEW: "notice"}
+_LEVEL: dict[Posture, Level] = {
+    Posture.REJECT: "error",
+    Posture.HUMAN_REVIEW: "warning",
+    Posture.REVIEW: "notice",
+}
 
 
 def one_line(value: str) -> str:
@@ -36,12 +39,34 @@ def one_line(value: str) -> str:
     return _CONTROL.sub(lambda match: repr(match.group(0))[1:-1], value)
 
 
+class StepKind(enum.StrEnum):
+    """What a gate step runs: one of the workflow's commands."""
+
+    DIGEST = "digest"
+    PROPERTIES = "properties"
+    DUAL_PIN = "dual-pin"
+    FLAKE_OBSERVE = "flake-observe"
+    VET = "vet"
+    CHECK_PINS = "check-pins"
+    MERGE = "merge"
+
+
+# The record a step's ledger holds; check-pins writes none.
+StepRecord = (
+    FixtureLedger | PropertyLedger | DualPinLedger | FlakeLedger | VetLedger | MergeDecision
+)
+
+
 @dataclass(frozen=True)
 class Step:
+    kind: StepKind
     name: str
     # None: the step did not run.
     exit_code: int | None
+    # The ledger file the step wrote (None: none was written), and its record as loaded once,
+    # right after the step (None: no ledger, or one that could not be read).
     ledger: Path | None
+    record: StepRecord | None
     # A refusal's message, why the step did not run, or what its ledger says.
     note: str
     log: Path | None
@@ -51,14 +76,6 @@ class Step:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
-
-    @property
-    def is_flake(self) -> bool:
-        return self.name.startswith("flake-observe")
-
-    @property
-    def is_vet(self) -> bool:
-        return self.name.startswith("vet ")
 
     @property
     def exit_text(self) -> str:
@@ -82,7 +99,7 @@ class GateOutcome:
     def property_ledger(self) -> PropertyLedger | None:
         return self.evidence.prop.record if self.evidence is not None else None
 
-    def statuses(self) -> dict[str, str]:
+    def statuses(self) -> dict[str, Status]:
         prop = self.property_ledger()
         return dict(prop.status_by_id) if prop is not None else {}
 
@@ -96,6 +113,11 @@ class GateOutcome:
             return {}
         return {entry.id: entry.claim for entry in pin.properties}
 
+    def pinned_ids(self) -> list[str] | None:
+        """The properties pin's ids; None when gate found no pins to score with."""
+        plan = self.plan
+        return [entry.id for entry in plan.properties_pin.properties] if plan else None
+
     def why_unscored(self) -> str:
         if self.property_ledger() is not None:
             return ""
@@ -104,43 +126,42 @@ class GateOutcome:
         return self.verdict.reason if self.verdict is not None else "not scored"
 
 
-def describe(name: str, ledger: Path | None) -> str:
+def describe(kind: StepKind, record: StepRecord | None) -> str:
     """What a step's ledger says, in a few words."""
-    if ledger is None or not ledger.is_file():
-        return "pins valid" if name == "check-pins" else "no ledger"
-    try:
-        return _describe(ledger)
-    except Refused as exc:
-        return f"ledger unreadable: {exc.message}"
+    match record:
+        case None:
+            return "pins valid" if kind is StepKind.CHECK_PINS else "no ledger"
+        case FixtureLedger():
+            return f"digest {record.digest[:12]}"
+        case PropertyLedger():
+            return _describe_scores(record)
+        case DualPinLedger():
+            if not record.run:
+                return "not run: one fixture pin"
+            return f"drift: {', '.join(record.differences)}" if record.drift else "the pins agree"
+        case FlakeLedger():
+            return f"{record.test_id} observed {record.observed}: a flake note, not a pass"
+        case VetLedger():
+            return _describe_vet(record)
+        case MergeDecision():
+            return f"{record.posture} (row {record.row})"
+        case _:
+            assert_never(record)
 
 
-def _describe(ledger: Path) -> str:
-    kind = ledger.name.split("-")[0].split(".")[0]
-    if kind == "fixture":
-        return f"digest {read_ledger(ledger, FixtureLedger).record.digest[:12]}"
-    if kind == "property":
-        prop = read_ledger(ledger, PropertyLedger).record
-        if prop.oracle_moved:
-            return f"oracles moved: {', '.join(prop.oracle_changes)}"
-        failing = prop.failing_ids()
-        listed = ", ".join(f"{key} {prop.status_by_id[key]}" for key in failing)
-        return f"not pass: {listed}" if failing else f"{len(prop.status_by_id)} properties pass"
-    if kind == "dual":
-        dual = read_ledger(ledger, DualPinLedger).record
-        if not dual.run:
-            return "not run: one fixture pin"
-        return f"drift: {', '.join(dual.differences)}" if dual.drift else "the pins agree"
-    if kind == "flake":
-        flake = read_ledger(ledger, FlakeLedger).record
-        return f"{flake.test_id} observed {flake.observed}: a flake note, not a pass"
-    if kind == "vet":
-        vetted = read_ledger(ledger, VetLedger).record.properties
-        not_gates = [prop_id for prop_id, found in vetted.items() if not found.gate]
-        if not_gates:
-            return f"cannot fail on its fixtures: {', '.join(not_gates)}"
-        return f"each of {len(vetted)} properties can fail on its fixtures"
-    decision = read_ledger(ledger, MergeDecision).record
-    return f"{decision.posture} (row {decision.row})"
+def _describe_scores(prop: PropertyLedger) -> str:
+    if prop.oracle_moved:
+        return f"oracles moved: {', '.join(prop.oracle_changes)}"
+    failing = prop.failing_ids()
+    listed = ", ".join(f"{key} {prop.status_by_id[key]}" for key in failing)
+    return f"not pass: {listed}" if failing else f"{len(prop.status_by_id)} properties pass"
+
+
+def _describe_vet(vetted: VetLedger) -> str:
+    not_gates = [prop_id for prop_id, found in vetted.properties.items() if not found.gate]
+    if not_gates:
+        return f"cannot fail on its fixtures: {', '.join(not_gates)}"
+    return f"each of {len(vetted.properties)} properties can fail on its fixtures"
 
 
 def step_line(step: Step) -> str:
@@ -172,34 +193,37 @@ def console_report(outcome: GateOutcome) -> str:
 
 def summary_markdown(outcome: GateOutcome) -> str:
     assert outcome.verdict is not None
-    plan = outcome.plan
+    evidence = outcome.evidence
     summary = SummaryInput(
         verdict=outcome.verdict,
-        evidence=outcome.evidence,
+        evidence=evidence,
         title="three-ledger gate",
         claims=outcome.claims(),
-        flake_owners=_flake_owners(plan),
+        flake_owners=flake_owners(evidence.flake_pin if evidence is not None else None),
         steps=[_step_row(step) for step in outcome.steps],
-        pinned_ids=[entry.id for entry in plan.properties_pin.properties] if plan else [],
+        pinned_ids=outcome.pinned_ids() or [],
         pin_change=_changed_pins(outcome) if outcome.pin_change else None,
         problems=[detail for step in outcome.steps for detail in step.details],
-        vet=[row for step in outcome.steps if step.is_vet for row in _vet_rows(step)],
+        vet=[row for step in outcome.steps for row in _vet_rows(step.record)],
     )
     return render(summary)
 
 
-def _vet_rows(step: Step) -> list[VetRow]:
-    if step.ledger is None:
-        return []
-    try:
-        vetted = read_ledger(step.ledger, VetLedger).record
-    except Refused:
+def gate_property_cases(outcome: GateOutcome) -> list[PropertyCase]:
+    """One case per pinned property; without a property ledger each is `missing`."""
+    return property_cases(
+        outcome.statuses(), outcome.pinned_ids(), outcome.claims(), outcome.why_unscored()
+    )
+
+
+def _vet_rows(record: StepRecord | None) -> list[VetRow]:
+    if not isinstance(record, VetLedger):
         return []
     return [
         VetRow(
-            vetted.pin_id, prop_id, found.verdict, found.gate, finding(found, strict=vetted.strict)
+            record.pin_id, prop_id, found.verdict, found.gate, finding(found, strict=record.strict)
         )
-        for prop_id, found in vetted.properties.items()
+        for prop_id, found in record.properties.items()
     ]
 
 
@@ -210,16 +234,6 @@ def _changed_pins(outcome: GateOutcome) -> list[str]:
 def _step_row(step: Step) -> StepRow:
     ledger = step.ledger.name if step.ledger is not None else ""
     return StepRow(step.name, step.exit_text, ledger, step.ok)
-
-
-def _flake_owners(plan: Plan | None) -> dict[str, str]:
-    if plan is None or plan.flake_pin is None:
-        return {}
-    try:
-        pin = load_flake_pin(plan.flake_pin)
-    except Refused:
-        return {}
-    return {entry.test_id: entry.owner for entry in pin.flakes if entry.owner}
 
 
 # --- GitHub annotations -----------------------------------------------------------------
@@ -236,7 +250,7 @@ def github_annotations(outcome: GateOutcome) -> list[Annotation]:
     return [headline, *_moved_fixtures(outcome), *_oracle_changes(outcome), *_pin_edits(outcome)]
 
 
-def _level(outcome: GateOutcome, row: int) -> str:
+def _level(outcome: GateOutcome, row: int) -> Level:
     verdict = outcome.verdict
     return "error" if verdict is not None and verdict.row == row else "warning"
 
@@ -271,7 +285,7 @@ def _pin_edits(outcome: GateOutcome) -> list[Annotation]:
     if outcome.pin_change:
         posture = outcome.verdict.posture if outcome.verdict else Posture.REJECT
         refused = posture is Posture.REJECT
-        level = "error" if refused else "notice"
+        level: Level = "error" if refused else "notice"
         what = "pin change refused by check-pins" if refused else "pin change: pin owners review it"
     else:
         level, what = _level(outcome, 4), "pin mutation: a pin edit mixed into a scored change"

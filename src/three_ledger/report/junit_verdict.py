@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from three_ledger.vocabulary import Posture, Status
 
 SUITES = "three-ledger"
 PROPERTIES = "three-ledger.properties"
@@ -19,18 +21,35 @@ DECISION = "three-ledger.decision"
 # Characters XML 1.0 cannot hold, even escaped; ids and reasons may carry them.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _STATUS_MEANING = {
-    "fail": "a test of this property failed",
-    "error": "a test of this property errored",
-    "skip": "skipped: a skipped property is not a pass",
-    "missing": "missing: no test result matched its selector; missing is not a pass",
+    Status.FAIL: "a test of this property failed",
+    Status.ERROR: "a test of this property errored",
+    Status.SKIP: "skipped: a skipped property is not a pass",
+    Status.MISSING: "missing: no test result matched its selector; missing is not a pass",
 }
 
 
 @dataclass(frozen=True)
 class PropertyCase:
     prop_id: str
-    status: str
+    status: Status
     detail: str = ""
+
+
+def property_cases(
+    statuses: Mapping[str, Status],
+    pinned_ids: Sequence[str] | None,
+    claims: Mapping[str, str],
+    unscored: str,
+) -> list[PropertyCase]:
+    """One case per pinned property (per scored one when the pin is not known); a property
+    the ledger does not score is `missing`, its detail its claim or else why it is unscored."""
+    ids = list(statuses) if pinned_ids is None else list(pinned_ids)
+    return [
+        PropertyCase(
+            prop_id, statuses.get(prop_id, Status.MISSING), claims.get(prop_id) or unscored
+        )
+        for prop_id in ids
+    ]
 
 
 @dataclass(frozen=True)
@@ -44,7 +63,7 @@ class StepCase:
 
 @dataclass(frozen=True)
 class DecisionCase:
-    posture: str
+    posture: Posture
     row: int
     reason: str
 
@@ -91,9 +110,9 @@ def _case(classname: str, name: str, failure: str | None, body: str = "") -> ET.
 
 
 def _property_case(case: PropertyCase) -> ET.Element:
-    if case.status == "pass":
+    if case.status == Status.PASS:
         return _case(PROPERTIES, case.prop_id, None, case.detail)
-    meaning = _STATUS_MEANING.get(case.status, case.status)
+    meaning = _STATUS_MEANING[case.status]
     body = "\n".join(part for part in (meaning, case.detail) if part)
     return _case(PROPERTIES, case.prop_id, f"{case.status}: {meaning}", body)
 
@@ -106,10 +125,10 @@ def _step_case(step: StepCase) -> ET.Element:
 
 def _decision_case(decision: DecisionCase) -> ET.Element:
     text = f"{decision.posture} (row {decision.row}): {decision.reason}"
-    return _case(DECISION, "merge", text if decision.posture == "reject" else None, text)
+    return _case(DECISION, "merge", text if decision.posture is Posture.REJECT else None, text)
 
 
-def dotenv(posture: str, row: int, decision_path: str | None) -> str:
+def dotenv(posture: Posture, row: int, decision_path: str | None) -> str:
     """GitLab's dotenv report: one KEY=value per line, no quoting, no line breaks in values."""
     lines = [f"THREE_LEDGER_POSTURE={posture}", f"THREE_LEDGER_ROW={row}"]
     if decision_path is not None and decision_path.isprintable():

@@ -1,4 +1,6 @@
-"""How a merge decision is reported: the stdout verdict, the step summary file, GitHub hooks."""
+"""How a merge decision is reported: the stdout verdict, the Markdown summary and the JUnit
+cases of `merge`, the step summary's size limit, GitHub's error annotation. Text only: the
+files are written by workflow/decision_files.py."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from pathlib import Path
 from three_ledger.ledgers import DualPinLedger, FlakeLedger
 from three_ledger.merge_table import Evidence, Reading, Verdict
 from three_ledger.report.findings import findings, plain_lines
+from three_ledger.report.junit_verdict import PropertyCase, property_cases
+from three_ledger.report.step_summary import SummaryInput, flake_owners, render
 from three_ledger.report.workflow_commands import escape_data
 
 # GitHub refuses a step summary file of 1 MiB or more: the addition is cut to stay under.
@@ -132,19 +136,17 @@ def fit_step_summary(existing_bytes: int, text: str, limit: int = STEP_SUMMARY_L
     return data[:keep].decode("utf-8", "ignore") + TRUNCATION_NOTE
 
 
-def append_step_summary(path: Path, text: str) -> str | None:
-    """Append TEXT to GitHub's step summary file; a warning when it could not be (all) added."""
-    try:
-        existing = path.stat().st_size if path.exists() else 0
-        addition = fit_step_summary(existing, ("\n" if existing else "") + text)
-        if addition:
-            with path.open("a", encoding="utf-8") as stream:
-                stream.write(addition)
-    except OSError as exc:
-        return f"could not append to GITHUB_STEP_SUMMARY {path}: {exc.strerror or exc}"
-    if not addition:
-        return f"GITHUB_STEP_SUMMARY {path} is full (1 MiB): the report was not added"
-    return None
+def summary_markdown(evidence: Evidence, verdict: Verdict) -> str:
+    """`merge`'s Markdown report (`--summary-md`, GitHub's step summary)."""
+    owners = flake_owners(evidence.flake_pin)
+    return render(SummaryInput(verdict, evidence, "three-ledger merge", flake_owners=owners))
+
+
+def merge_property_cases(evidence: Evidence) -> list[PropertyCase]:
+    """One JUnit case per property the property ledger scores; none without one."""
+    prop = evidence.prop.record
+    statuses = prop.status_by_id if prop is not None else {}
+    return property_cases(statuses, None, {}, "")
 
 
 def error_annotation(verdict: Verdict) -> str:

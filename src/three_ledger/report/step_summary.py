@@ -13,8 +13,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, Posture, PropertyLedger
-from three_ledger.merge_table import Evidence, Reading, Verdict
+from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, PropertyLedger
+from three_ledger.merge_table import Evidence, FlakePinView, Reading, Verdict
+from three_ledger.vocabulary import Posture, Status, VetVerdict
 
 SHORT_HEX = 12
 # Every character that can start inline Markdown on GitHub: code, emphasis, strikethrough,
@@ -33,7 +34,13 @@ MAX_PROBLEMS = 20
 FIRST_TESTS = 3
 
 _POSTURE_MARK = {Posture.REJECT: "❌", Posture.HUMAN_REVIEW: "🟡", Posture.REVIEW: "🔎"}
-STATUS_MARK = {"pass": "✅", "fail": "❌", "error": "💥", "skip": "⚠️", "missing": "❓"}
+STATUS_MARK = {
+    Status.PASS: "✅",
+    Status.FAIL: "❌",
+    Status.ERROR: "💥",
+    Status.SKIP: "⚠️",
+    Status.MISSING: "❓",
+}
 
 # What to do next, for each row of the merge table (0: gate decided before the table).
 NEXT_STEP = {
@@ -80,7 +87,7 @@ class VetRow:
 
     pin_id: str
     property_id: str
-    verdict: str
+    verdict: VetVerdict
     # Counted as a gate: some mutant of its own fixtures made it fail.
     gate: bool
     finding: str
@@ -102,6 +109,13 @@ class SummaryInput:
     # What the steps refused for, one line each (check-pins lists every problem).
     problems: Sequence[str] = ()
     vet: Sequence[VetRow] = ()
+
+
+def flake_owners(view: FlakePinView | None) -> dict[str, str]:
+    """The owner of each flake pin entry that names one, for the flake notes table."""
+    if view is None or view.pin is None:
+        return {}
+    return {entry.test_id: entry.owner for entry in view.pin.flakes if entry.owner}
 
 
 def text(value: str) -> str:
@@ -214,9 +228,10 @@ def _properties(summary: SummaryInput) -> list[str]:
     if not ids:
         return []
     # Not passing first, in the ledger's order; then the passes.
-    ordered = sorted(ids, key=lambda prop_id: statuses.get(prop_id, "missing") == "pass")
+    ordered = sorted(ids, key=lambda prop_id: statuses.get(prop_id) == Status.PASS)
     rows = [
-        _property_row(summary, prop_id, statuses.get(prop_id, "missing")) for prop_id in ordered
+        _property_row(summary, prop_id, statuses.get(prop_id, Status.MISSING))
+        for prop_id in ordered
     ]
     heading = "**Properties**" if prop is not None else "**Properties** (no property ledger)"
     return [heading, _table(["", "Property", "Status", "Claim and failing tests"], rows)]
@@ -251,15 +266,15 @@ def _unpinned_failures(summary: SummaryInput) -> list[str]:
     return [heading, items]
 
 
-def _property_row(summary: SummaryInput, prop_id: str, status: str) -> list[str]:
-    shown = f"**{status}**" if status != "pass" else status
+def _property_row(summary: SummaryInput, prop_id: str, status: Status) -> list[str]:
+    shown = f"**{status}**" if status != Status.PASS else status
     claim = text(summary.claims.get(prop_id, ""))
     tests = _failing_tests(summary, prop_id)
     if tests:
         listed = ", ".join(tests[:FIRST_TESTS])
         more = f" and {len(tests) - FIRST_TESTS} more" if len(tests) > FIRST_TESTS else ""
         claim = f"{claim}<br>failing: {listed}{more}" if claim else f"failing: {listed}{more}"
-    return [STATUS_MARK.get(status, "❓"), code(prop_id), shown, claim]
+    return [STATUS_MARK[status], code(prop_id), shown, claim]
 
 
 def _flakes(summary: SummaryInput) -> list[str]:

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
+
+# The levels of GitHub's annotation commands.
+Level = Literal["error", "warning", "notice"]
 
 # GitHub shows at most 10 annotations of each level per step; more are dropped silently.
 MAX_PER_KIND = 10
@@ -23,7 +27,7 @@ def escape_property(text: str) -> str:
 
 @dataclass(frozen=True)
 class Annotation:
-    level: str  # error, warning or notice
+    level: Level
     title: str
     message: str
     file: str | None = None
@@ -37,7 +41,7 @@ class Annotation:
 
 
 def annotations_of_kind(
-    level: str, title: str, items: Sequence[tuple[str, str]], limit: int = MAX_PER_KIND
+    level: Level, title: str, items: Sequence[tuple[str, str]], limit: int = MAX_PER_KIND
 ) -> list[Annotation]:
     """One annotation per (file, message), at most LIMIT; the last one says how many were left."""
     shown = [Annotation(level, title, message, file) for file, message in items[:limit]]

@@ -12,10 +12,10 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from three_ledger.ledgers import PropertyVet, VetTrial, VetVerdict
+from three_ledger.ledgers import PropertyVet, VetTrial
 from three_ledger.pins import FixturePin, Property
 from three_ledger.vet.mutations import Files, Kind, Operator, mutants
-from three_ledger.vocabulary import Status
+from three_ledger.vocabulary import Status, VetVerdict
 
 # What makes a mutant killed: the property no longer passes, and says so.
 KILLS = frozenset({Status.FAIL, Status.ERROR})

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import PurePosixPath
 
-from three_ledger.ledgers import MutationKind
+from three_ledger.vocabulary import MutationKind
 
 # The vet ledger records each mutant's kind: the enum lives with the ledger records.
 Kind = MutationKind

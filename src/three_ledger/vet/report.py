@@ -6,10 +6,10 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import PropertyVet, VetLedger, VetTrial, VetVerdict
+from three_ledger.ledgers import PropertyVet, VetLedger, VetTrial
 from three_ledger.vet.judge import KILLS
 from three_ledger.vet.mutations import Kind
-from three_ledger.vocabulary import Status
+from three_ledger.vocabulary import Status, VetVerdict
 
 # At most this many paths per warning on stderr; the ledger lists them all.
 SHOWN_PATHS = 10

@@ -1,0 +1,305 @@
+"""The workflow's chain of steps and the rules between them, in one function: `run_chain`.
+
+digest and properties on each fixture pin, dual-pin (or `--not-run` with one pin),
+flake-observe for each flake entry that did not pass, vet where asked, then merge. `gate`
+runs each step in-process; the demo runs each as a child process, as a CI job would. Which
+step runs, on which ledgers, and what a missing ledger means is decided here alone, so the
+two cannot drift. Each ledger is loaded once, right after its step, and kept in its `Step`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Protocol, assert_never
+
+from three_ledger.errors import Refused
+from three_ledger.gate_plan import FixtureSide
+from three_ledger.ledgers import (
+    DualPinLedger,
+    FixtureLedger,
+    FlakeLedger,
+    MergeDecision,
+    PropertyLedger,
+    VetLedger,
+    read_ledger,
+)
+from three_ledger.merge_table import FlakePinView
+from three_ledger.report.gate_summary import Step, StepKind, StepRecord, describe
+from three_ledger.vocabulary import Outcome
+
+# --- the steps, as calls a runner makes -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Digest:
+    KIND: ClassVar[StepKind] = StepKind.DIGEST
+    side: FixtureSide
+    out: Path
+
+
+@dataclass(frozen=True)
+class Properties:
+    KIND: ClassVar[StepKind] = StepKind.PROPERTIES
+    side: FixtureSide
+    expect_digest: str
+    properties_pin: Path
+    flake_pin: Path | None
+    out: Path
+    # None: the command's default, beside OUT.
+    log: Path | None
+
+
+@dataclass(frozen=True)
+class DualPin:
+    KIND: ClassVar[StepKind] = StepKind.DUAL_PIN
+    # Two property ledgers to compare; one alone is `--not-run`: one fixture pin was scored.
+    scored: tuple[Path, ...]
+    out: Path
+
+
+@dataclass(frozen=True)
+class FlakeObserve:
+    KIND: ClassVar[StepKind] = StepKind.FLAKE_OBSERVE
+    test_id: str
+    fixture: Path
+    prop: Path
+    flake_pin: Path
+    out: Path
+
+
+@dataclass(frozen=True)
+class Vet:
+    KIND: ClassVar[StepKind] = StepKind.VET
+    side: FixtureSide
+    properties_pin: Path
+    out: Path
+    log: Path
+
+
+@dataclass(frozen=True)
+class CheckPins:
+    KIND: ClassVar[StepKind] = StepKind.CHECK_PINS
+    pins_dir: Path
+    # check-pins writes no ledger.
+    out: None = None
+
+
+@dataclass(frozen=True)
+class Merge:
+    KIND: ClassVar[StepKind] = StepKind.MERGE
+    fixture: Path
+    prop: Path
+    dual_pin: Path
+    flakes: tuple[Path, ...]
+    # The flake pin as loaded once for the run (its path, and its record or why none).
+    flake_pin: FlakePinView | None
+    pin: Path
+    pins_dir: Path
+    properties_pin: Path
+    out: Path
+
+
+Call = Digest | Properties | DualPin | FlakeObserve | Vet | CheckPins | Merge
+
+
+@dataclass(frozen=True)
+class Ran:
+    """How a step that ran ended: its exit code, its log, a refusal's message and details."""
+
+    exit_code: int
+    log: Path | None
+    message: str = ""
+    details: tuple[str, ...] = ()
+
+
+class StepRunner(Protocol):
+    """How each step runs: in-process (`gate`) or as a child process (the demo)."""
+
+    def run(self, name: str, call: Call) -> Ran: ...
+
+    def finished(self, step: Step) -> None: ...
+
+
+class Layout(Protocol):
+    """Where the chain's ledgers go: `gate --out-dir`, or a demo scenario's ledgers folder."""
+
+    def fixture(self, side: FixtureSide) -> Path: ...
+
+    def prop(self, side: FixtureSide) -> Path: ...
+
+    def prop_log(self, side: FixtureSide) -> Path | None: ...
+
+    @property
+    def dual_pin(self) -> Path: ...
+
+    def flake(self, number: int) -> Path: ...
+
+    @property
+    def decision(self) -> Path: ...
+
+
+@dataclass(frozen=True)
+class Pins:
+    """The pins one run scores with."""
+
+    # The fixture pins to score on: what the properties pin names (gate), or pin A alone.
+    sides: tuple[FixtureSide, ...]
+    properties_pin: Path
+    # Loaded once for the run: the fired flakes, merge and the reports read this record.
+    flake_pin: FlakePinView | None
+    pins_dir: Path
+
+
+@dataclass
+class Chain:
+    """The steps run so far, each with its ledger's record, in order."""
+
+    runner: StepRunner
+    steps: list[Step] = field(default_factory=list)
+
+    def step(self, name: str, call: Call) -> Step:
+        ran = self.runner.run(name, call)
+        ledger, record, problem = _load(call)
+        unreadable = f"ledger unreadable: {problem}" if problem is not None else ""
+        note = ran.message or unreadable or describe(call.KIND, record)
+        return self._add(
+            Step(call.KIND, name, ran.exit_code, ledger, record, note, ran.log, ran.details)
+        )
+
+    def skip(self, kind: StepKind, name: str, why: str) -> None:
+        self._add(Step(kind, name, None, None, None, why, None))
+
+    def _add(self, step: Step) -> Step:
+        self.steps.append(step)
+        self.runner.finished(step)
+        return step
+
+
+def run_chain(chain: Chain, pins: Pins, layout: Layout, vet: Sequence[Vet] = ()) -> None:
+    """Run the workflow: a step that refuses leaves its ledger absent and the chain goes on to
+    merge, so a later step never heals an earlier failure. VET: pins to vet before merge."""
+    scored = [_score(chain, pins, layout, side) for side in pins.sides]
+    _dual_pin(chain, layout, scored)
+    flakes = _observe_flakes(chain, pins, layout, scored[0])
+    for call in vet:
+        chain.step(side_step_name(call), call)
+    first = pins.sides[0]
+    merge = Merge(
+        fixture=layout.fixture(first),
+        prop=layout.prop(first),
+        # Always given: the chain always means to write a dual-pin ledger (two pins compared,
+        # or `--not-run` with one), so one that is missing is a reject (merge row 6), never
+        # one pin fewer.
+        dual_pin=layout.dual_pin,
+        flakes=flakes,
+        flake_pin=pins.flake_pin,
+        pin=first.path,
+        pins_dir=pins.pins_dir,
+        properties_pin=pins.properties_pin,
+        out=layout.decision,
+    )
+    chain.step("merge", merge)
+
+
+def side_step_name(call: Digest | Properties | Vet) -> str:
+    return _on_side(call.KIND, call.side)
+
+
+def _on_side(kind: StepKind, side: FixtureSide) -> str:
+    return f"{kind} {side.label} ({side.pin_id})"
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One side's property ledger: where it goes, and its step (None: it did not run)."""
+
+    path: Path
+    step: Step | None
+
+    @property
+    def written(self) -> bool:
+        return self.step is not None and self.step.ledger is not None
+
+
+def _score(chain: Chain, pins: Pins, layout: Layout, side: FixtureSide) -> _Scored:
+    fixture = chain.step(_on_side(StepKind.DIGEST, side), Digest(side, layout.fixture(side)))
+    prop = layout.prop(side)
+    if not isinstance(fixture.record, FixtureLedger):
+        # No fixture ledger, no digest to insist on: the score is absent by rule.
+        why = f"no fixture ledger for pin {side.pin_id}: nothing to score on"
+        chain.skip(StepKind.PROPERTIES, _on_side(StepKind.PROPERTIES, side), why)
+        return _Scored(prop, None)
+    call = Properties(
+        side=side,
+        expect_digest=fixture.record.digest,
+        properties_pin=pins.properties_pin,
+        flake_pin=pins.flake_pin.path if pins.flake_pin is not None else None,
+        out=prop,
+        log=layout.prop_log(side),
+    )
+    return _Scored(prop, chain.step(side_step_name(call), call))
+
+
+def _dual_pin(chain: Chain, layout: Layout, scored: Sequence[_Scored]) -> None:
+    missing = [side.path.name for side in scored if not side.written]
+    if missing:
+        chain.skip(StepKind.DUAL_PIN, "dual-pin", f"no property ledger {', '.join(missing)}")
+        return
+    name = "dual-pin --not-run" if len(scored) == 1 else "dual-pin"
+    chain.step(name, DualPin(tuple(side.path for side in scored), layout.dual_pin))
+
+
+def _observe_flakes(chain: Chain, pins: Pins, layout: Layout, first: _Scored) -> tuple[Path, ...]:
+    """flake-observe each flake entry this run recorded as not passing; their ledgers."""
+    view = pins.flake_pin
+    prop = first.step.record if first.step is not None else None
+    if view is None or view.pin is None or not isinstance(prop, PropertyLedger):
+        return ()  # merge rejects a flake pin it cannot read
+    side = pins.sides[0]
+    fired = [
+        entry.test_id
+        for entry in view.pin.flakes
+        if prop.flake_results.get(entry.test_id, Outcome.PASS) != Outcome.PASS
+    ]
+    written = []
+    for number, test_id in enumerate(fired, start=1):
+        call = FlakeObserve(
+            test_id, layout.fixture(side), first.path, view.path, layout.flake(number)
+        )
+        step = chain.step(f"flake-observe {test_id}", call)
+        if step.ledger is not None:
+            written.append(step.ledger)
+    return tuple(written)
+
+
+def _load(call: Call) -> tuple[Path | None, StepRecord | None, str | None]:
+    """The ledger the step wrote, its record, and why it could not be read (or None)."""
+    out = call.out
+    if out is None or not out.is_file():
+        return None, None, None
+    try:
+        return out, _record(call, out), None
+    except Refused as exc:
+        return out, None, exc.message
+
+
+def _record(call: Call, path: Path) -> StepRecord:
+    match call:
+        case Digest():
+            return read_ledger(path, FixtureLedger).record
+        case Properties():
+            return read_ledger(path, PropertyLedger).record
+        case DualPin():
+            return read_ledger(path, DualPinLedger).record
+        case FlakeObserve():
+            return read_ledger(path, FlakeLedger).record
+        case Vet():
+            return read_ledger(path, VetLedger).record
+        case Merge():
+            return read_ledger(path, MergeDecision).record
+        case CheckPins():
+            raise AssertionError("check-pins writes no ledger")
+        case _:
+            assert_never(call)
