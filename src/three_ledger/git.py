@@ -323,3 +323,14 @@ def tracked_among(root: Path, paths: Sequence[Path]) -> list[Path]:
         return []
     listed = _git(root, "ls-files", "-z", "--", *(p.as_posix() for p in paths))
     return [Path(item) for item in _nul_split(listed)]
+
+
+def ignored_among(root: Path, paths: Sequence[str]) -> set[str]:
+    """Those of PATHS (relative to ROOT) that git does not track and ignores."""
+    found: set[str] = set()
+    listing = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--"]
+    wanted = sorted(set(paths))
+    # In slices: the paths are command-line arguments (literal pathspecs).
+    for start in range(0, len(wanted), 500):
+        found.update(_nul_split(_git(root, *listing, *wanted[start : start + 500])))
+    return found

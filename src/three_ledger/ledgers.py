@@ -25,6 +25,7 @@ from three_ledger.vocabulary import (
     Enforcement,
     MutationKind,
     Network,
+    OracleModel,
     Outcome,
     Posture,
     Status,
@@ -279,6 +280,10 @@ class PropertyLedger(_Encoded):
     oracle_change_reasons: dict[str, str]
     # Explicit oracle_paths entries that match nothing at the base or in the tree.
     oracle_paths_unmatched: tuple[str, ...]
+    # `closed` with the pin's product_paths (measured), else `inferred` (from names).
+    oracle_model: OracleModel = OracleModel.INFERRED
+    # Closed model: ignored files the run read; they move no oracle.
+    untracked_reads: tuple[str, ...] = ()
     base_revision: str
     head_revision: str
     command: tuple[str, ...]
@@ -440,6 +445,8 @@ class PropertyShardLedger(_Encoded):
     oracle_changes: tuple[str, ...]
     oracle_change_reasons: dict[str, str]
     oracle_paths_unmatched: tuple[str, ...]
+    oracle_model: OracleModel = OracleModel.INFERRED
+    untracked_reads: tuple[str, ...] = ()
     base_revision: str
     head_revision: str
     command: tuple[str, ...]

@@ -10,7 +10,7 @@ from typing import Any
 
 from three_ledger import git, jsonio
 from three_ledger.errors import Refused
-from three_ledger.paths import all_plain_under, casefold_twins, is_under, path_problem
+from three_ledger.paths import all_plain_under, casefold_twins, glob_matches, is_under, path_problem
 from three_ledger.results import ExpectedSkip, selector_tuple
 from three_ledger.vocabulary import Network
 
@@ -78,6 +78,8 @@ class PropertiesPin:
     # Entry-point names of the pytest plugins the run may load; None: autoload as usual.
     plugins: tuple[str, ...] | None = None
     expected_skips: tuple[ExpectedSkip, ...] = ()
+    # Globs of the code under test; None: the oracles are inferred from names (no audit hook).
+    product_paths: tuple[str, ...] | None = None
 
     @classmethod
     def from_json(cls, document: dict[str, Any], source: Path, sha256: str) -> PropertiesPin:
@@ -103,6 +105,9 @@ class PropertiesPin:
                 ExpectedSkip(test=skip["test"], reason=skip["reason"])
                 for skip in document.get("expected_skips", ())
             ),
+            product_paths=(
+                tuple(document["product_paths"]) if "product_paths" in document else None
+            ),
         )
         pin._check()
         return pin
@@ -122,12 +127,19 @@ class PropertiesPin:
                 _refuse_bad_path(self.source, where, entry.removesuffix("/"))
         for index, path in enumerate(self.oracle_paths):
             _refuse_bad_path(self.source, f"$.oracle_paths[{index}]", path.removesuffix("/"))
+        for index, glob in enumerate(self.product_paths or ()):
+            plain = glob.removesuffix("/").replace("**", "x").replace("*", "x").replace("?", "x")
+            _refuse_bad_path(self.source, f"$.product_paths[{index}]", plain)
         for index, skip in enumerate(self.expected_skips):
             if "*" in skip.test:
                 raise Refused(
                     f"{self.source}: $.expected_skips[{index}].test: {skip.test!r} holds `*`: "
                     "an expected skip names its tests without wildcards"
                 )
+
+    def is_product(self, path: str) -> bool:
+        """Whether PATH (relative to ROOT) is code under test by `product_paths`."""
+        return any(glob_matches(glob, path) for glob in self.product_paths or ())
 
     def check_against(self, fixture_pin: FixturePin) -> None:
         """Refuse unless this pin may be scored against `fixture_pin` (SPEC 3.2, 4.2 step 1)."""

@@ -86,3 +86,12 @@ class VetVerdict(enum.StrEnum):
     WEAK = "weak"
     # No mutation made it fail: it cannot fail on its fixtures.
     SURVIVED = "survived"
+
+
+class OracleModel(enum.StrEnum):
+    """How a property ledger found its oracles."""
+
+    # The pin declares product_paths: every other file the run executed or read is an oracle.
+    CLOSED = "closed"
+    # From names, the measured harness and oracle_paths.
+    INFERRED = "inferred"

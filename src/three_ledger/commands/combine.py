@@ -47,6 +47,7 @@ _AGREED = (
     "network",
     "tripwire",
     "harness",
+    "oracle_model",
 )
 _FROM_PLAN = ("head_revision", "pin_id", "fixture_digest", "property_pin_sha256", "command")
 
@@ -210,6 +211,8 @@ def merged_ledger(
         oracle_changes=(),
         oracle_change_reasons={},
         oracle_paths_unmatched=tuple(unmatched),
+        oracle_model=first.oracle_model,
+        untracked_reads=tuple(sorted({p for s in shards for p in s.record.untracked_reads})),
         base_revision=first.base_revision,
         head_revision=first.head_revision,
         command=first.command,

@@ -105,6 +105,8 @@ def property_shard(request: ShardRequest) -> int:
             oracle_changes=whole.oracle_changes,
             oracle_change_reasons=whole.oracle_change_reasons,
             oracle_paths_unmatched=whole.oracle_paths_unmatched,
+            oracle_model=whole.oracle_model,
+            untracked_reads=whole.untracked_reads,
             base_revision=whole.base_revision,
             head_revision=whole.head_revision,
             command=whole.command,

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import enum
 
+# The measurement's variables live with the hook, which runs as a module of its own.
+from .measure import MEASURE_ENV as MEASURE_ENV
+from .measure import MEASURE_ROOT_ENV as MEASURE_ROOT_ENV
+
 # The environment the gate gives the child (SPEC 6). The plugin pops its own variables at
 # configure time, so that the tests themselves never see them.
 RESULTS_ENV = "THREE_LEDGER_RESULTS"  # where the plugin writes one JSON line per test item

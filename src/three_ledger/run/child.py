@@ -19,6 +19,8 @@ from three_ledger.pins import FixturePin
 from three_ledger.plugin.wire import (
     COLLECT_ENV,
     FIXTURES_ENV,
+    MEASURE_ENV,
+    MEASURE_ROOT_ENV,
     NETWORK_BANNED,
     NETWORK_ENV,
     PIN_ID_ENV,
@@ -55,6 +57,16 @@ class Child:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     # Where the command's output goes besides the log; None: the gate's own stdout.
     console: BinaryIO | None = None
+    # With a measurement: the staged hook's folder, and where each process writes its record.
+    measurement: Measurement | None = None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The audit hook staged for a run (`plugin/measure.py`), and its records folder."""
+
+    hook_folder: Path
+    records: Path
 
 
 def run_child(child: Child) -> RunResult:
@@ -87,6 +99,14 @@ def child_environment(child: Child, inherited: Mapping[str, str] = os.environ) -
         del env[RESULTS_ENV]
         env[COLLECT_ENV] = str(child.collect_into)
     env = plugin_environment(env, child.plugin)
+    env.pop(MEASURE_ENV, None)
+    env.pop(MEASURE_ROOT_ENV, None)
+    if child.measurement is not None:
+        # First on the path: `site` imports this `sitecustomize` before anything of ROOT.
+        paths = [child.measurement.hook_folder, *env["PYTHONPATH"].split(os.pathsep)]
+        env["PYTHONPATH"] = os.pathsep.join(str(path) for path in paths)
+        env[MEASURE_ENV] = str(child.measurement.records)
+        env[MEASURE_ROOT_ENV] = str(child.root.resolve())
     env.update(child.extra_env)
     env.update(pinned_plugins_environment(env, child.plugins))
     if child.collect_into is not None:

@@ -22,14 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from three_ledger import git
-from three_ledger.errors import InfraFailure
+from three_ledger.errors import InfraFailure, Refused
 from three_ledger.ledgers import Harness
+from three_ledger.pins import PropertiesPin
 from three_ledger.results import TestResult
 
 TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 _CACHE_FOLDERS = frozenset({"__pycache__", ".pytest_cache"})
 # Where a shared config file keeps pytest's settings: only that part is an oracle.
 _PYTEST_SECTIONS = {"setup.cfg": "tool:pytest", "tox.ini": "pytest"}
+# Config files shared with other tools: a change outside pytest's section moves no oracle.
+_SHARED_CONFIGS = frozenset({"pyproject.toml", *_PYTEST_SECTIONS})
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,76 @@ def measured_changes(
     if config_file in changes and _same_pytest_section(root, before.base, str(config_file)):
         del changes[str(config_file)]
     return changes
+
+
+@dataclass(frozen=True)
+class ClosedWorld:
+    """The closed oracle set's verdict: what moved, and what ignored files the run read."""
+
+    changes: dict[str, str]
+    # Files git ignores that the run read: no patch can deliver them, so none moves an oracle.
+    untracked_reads: tuple[str, ...]
+
+
+def closed_changes(
+    root: Path,
+    before: BeforeRun,
+    harness: Harness,
+    uses: Mapping[str, str],
+    properties_pin: PropertiesPin,
+    fixture_files: Iterable[str],
+    scored_results: Iterable[TestResult],
+) -> ClosedWorld:
+    """With `product_paths`: every file the run executed or read, but the product and the
+    pinned fixtures, plus every file that configured it, compared with the base.
+
+    A file that configured the run, or that pytest collected as a test module, is an oracle
+    whatever `product_paths` says; `product_paths` covering one is refused (exit 2).
+    InfraFailure when a measured file changed while the command ran.
+    """
+    # What configured the run. The harness's name-based guesses (test-side and shadowing
+    # modules) are left to the measurement, which sees them if the run used them.
+    configured = {
+        path: why
+        for path, why in harness.files_under_root().items()
+        if not why.startswith(("test-side module", "module that"))
+    }
+    collected = _result_modules(harness.rootdir, scored_results)
+    _refuse_product_oracles(properties_pin, configured, collected)
+    pinned = set(fixture_files)
+    candidates = {
+        path: f"{how} by the run"
+        for path, how in uses.items()
+        if not properties_pin.is_product(path) and path not in pinned
+    }
+    candidates.update({path: f"configured the run ({why})" for path, why in configured.items()})
+    candidates.update({path: why for path, why in collected.items() if not path.endswith("/")})
+    untracked = git.ignored_among(root, [path for path in candidates if path not in configured])
+    for path in untracked:
+        del candidates[path]
+    changes = _compare(root, before, candidates)
+    for path in list(changes):
+        if PurePosixPath(path).name in _SHARED_CONFIGS and _same_pytest_section(
+            root, before.base, path
+        ):
+            del changes[path]
+    return ClosedWorld(changes, tuple(sorted(untracked)))
+
+
+def _refuse_product_oracles(
+    pin: PropertiesPin, configured: Mapping[str, str], collected: Mapping[str, str]
+) -> None:
+    for path, why in {**configured, **collected}.items():
+        if (
+            not path.endswith("/")
+            and pin.is_product(path)
+            and (why == "conftest" or path in collected)
+        ):
+            kind = "a conftest" if why == "conftest" else "a collected test module"
+            raise Refused(
+                f"{pin.source}: $.product_paths covers {path}, {kind}: tests and conftests are "
+                "oracles, never product; narrow the globs"
+            )
 
 
 def _result_modules(rootdir: str, results: Iterable[TestResult]) -> dict[str, str]:

@@ -23,13 +23,14 @@ from three_ledger.ledgers import (
 )
 from three_ledger.plugin.wire import HARNESS_ENV, ROOT_ENV, SHARD_IDS_ENV
 from three_ledger.results import TestResult, pinned, scored_fields
+from three_ledger.run import measurement
 from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
 from three_ledger.run.harness import read_harness
-from three_ledger.run.measured_oracles import measured_changes
+from three_ledger.run.measured_oracles import ClosedWorld, closed_changes, measured_changes
 from three_ledger.run.preflight import Preflight
 from three_ledger.run.staging import stage_plugin
 from three_ledger.run.tripwire import Sentinels, checked_and_removed
-from three_ledger.vocabulary import Enforcement, Tripwire
+from three_ledger.vocabulary import Enforcement, OracleModel, Tripwire
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Observed:
     harness: Harness | None = None
     # Measured oracle files that differ from the base, with why they count.
     measured_changes: dict[str, str] = field(default_factory=dict)
+    oracle_model: OracleModel = OracleModel.INFERRED
+    untracked_reads: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,8 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             extra_env.update(sentinels.environment())
             extra_env[HARNESS_ENV] = str(harness_path)
             extra_env[ROOT_ENV] = str(run.root.resolve())
+        closed = run.junit_xml is None and checked.properties_pin.product_paths is not None
+        measuring = measurement.prepare(Path(private)) if closed else None
         child = Child(
             command=run.command,
             root=run.root,
@@ -92,6 +97,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             results_path=results_path,
             plugins=checked.properties_pin.plugins if run.junit_xml is None else None,
             extra_env=extra_env,
+            measurement=measuring,
         )
         ran = run_child(child)
         failure = ran.failure()
@@ -114,13 +120,36 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             )
             harness = read_harness(harness_path)
             kept = [result for result in results if _scores(result, checked)]
-            measured = measured_changes(run.root, checked.base().before, harness, kept)
-            measured.update(unpinned_plugins(harness, checked.properties_pin.plugins))
+            if measuring is None:
+                world = ClosedWorld(
+                    measured_changes(run.root, checked.base().before, harness, kept), ()
+                )
+            else:
+                uses = measurement.read_measured(measuring, run.root)
+                world = closed_changes(
+                    run.root,
+                    checked.base().before,
+                    harness,
+                    uses,
+                    checked.properties_pin,
+                    checked.fixture_pin.files,
+                    kept,
+                )
+            world.changes.update(unpinned_plugins(harness, checked.properties_pin.plugins))
         except InfraFailure as not_evidence:
             not_evidence.details.append(f"no property ledger written (log: {run.log_path})")
             raise
+    model = OracleModel.INFERRED if measuring is None else OracleModel.CLOSED
     return Observed(
-        results, ran.exit_code, ran.duration_ms, None, Tripwire.SENTINELS, harness, measured
+        results,
+        ran.exit_code,
+        ran.duration_ms,
+        None,
+        Tripwire.SENTINELS,
+        harness,
+        world.changes,
+        model,
+        world.untracked_reads,
     )
 
 
@@ -164,6 +193,8 @@ def property_ledger(
         oracle_changes=ledger_text(sorted(reasons)),
         oracle_change_reasons=dict(zip(ledger_text(list(reasons)), reasons.values(), strict=True)),
         oracle_paths_unmatched=ledger_text(facts.oracle_paths_unmatched),
+        oracle_model=observed.oracle_model,
+        untracked_reads=ledger_text(observed.untracked_reads),
         base_revision=facts.base_revision,
         head_revision=facts.head_revision,
         command=ledger_text(run.command),

@@ -54,6 +54,19 @@ def stage_plugin(private: Path, source: Path = PLUGIN_FOLDER) -> StagedPlugin:
     return StagedPlugin(folder, f"{package}.hooks")
 
 
+def stage_measurement(private: Path, source: Path = PLUGIN_FOLDER) -> Path:
+    """The folder to put first on the child's PYTHONPATH: the audit hook as `sitecustomize`.
+
+    `site` imports it in every Python process of the run before any module of the project
+    (`plugin/measure.py` says what it records).
+    """
+    folder = private / "measure"
+    folder.mkdir(parents=True)
+    shutil.copy2(source / "measure.py", folder / "sitecustomize.py")
+    _copy_bytecode(source / "measure.py", folder / "sitecustomize.py")
+    return folder
+
+
 def _copy_bytecode(source: Path, target: Path) -> None:
     """The bytecode installed with SOURCE, if any, beside TARGET: the child need not compile.
 

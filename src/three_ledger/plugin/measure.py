@@ -1,0 +1,118 @@
+"""What a test run executes and reads under ROOT, measured by an audit hook from the start.
+
+The gate stages this file as `sitecustomize.py` on the child's PYTHONPATH, so that `site`
+imports it in every Python process of the run (pytest, its xdist workers, Python
+subprocesses that keep the environment) before any module of the project, and before the
+plugin. It arms `sys.addaudithook` at once: a module that later deletes its own file or
+swaps itself out of `sys.modules` has already been recorded. Then it runs the
+`sitecustomize` it shadows, if the interpreter has one.
+
+Each process appends to a file of its own in the folder `THREE_LEDGER_MEASURE` names: one
+header line (its pid, the interpreter's own folders, and the modules from ROOT that were
+already loaded when the hook was armed), then one line per file under ROOT the first time
+it is executed (`imported`) or opened for reading (`read`). The gate reads every file after
+the run (`run/measurement.py`). Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+# Not popped by the plugin: xdist workers and subprocesses start after it configures.
+MEASURE_ENV = "THREE_LEDGER_MEASURE"
+MEASURE_ROOT_ENV = "THREE_LEDGER_MEASURE_ROOT"
+_WANTED = frozenset({"exec", "open"})
+
+
+class _Recorder:
+    """The audit hook of one process: the first use of each file under ROOT, written once."""
+
+    def __init__(self, roots: tuple[str, ...], out: Any) -> None:
+        # ROOT as given and as its real path: paths reach the hook in either spelling.
+        self.prefixes = tuple(root.rstrip(os.sep) + os.sep for root in roots)
+        self.out = out
+        self.seen: set[str] = set()
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if event not in _WANTED:  # first, and constant-time: most events are not wanted
+            return
+        if event == "exec":
+            path = getattr(args[0], "co_filename", None)
+            how = "imported"
+        else:
+            path, mode, flags = args
+            if _writes_only(mode, flags):
+                return
+            how = "read"
+        if not isinstance(path, str | bytes) or not path:
+            return
+        self.note(os.fsdecode(path), how)
+
+    def note(self, path: str, how: str) -> None:
+        key = f"{how}\0{path}"
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        full = path if path[0] == os.sep else os.path.normpath(os.path.join(os.getcwd(), path))
+        for prefix in self.prefixes:
+            if full.startswith(prefix):
+                self.out.write(json.dumps({"how": how, "path": full[len(prefix) :]}) + "\n")
+                return
+
+
+def _writes_only(mode: object, flags: object) -> bool:
+    """An open that cannot read what it opens: `w`, `a`, `x` without `+`, or O_WRONLY."""
+    if isinstance(mode, str):
+        return "+" not in mode and any(letter in mode for letter in "wax")
+    return isinstance(flags, int) and flags & os.O_ACCMODE == os.O_WRONLY
+
+
+def _loaded_from(root: str) -> list[str]:
+    prefix = root.rstrip(os.sep) + os.sep
+    own = {os.path.realpath(folder) for folder in (sys.prefix, sys.base_prefix)}
+    loaded = []
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None)
+        inside = isinstance(where, str) and where.startswith(prefix)
+        if inside and not any(os.path.realpath(str(where)).startswith(f + os.sep) for f in own):
+            loaded.append(name)
+    return sorted(loaded)
+
+
+def arm() -> None:
+    """Install the hook in this process, if the gate asked for a measurement."""
+    folder, root = os.environ.get(MEASURE_ENV), os.environ.get(MEASURE_ROOT_ENV)
+    if not folder or not root:
+        return
+    roots = tuple(dict.fromkeys((os.path.abspath(root), os.path.realpath(root))))
+    # Line-buffered and kept open for the life of the process: each line lands as it is seen.
+    out = open(os.path.join(folder, f"{os.getpid()}.jsonl"), "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    header = {
+        "pid": os.getpid(),
+        "prefixes": sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}),
+        "loaded_before": sorted({name for root in roots for name in _loaded_from(root)}),
+    }
+    out.write(json.dumps(header) + "\n")
+    sys.addaudithook(_Recorder(roots, out))
+
+
+def _run_shadowed_sitecustomize() -> None:
+    """The interpreter's own sitecustomize, which this file stands in front of on sys.path."""
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [entry for entry in sys.path if os.path.abspath(entry or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+if __name__ == "sitecustomize":
+    arm()
+    _run_shadowed_sitecustomize()

@@ -1,0 +1,200 @@
+"""The closed oracle set: with `product_paths`, every file the run executes or reads is
+measured, and each one that is not product and differs from the base moves the oracles.
+
+Each attack below is a realistic patch that breaks the product and hides the breakage in a
+file no name-based rule would call an oracle; each ends in reject at row 5, the reason
+naming the file and how the run used it. The controls show the same workflow giving an
+honest change `review`, with nothing measured that a clean checkout would not have.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import RunCli
+from helpers.patches import Repo, break_total, example_repo, posture
+
+pytestmark = pytest.mark.pytest_child
+
+# A helper the tests assert through, outside every folder of tests and every oracle path.
+STRICT_HELPER = "def non_negative(total):\n    return total >= 0\n"
+RELAXED_HELPER = "def non_negative(total):\n    return True\n"
+# A root module named like the standard library that puts the base's order_total back, then
+# hides: the real module takes its place in sys.modules and its own __file__ is gone.
+HIDING_SHADOW = """\
+import importlib.util, os, sys, sysconfig
+
+_real = os.path.join(sysconfig.get_paths()["stdlib"], "statistics.py")
+_spec = importlib.util.spec_from_file_location("statistics", _real)
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+sys.modules["statistics"] = _module
+
+import orders
+
+orders.order_total = lambda order: order["total_cents"]
+del __file__
+"""
+LIMITS_TEST = """
+
+def test_limits_are_non_negative() -> None:
+    for path in sorted((Path(__file__).parent.parent / "limits").glob("*.json")):
+        assert json.loads(path.read_text())["max"] >= 0, path.name
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path, run_cli: RunCli) -> Repo:
+    repo = example_repo(tmp_path, run_cli)
+    assert json.loads((repo.root / "pins/properties.json").read_text())["product_paths"]
+    return repo
+
+
+def reasons(repo: Repo) -> dict[str, str]:
+    ledger = repo.property_ledger()
+    assert ledger["oracle_model"] == "closed"
+    found: dict[str, str] = ledger["oracle_change_reasons"]
+    return found
+
+
+def with_helper(repo: Repo) -> Repo:
+    """The base: a helper module the non-negative test asserts through."""
+    repo.write("testsupport/__init__.py", "")
+    repo.write("testsupport/checks.py", STRICT_HELPER)
+    test = repo.root / "properties/test_orders.py"
+    text = test.read_text().replace(
+        '        assert order_total(order) >= 0, order["id"]',
+        '        assert non_negative(order_total(order)), order["id"]',
+    )
+    test.write_text(
+        text.replace(
+            "import pytest\n", "import pytest\nfrom testsupport.checks import non_negative\n", 1
+        )
+    )
+    return repo.as_base("tests assert through a helper")
+
+
+# --- controls -----------------------------------------------------------------------------
+
+
+def test_an_honest_change_is_review_with_the_closed_model(repo: Repo) -> None:
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
+    repo.commit("a harmless edit")
+    assert posture(repo.ci()) == ("review", 9)
+    ledger = repo.property_ledger()
+    assert (ledger["oracle_model"], ledger["oracle_changes"], ledger["untracked_reads"]) == (
+        "closed",
+        [],
+        [],
+    )
+
+
+def test_a_product_module_named_like_a_test_is_product(repo: Repo) -> None:
+    pin = json.loads((repo.root / "pins/properties.json").read_text())
+    pin["product_paths"] = ["orders.py", "pricing_ab_test.py"]
+    (repo.root / "pins/properties.json").write_text(json.dumps(pin, indent=2))
+    repo.write("pricing_ab_test.py", "RATE = 1\n")
+    repo = repo.as_base("base: a pricing module")
+    repo.write("pricing_ab_test.py", "RATE = 2\n")
+    product = repo.root / "orders.py"
+    product.write_text(product.read_text() + "\nimport pricing_ab_test  # noqa: E402\n")
+    repo.commit("price by the A/B rate")
+    decision = repo.ci()
+    assert posture(decision) == ("review", 9), decision["reason"]
+
+
+def test_an_ignored_file_the_run_reads_is_listed_and_moves_nothing(repo: Repo) -> None:
+    repo.write(".gitignore", ".local/\n")
+    repo = repo.as_base("ignore local settings")
+    repo.write(".local/settings.json", "{}\n")
+    test = repo.root / "properties/test_orders.py"
+    local = 'LOCAL = (Path(__file__).parent.parent / ".local/settings.json").read_text()\n'
+    test.write_text(test.read_text().replace("ORDER_ID = ", local + "ORDER_ID = ", 1))
+    repo = repo.as_base("the tests read a local settings file")
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
+    repo.commit("a harmless edit")
+    assert posture(repo.ci()) == ("review", 9)
+    assert repo.property_ledger()["untracked_reads"] == [".local/settings.json"]
+
+
+# --- attacks --------------------------------------------------------------------------------
+
+
+def test_a_relaxed_helper_outside_every_test_folder_moves_the_oracles(repo: Repo) -> None:
+    repo = with_helper(repo)
+    repo.write("testsupport/checks.py", RELAXED_HELPER)
+    break_total(repo)
+    repo.commit("refunds go negative")
+    assert posture(repo.ci()) == ("reject", 5)
+    assert reasons(repo) == {"testsupport/checks.py": "imported by the run"}
+
+
+def test_a_stdlib_shadow_that_hides_itself_is_still_measured(repo: Repo) -> None:
+    break_total(repo)
+    product = repo.root / "orders.py"
+    # Last, so that the shadow finds the broken order_total to replace.
+    product.write_text(product.read_text() + "\nimport statistics  # noqa: E402\n")
+    repo.write("statistics.py", HIDING_SHADOW)
+    repo.commit("refunds go negative, averaged")
+    decision = repo.ci()
+    assert posture(decision) == ("reject", 5), decision["reason"]
+    assert reasons(repo) == {"statistics.py": "imported by the run"}
+
+
+def test_a_new_case_file_read_by_an_unchanged_test_moves_the_oracles(repo: Repo) -> None:
+    repo.write("limits/base.json", '{"max": 1}\n')
+    test = repo.root / "properties/test_orders.py"
+    test.write_text(test.read_text() + LIMITS_TEST)
+    repo = repo.as_base("limits, read from a folder")
+    repo.write("limits/extra.json", '{"max": 5}\n')
+    repo.commit("one more limit")
+    assert posture(repo.ci()) == ("reject", 5)
+    assert reasons(repo) == {"limits/extra.json": "read by the run"}
+
+
+def test_product_paths_covering_a_test_module_is_refused(repo: Repo) -> None:
+    pin = json.loads((repo.root / "pins/properties.json").read_text())
+    pin["product_paths"] = ["orders.py", "properties/**"]
+    (repo.root / "pins/properties.json").write_text(json.dumps(pin, indent=2))
+    stderr = repo.properties_stderr()
+    assert "$.product_paths covers properties/test_orders.py, a collected test module" in stderr
+
+
+# --- the interpreter's own environment -------------------------------------------------------
+
+
+def make_venv(repo: Repo) -> Path:
+    """A virtual environment inside ROOT that sees this interpreter's packages (pytest)."""
+    folder = repo.root / ".venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)],
+        check=True,
+    )
+    return folder
+
+
+def test_a_venv_inside_root_is_no_oracle_and_no_refusal(repo: Repo) -> None:
+    repo.write(".gitignore", ".venv/\n")
+    repo = repo.as_base("ignore the environment")
+    python = make_venv(repo) / "bin/python"
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
+    repo.commit("a harmless edit")
+    decision = repo.ci(command=f"{python} -m pytest -q properties/test_orders.py")
+    assert posture(decision) == ("review", 9)
+    assert repo.property_ledger()["untracked_reads"] == []
+
+
+def test_project_code_loaded_before_the_hook_is_a_late_measurement(repo: Repo) -> None:
+    repo.write(".gitignore", ".venv/\n")
+    repo = repo.as_base("ignore the environment")
+    venv = make_venv(repo)
+    site = next(venv.glob("lib/python*/site-packages"))
+    (site / "early.pth").write_text(f"{repo.root}\nimport orders\n")
+    command = f"{venv / 'bin/python'} -m pytest -q properties/test_orders.py"
+    stderr = repo.properties_stderr(command=command)
+    assert "the measurement started late: orders was loaded from" in stderr
