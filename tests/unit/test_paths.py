@@ -7,7 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import fast_path_examples
-from three_ledger.paths import _PLAIN, all_plain_under, casefold_twins, is_under, path_problem
+from three_ledger.paths import (
+    _PLAIN,
+    all_plain_under,
+    casefold_twins,
+    glob_matches,
+    is_under,
+    path_problem,
+)
 
 
 @pytest.mark.parametrize(
@@ -172,3 +179,27 @@ def test_all_plain_under_on_chosen_pins(paths: list[str], plain: bool) -> None:
 def test_no_character_casefolds_to_a_newline() -> None:
     # The bulk twin check splits casefolded paths on newlines.
     assert not any("\n" in chr(code).casefold() for code in range(0x110000) if code != 0x0A)
+
+
+@pytest.mark.parametrize(
+    ("glob", "path", "covered"),
+    [
+        ("orders.py", "orders.py", True),
+        ("orders.py", "orders.pyc", False),
+        ("orders.py", "sub/orders.py", False),
+        ("src/pkg/**", "src/pkg/a/b.py", True),
+        ("src/pkg", "src/pkg/a.py", True),
+        ("src/pkg/", "src/pkg/a.py", True),
+        ("src/pkg", "src/pkgx/a.py", False),
+        ("src/*.py", "src/a.py", True),
+        ("src/*.py", "src/a/b.py", False),
+        ("**/helpers.py", "helpers.py", True),
+        ("**/helpers.py", "a/b/helpers.py", True),
+        ("pkg/?.py", "pkg/a.py", True),
+        ("pkg/?.py", "pkg/ab.py", False),
+        ("a.b[1].py", "a.b[1].py", True),
+        ("a.b[1].py", "a.bx1].py", False),
+    ],
+)
+def test_a_product_glob_covers_its_files_and_folders(glob: str, path: str, covered: bool) -> None:
+    assert glob_matches(glob, path) is covered

@@ -49,7 +49,9 @@ class _Recorder:
             how = "read"
         if not isinstance(path, str | bytes) or not path:
             return
-        self.note(os.fsdecode(path), how)
+        name = os.fsdecode(path)
+        if name[0] != "<":  # `<string>`, `<frozen importlib.util>`: no file
+            self.note(name, how)
 
     def note(self, path: str, how: str) -> None:
         key = f"{how}\0{path}"

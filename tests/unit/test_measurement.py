@@ -1,0 +1,122 @@
+"""The audit hook (plugin/measure.py) in a real Python child, and the gate's reading of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from three_ledger.errors import InfraFailure
+from three_ledger.plugin.wire import MEASURE_ENV, MEASURE_ROOT_ENV
+from three_ledger.run.child import Measurement
+from three_ledger.run.measurement import prepare, read_measured
+
+
+def measured_child(private: Path, root: Path, code: str, *, python_path: str = "") -> Measurement:
+    """Run CODE in a Python child of ROOT with the hook staged as a run stages it."""
+    private.mkdir()
+    measurement = prepare(private)
+    paths = [str(measurement.hook_folder), *([python_path] if python_path else [])]
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("THREE_LEDGER_", "COV"))},
+        "PYTHONPATH": os.pathsep.join(paths),
+        MEASURE_ENV: str(measurement.records),
+        MEASURE_ROOT_ENV: str(root),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    subprocess.run([sys.executable, "-c", code], cwd=root, env=env, check=True, timeout=60)
+    return measurement
+
+
+def record(folder: Path, header: dict[str, object], *lines: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(entry) + "\n" for entry in (header, *lines))
+    (folder / f"{len(list(folder.iterdir())) + 1}.jsonl").write_text(text)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "root"
+    folder.mkdir()
+    (folder / "helper.py").write_text("VALUE = 1\n")
+    (folder / "data.txt").write_text("cases\n")
+    return folder
+
+
+def test_the_hook_records_what_the_child_imports_and_reads_under_root(
+    tmp_path: Path, root: Path
+) -> None:
+    code = (
+        "import helper\n"
+        "open('data.txt').read()\n"
+        "open('written.txt', 'w').write('x')\n"
+        "import json\n"  # outside ROOT: not recorded
+    )
+    measurement = measured_child(tmp_path / "private", root, code)
+    assert read_measured(measurement, root) == {"helper.py": "imported", "data.txt": "read"}
+
+
+def test_a_module_that_hides_itself_was_already_recorded(tmp_path: Path, root: Path) -> None:
+    hiding = "import sys\nsys.modules[__name__] = type(sys)(__name__)\ndel __file__\n"
+    (root / "hiding.py").write_text(hiding)
+    measurement = measured_child(tmp_path / "private", root, "import hiding")
+    assert read_measured(measurement, root) == {"hiding.py": "imported"}
+
+
+def test_the_sitecustomize_it_shadows_still_runs(tmp_path: Path, root: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    marker = tmp_path / "marker"
+    (theirs / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    measured_child(tmp_path / "private", root, "pass", python_path=str(theirs))
+    assert marker.read_text() == "ran"
+
+
+def test_project_code_loaded_before_the_hook_is_named(tmp_path: Path, root: Path) -> None:
+    # ROOT first on the path, and a sitecustomize there: it would run before the gate's.
+    records = tmp_path / "private" / "measured"
+    record(records, {"pid": 1, "prefixes": [], "loaded_before": ["helper"]})
+    measurement = Measurement(tmp_path / "hook", records)
+    with pytest.raises(InfraFailure, match="the measurement started late: helper was loaded"):
+        read_measured(measurement, root)
+
+
+def test_no_record_at_all_means_the_measurement_did_not_start(tmp_path: Path, root: Path) -> None:
+    (tmp_path / "measured").mkdir()
+    with pytest.raises(InfraFailure, match="the measurement did not start"):
+        read_measured(Measurement(tmp_path / "hook", tmp_path / "measured"), root)
+
+
+def test_a_malformed_record_is_not_evidence(tmp_path: Path, root: Path) -> None:
+    records = tmp_path / "measured"
+    records.mkdir()
+    (records / "1.jsonl").write_text('{"pid": 1}\n{"path": "x"}\n')
+    with pytest.raises(InfraFailure, match="malformed"):
+        read_measured(Measurement(tmp_path / "hook", records), root)
+
+
+def test_imported_wins_and_the_interpreters_own_files_are_left_out(
+    tmp_path: Path, root: Path
+) -> None:
+    records = tmp_path / "measured"
+    inside = str(root.resolve() / ".venv")
+    holding = str(root.resolve().parent)  # an environment that holds ROOT hides nothing
+    record(
+        records,
+        {"pid": 1, "prefixes": [inside, holding], "loaded_before": []},
+        {"how": "read", "path": "helper.py"},
+        {"how": "read", "path": ".venv/lib/site.py"},
+        {"how": "read", "path": ".git/HEAD"},
+        {"how": "read", "path": "pkg/__pycache__/m.cpython-311.pyc"},
+    )
+    record(
+        records,
+        {"pid": 2, "prefixes": [], "loaded_before": []},
+        {"how": "imported", "path": "helper.py"},
+    )
+    measured = read_measured(Measurement(tmp_path / "hook", records), root)
+    assert measured == {"helper.py": "imported"}
