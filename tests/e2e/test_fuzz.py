@@ -261,6 +261,8 @@ PROPERTY_LEDGER = {
     "oracle_changes": [],
     "oracle_change_reasons": {},
     "oracle_paths_unmatched": [],
+    "oracle_model": "inferred",
+    "untracked_reads": [],
     "base_revision": COMMIT,
     "head_revision": COMMIT,
     "command": ["pytest", "-q"],

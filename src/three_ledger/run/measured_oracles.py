@@ -98,22 +98,24 @@ def closed_changes(
     whatever `product_paths` says; `product_paths` covering one is refused (exit 2).
     InfraFailure when a measured file changed while the command ran.
     """
+    explained = harness.files_under_root()
     # What configured the run. The harness's name-based guesses (test-side and shadowing
-    # modules) are left to the measurement, which sees them if the run used them.
+    # modules) are not forced in: the measurement sees them if the run used them.
     configured = {
         path: why
-        for path, why in harness.files_under_root().items()
+        for path, why in explained.items()
         if not why.startswith(("test-side module", "module that"))
     }
     collected = _result_modules(harness.rootdir, scored_results)
     _refuse_product_oracles(properties_pin, configured, collected)
     pinned = set(fixture_files)
+    # A measured file says how the run used it, or, where the harness knows more, what it is.
     candidates = {
-        path: f"{how} by the run"
+        path: explained.get(path, f"{how} by the run")
         for path, how in uses.items()
         if not properties_pin.is_product(path) and path not in pinned
     }
-    candidates.update({path: f"configured the run ({why})" for path, why in configured.items()})
+    candidates.update(configured)
     candidates.update({path: why for path, why in collected.items() if not path.endswith("/")})
     untracked = git.ignored_among(root, [path for path in candidates if path not in configured])
     for path in untracked:
