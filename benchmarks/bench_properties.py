@@ -1,7 +1,7 @@
 """`properties` on N trivial passing tests against plain `python -m pytest -q` on the same tests.
 
     .venv/bin/python benchmarks/bench_properties.py [--tests 2000] [--runs 7] [--decompose]
-        [--compare-with OTHER_PYTHON]
+        [--compare-with OTHER_PYTHON] [--closed]
 
 Builds a throwaway git repository with one fixture, one property covering every test,
 and N parametrised trivial tests; then runs, in alternation after a warm-up, plain
@@ -12,6 +12,11 @@ table of medians and ratios to plain pytest.
 With --decompose, also: pytest with the plugin inside the network namespace the gate
 uses (the namespace's cost), the gate's start-up and imports alone, and the namespace
 probe alone; the gate's own work is then what it takes beyond the namespaced pytest.
+
+With --closed, also the gate under a properties pin that declares `product_paths`: the
+run is then measured by the closed oracle set's audit hook, armed in every process, and
+every file the run reads is compared with the base. The tests import a product module, so
+that the hook has the work a real suite gives it.
 
 With --compare-with, also the gate of another checkout: OTHER_PYTHON is the Python of a
 virtual environment where that version of three-ledger is installed (an earlier commit in a
@@ -36,12 +41,15 @@ PYTHON = Path(sys.executable)
 TARGET_RATIO = 1.10  # issue 16, to be met once the trust issue's additions are in
 COMPARED_TARGET = 1.05  # issue 11: the trust measures cost at most 5% over the gate before them
 COMPARED = "three-ledger properties, --compare-with"
+CLOSED = "three-ledger properties, closed oracle model"
 TESTS = """import pytest
+
+from product import double
 
 
 @pytest.mark.parametrize("n", range({count}))
 def test_trivial(n: int) -> None:
-    assert n >= 0
+    assert double(n) >= n
 """
 
 
@@ -51,7 +59,8 @@ def build_repository(root: Path, count: int) -> str:
     (root / "fixtures/a.json").write_text("{}\n")
     (root / "properties").mkdir()
     (root / "properties/test_many.py").write_text(TESTS.format(count=count))
-    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    (root / "product.py").write_text("def double(n: int) -> int:\n    return 2 * n\n")
+    (root / "pytest.ini").write_text("[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n")
     pins = root / "pins"
     pins.mkdir()
     fixture_pin = {"pin_id": "fixpin-bench", "algorithm": "sha256", "files": ["fixtures/a.json"]}
@@ -60,6 +69,8 @@ def build_repository(root: Path, count: int) -> str:
     prop["test"] = "properties/test_many.py"
     properties_pin = {"pin_id": "proppin-bench", "fixture_pins": ["fixpin-bench"]}
     (pins / "properties.json").write_text(json.dumps({**properties_pin, "properties": [prop]}))
+    closed = {**properties_pin, "properties": [prop], "product_paths": ["product.py"]}
+    (pins / "properties-closed.json").write_text(json.dumps(closed))
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "bench"]):
         subprocess.run(
             ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], cwd=root, check=True
@@ -88,11 +99,13 @@ def pytest_argv(python: Path) -> list[str]:
     return [str(python), "-m", "pytest", "-q", "properties/test_many.py"]
 
 
-def gate_argv(python: Path, digest: str, out: str) -> list[str]:
+def gate_argv(
+    python: Path, digest: str, out: str, properties: str = "pins/properties.json"
+) -> list[str]:
     """`properties` of the three-ledger installed for PYTHON, scoring with PYTHON's pytest."""
     return [
         str(python), "-P", "-m", "three_ledger", "properties", "--pin", "pins/fixtures.json",
-        "--expect-digest", digest, "--properties", "pins/properties.json",
+        "--expect-digest", digest, "--properties", properties,
         "--command", " ".join(pytest_argv(python)), "--base", "HEAD", "--out", out,
     ]  # fmt: skip
 
@@ -109,6 +122,11 @@ def commands(root: Path, digest: str) -> dict[str, tuple[list[str], dict[str, st
         "pytest + plugin": (pytest_argv(PYTHON), plugin_env),
         "three-ledger properties": (gate, dict(os.environ)),
     }
+
+
+def closed_model(digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
+    argv = gate_argv(PYTHON, digest, "../property-closed.json", "pins/properties-closed.json")
+    return {CLOSED: (argv, dict(os.environ))}
 
 
 def other_version(python: Path, digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
@@ -142,6 +160,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--decompose", action="store_true", help="time the gate's pieces too")
     parser.add_argument(
+        "--closed", action="store_true", help="also time the gate with the closed oracle set"
+    )
+    parser.add_argument(
         "--compare-with",
         type=Path,
         metavar="OTHER_PYTHON",
@@ -157,6 +178,8 @@ def main() -> int:
         variants = commands(root, digest)
         if args.decompose:
             variants.update(parts(root))
+        if args.closed:
+            variants.update(closed_model(digest))
         if args.compare_with is not None:
             variants.update(other_version(args.compare_with, digest))
         runs: dict[str, list[Run]] = {name: [] for name in variants}
@@ -168,6 +191,9 @@ def main() -> int:
                     runs[name].append(run)
         ledger = json.loads((root.parent / "property.json").read_text())
         assert ledger["status_by_id"] == {"bench.all": "pass"}, ledger["status_by_id"]
+        if args.closed:
+            closed = json.loads((root.parent / "property-closed.json").read_text())
+            assert (closed["oracle_model"], closed["oracle_moved"]) == ("closed", False), closed
         if args.compare_with is not None:
             other = json.loads((root.parent / "property-other.json").read_text())
             assert other["status_by_id"] == ledger["status_by_id"], other["status_by_id"]
@@ -192,6 +218,12 @@ def print_table(count: int, runs: dict[str, list[Run]], enforcement: str) -> Non
         f"{gate / baseline:.2f}x, {'met' if gate / baseline <= TARGET_RATIO else '**missed**'} "
         f"(fixed cost {1000 * (gate - baseline):.0f} ms)."
     )
+    if CLOSED in runs:
+        closed = median_seconds(runs[CLOSED])
+        print(
+            f"The closed oracle set against the same gate without it: {closed / gate:.3f}x, "
+            f"{1000 * (closed - gate):+.0f} ms over {count} tests."
+        )
     if COMPARED in runs:
         other = median_seconds(runs[COMPARED])
         print(
