@@ -5,20 +5,26 @@ One resolver for every command that takes `--base`, in this order:
 - `--base REV`, then `$THREE_LEDGER_BASE`;
 - GitHub `pull_request` (and `pull_request_target`): `pull_request.base.sha`, read from
   `$GITHUB_EVENT_PATH`; `merge_group`: `merge_group.base_sha`; `push`: `before`, refused
-  when all zeros (a new branch); a payload without a base: `origin/$GITHUB_BASE_REF`;
+  when all zeros (a new branch); a payload without a base:
+  `refs/remotes/origin/$GITHUB_BASE_REF`;
 - GitLab merge requests and merge trains: `$CI_MERGE_REQUEST_DIFF_BASE_SHA`, then
   `$CI_MERGE_REQUEST_TARGET_BRANCH_SHA`.
+
+Which commit the chosen revision names, by its full name, and whether HEAD descends from
+it, is `git.resolve_choice`'s question; its answer is a `BaseResolution`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from three_ledger.errors import Refused
+from three_ledger.vocabulary import BaseHow
 
 GITHUB = "github"
 GITLAB = "gitlab"
@@ -31,6 +37,9 @@ _GITHUB_PAYLOAD_FIELDS = {
     "merge_group": ("merge_group", "base_sha"),
     "push": ("before",),
 }
+# What git's check-ref-format refuses in a branch name, and the revision syntax (`~`, `^`,
+# `:`, `@{`) a name must not smuggle into `refs/remotes/origin/<name>`.
+_NOT_IN_A_BRANCH_NAME = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\.lock(?:/|$)")
 _GITLAB_VARIABLES = ("CI_MERGE_REQUEST_DIFF_BASE_SHA", "CI_MERGE_REQUEST_TARGET_BRANCH_SHA")
 _MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
 
@@ -42,8 +51,23 @@ class BaseChoice:
     revision: str
     source: str
     platform: str | None = None
-    # GITHUB_BASE_REF's value when `revision` is `origin/<ref>`.
+    # The branch when `revision` is its remote-tracking ref, `refs/remotes/origin/<branch>`
+    # (GITHUB_BASE_REF): how to fetch it when it is missing.
     github_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class BaseResolution:
+    """The base revision asked for, the commit used, and how the one led to the other.
+
+    `given` is the revision as chosen (`--base`, `$THREE_LEDGER_BASE` or the CI event's), `used`
+    the full commit id the oracles are compared with: `given`'s commit when HEAD descends from
+    it (`ancestor`), else HEAD's merge-base with it (`merge-base`).
+    """
+
+    given: str
+    used: str
+    how: BaseHow
 
 
 def choose_base(explicit: str | None, env: Mapping[str, str]) -> BaseChoice | None:
@@ -73,18 +97,18 @@ def _text(value: object) -> str:
 
 def _github_base(env: Mapping[str, str]) -> BaseChoice | None:
     event = _text(env.get("GITHUB_EVENT_NAME"))
+    event_path = _text(env.get("GITHUB_EVENT_PATH"))
     fields = _GITHUB_PAYLOAD_FIELDS.get(event)
-    if fields is not None and _text(env.get("GITHUB_EVENT_PATH")):
-        choice = _from_payload(Path(env["GITHUB_EVENT_PATH"].strip()), event, fields)
+    if fields is not None and event_path:
+        choice = _from_payload(Path(event_path), event, fields)
         if choice is not None:
             return choice
     ref = _text(env.get("GITHUB_BASE_REF"))
     if ref:
-        return BaseChoice(f"origin/{ref}", "GITHUB_BASE_REF", GITHUB, github_ref=ref)
+        return _remote_branch(ref, "GITHUB_BASE_REF", "GITHUB_BASE_REF")
     if fields is not None:
-        where = ".".join(fields)
         raise Refused(
-            f"no base revision: the {event} event gives no {where} "
+            f"no base revision: the {event} event gives no {'.'.join(fields)} "
             f"(GITHUB_EVENT_PATH {env.get('GITHUB_EVENT_PATH', '(unset)')!r}) and GITHUB_BASE_REF "
             "is empty; pass --base REV"
         )
@@ -92,11 +116,10 @@ def _github_base(env: Mapping[str, str]) -> BaseChoice | None:
 
 
 def _from_payload(path: Path, event: str, fields: tuple[str, ...]) -> BaseChoice | None:
-    value = _field(_payload(path), fields)
+    revision = _text(_field(_payload(path), fields))
     where = ".".join(fields)
-    if not _text(value):
+    if not revision:
         return None
-    revision = _text(value)
     if event == "push" and set(revision) == {"0"}:
         raise Refused(
             f"no base revision: the push event's {where} in {path} is all zeros (a new branch "
@@ -104,6 +127,24 @@ def _from_payload(path: Path, event: str, fields: tuple[str, ...]) -> BaseChoice
             "default branch"
         )
     return BaseChoice(revision, f"{where} in GITHUB_EVENT_PATH", GITHUB)
+
+
+def _remote_branch(branch: str, source: str, where: str) -> BaseChoice:
+    """BRANCH's remote-tracking ref, by its full name: no tag or local branch can stand in."""
+    if not is_branch_name(branch):
+        raise Refused(f"{where}: {branch!r} is not a branch name; pass --base REV")
+    return BaseChoice(f"refs/remotes/origin/{branch}", source, GITHUB, github_ref=branch)
+
+
+def is_branch_name(name: str) -> bool:
+    """Whether NAME is a branch name git would accept, with no revision syntax in it."""
+    return (
+        bool(name)
+        and _NOT_IN_A_BRANCH_NAME.search(name) is None
+        and not name.startswith(("-", "/", "."))
+        and not name.endswith(("/", "."))
+        and name != "@"
+    )
 
 
 def _payload(path: Path) -> Any:
@@ -135,19 +176,41 @@ def _gitlab_base(env: Mapping[str, str]) -> BaseChoice | None:
 
 
 def missing_base_advice(choice: BaseChoice, shallow: bool) -> str:
-    """How to bring a base commit that git does not have into the clone ("" when unknown)."""
+    """How to bring a base commit that git does not have into the clone ("" when unknown).
+
+    In a shallow clone the fetch takes `--unshallow`: the commit alone would arrive cut off
+    from HEAD's history, and HEAD's merge-base with it could not be found.
+    """
+    unshallow = "--unshallow " if shallow else ""
     if choice.github_ref is not None:
         ref = choice.github_ref
         refspec = f"+refs/heads/{ref}:refs/remotes/origin/{ref}"
-        return f"fetch it first: git fetch origin {refspec} (or check out with fetch-depth: 0)"
-    fetch = f"git fetch --no-tags origin {choice.revision}"
-    if choice.platform == GITHUB:
-        how = "check out with `fetch-depth: 0` (actions/checkout)"
-    elif choice.platform == GITLAB:
-        how = "set `GIT_DEPTH: 0` in the job's variables"
-    elif shallow:
-        how = "fetch more history (git fetch --unshallow)"
-    else:
+        return (
+            f"fetch it first: git fetch {unshallow}origin {refspec} (or check out with "
+            "fetch-depth: 0)"
+        )
+    if not (shallow or choice.platform):
         return ""
+    what = "the commit and the history before it" if shallow else "the commit"
+    fetch = f"fetch {what}: git fetch {unshallow}--no-tags origin {choice.revision}"
+    return _advice(choice.platform, shallow, fetch)
+
+
+def missing_history_advice(choice: BaseChoice, shallow: bool) -> str:
+    """How to bring in the history joining HEAD and the base ("" when the clone is whole:
+    then the two histories never meet)."""
+    if not shallow:
+        return ""
+    return _advice(
+        choice.platform, shallow, "fetch the history it lacks: git fetch --unshallow origin"
+    )
+
+
+def _advice(platform: str | None, shallow: bool, fetch: str) -> str:
+    """FETCH, after the CI's own setting for a whole history where there is one."""
+    setting = {
+        GITHUB: "check out with `fetch-depth: 0` (actions/checkout)",
+        GITLAB: "set `GIT_DEPTH: 0` in the job's variables",
+    }.get(platform or "")
     clone = "this clone is shallow: " if shallow else ""
-    return f"{clone}{how}, or fetch the commit: {fetch}"
+    return f"{clone}{setting}, or {fetch}" if setting else f"{clone}{fetch}"

@@ -83,7 +83,8 @@ def test_a_blank_payload_field_falls_back_to_github_base_ref(
 ) -> None:
     env = github(tmp_path, event, payload, GITHUB_BASE_REF="main")
     choice = choose_base(None, env)
-    assert choice == BaseChoice("origin/main", "GITHUB_BASE_REF", GITHUB, github_ref="main")
+    expected = BaseChoice("refs/remotes/origin/main", "GITHUB_BASE_REF", GITHUB, github_ref="main")
+    assert choice == expected
 
 
 def test_a_blank_payload_field_without_github_base_ref_is_refused(tmp_path: Path) -> None:
@@ -156,10 +157,31 @@ def test_a_base_missing_from_a_shallow_github_clone_names_fetch_depth(
     assert f"{base!r} does not resolve" in message
     assert "this clone is shallow" in message
     assert "`fetch-depth: 0`" in message
-    assert f"git fetch --no-tags origin {base}" in message
-    # The advice works: after that fetch the same base resolves.
+    assert f"git fetch --unshallow --no-tags origin {base}" in message
+    # The advice works: after that fetch the same base resolves, HEAD descending from it.
+    git(clone, "fetch", "-q", "--unshallow", "--no-tags", "origin", base)
+    resolution = git_module.resolve_base(clone, None, env)
+    assert (resolution.given, resolution.used, resolution.how) == (base, base, "ancestor")
+
+
+def test_a_base_fetched_alone_into_a_shallow_clone_has_no_merge_base_to_use(
+    tmp_path: Path, upstream: tuple[Path, str]
+) -> None:
+    """The commit arrives cut off from HEAD's history: whether HEAD descends from it is
+    unknown, and so is what changed since; refused, saying how to fetch the history."""
+    repo, base = upstream
+    clone = shallow_clone(repo, tmp_path / "clone")
     git(clone, "fetch", "-q", "--no-tags", "origin", base)
-    assert git_module.resolve_base(clone, None, env) == base
+    env = github(tmp_path, "merge_group", {"merge_group": {"base_sha": base}})
+    with pytest.raises(Refused) as raised:
+        git_module.resolve_base(clone, None, env)
+    message = raised.value.message
+    assert f"{base!r} (commit {base[:12]}, from merge_group.base_sha" in message
+    assert "shares no history with it" in message
+    assert "no merge-base; this clone is shallow: check out with `fetch-depth: 0`" in message
+    assert "git fetch --unshallow origin: cannot tell whether oracles moved" in message
+    git(clone, "fetch", "-q", "--unshallow", "origin")
+    assert git_module.resolve_base(clone, None, env).used == base
 
 
 def test_a_base_missing_from_a_shallow_gitlab_clone_names_git_depth(
@@ -168,7 +190,7 @@ def test_a_base_missing_from_a_shallow_gitlab_clone_names_git_depth(
     repo, base = upstream
     clone = shallow_clone(repo, tmp_path / "clone")
     env = {"CI_MERGE_REQUEST_DIFF_BASE_SHA": base}
-    with pytest.raises(Refused, match=r"shallow: set `GIT_DEPTH: 0`.*git fetch --no-tags origin"):
+    with pytest.raises(Refused, match=r"shallow: set `GIT_DEPTH: 0`.*git fetch --unshallow "):
         git_module.resolve_base(clone, None, env)
 
 

@@ -287,7 +287,7 @@ class Chain:
             command=self.request.command,
             out=self.out.prop(side),
             root=self.request.root,
-            base=self.change.base,
+            base=self.change.resolution.given,
             timeout_s=self.request.timeout_s,
             junit_xml=self.request.junit_xml,
             log_path=self.out.prop_log(side),

@@ -106,6 +106,7 @@ def property_shard(request: ShardRequest) -> int:
             oracle_change_reasons=whole.oracle_change_reasons,
             oracle_paths_unmatched=whole.oracle_paths_unmatched,
             base_revision=whole.base_revision,
+            base_resolution=whole.base_resolution,
             head_revision=whole.head_revision,
             command=whole.command,
             command_exit=whole.command_exit,

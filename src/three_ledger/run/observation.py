@@ -7,6 +7,7 @@ JUnit report (another runner), the report must be this run's (`junit_evidence.py
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -165,6 +166,9 @@ def property_ledger(
         oracle_change_reasons=dict(zip(ledger_text(list(reasons)), reasons.values(), strict=True)),
         oracle_paths_unmatched=ledger_text(facts.oracle_paths_unmatched),
         base_revision=facts.base_revision,
+        base_resolution=dataclasses.replace(
+            facts.base_resolution, given=ledger_text([facts.base_resolution.given])[0]
+        ),
         head_revision=facts.head_revision,
         command=ledger_text(run.command),
         command_exit=observed.command_exit,
