@@ -4,9 +4,10 @@ One resolver for every command that takes `--base`, in this order:
 
 - `--base REV`, then `$THREE_LEDGER_BASE`;
 - GitHub `pull_request` (and `pull_request_target`): `pull_request.base.sha`, read from
-  `$GITHUB_EVENT_PATH`; `merge_group`: `merge_group.base_sha`; `push`: `before`, refused
-  when all zeros (a new branch); a payload without a base:
-  `refs/remotes/origin/$GITHUB_BASE_REF`;
+  `$GITHUB_EVENT_PATH`; `merge_group`: `merge_group.base_sha`; `push` to the default
+  branch: `before`, refused when all zeros; `push` to any other ref: the default branch
+  (`repository.default_branch`) as `refs/remotes/origin/<name>`, never the author's own
+  earlier push; a payload without a base: `refs/remotes/origin/$GITHUB_BASE_REF`;
 - GitLab merge requests and merge trains: `$CI_MERGE_REQUEST_DIFF_BASE_SHA`, then
   `$CI_MERGE_REQUEST_TARGET_BRANCH_SHA`.
 
@@ -28,15 +29,15 @@ from three_ledger.vocabulary import BaseHow
 
 GITHUB = "github"
 GITLAB = "gitlab"
-# Where each GitHub event keeps its base commit in the payload.
+# Where each GitHub event keeps its base commit in the payload (`push`: `_push_base`).
 _GITHUB_PAYLOAD_FIELDS = {
     "pull_request": ("pull_request", "base", "sha"),
     "pull_request_target": ("pull_request", "base", "sha"),
     "pull_request_review": ("pull_request", "base", "sha"),
     "pull_request_review_comment": ("pull_request", "base", "sha"),
     "merge_group": ("merge_group", "base_sha"),
-    "push": ("before",),
 }
+_DEFAULT_BRANCH = ("repository", "default_branch")
 # What git's check-ref-format refuses in a branch name, and the revision syntax (`~`, `^`,
 # `:`, `@{`) a name must not smuggle into `refs/remotes/origin/<name>`.
 _NOT_IN_A_BRANCH_NAME = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\.lock(?:/|$)")
@@ -52,7 +53,7 @@ class BaseChoice:
     source: str
     platform: str | None = None
     # The branch when `revision` is its remote-tracking ref, `refs/remotes/origin/<branch>`
-    # (GITHUB_BASE_REF): how to fetch it when it is missing.
+    # (GITHUB_BASE_REF, or a push event's default branch): how to fetch it when it is missing.
     github_ref: str | None = None
 
 
@@ -98,9 +99,16 @@ def _text(value: object) -> str:
 def _github_base(env: Mapping[str, str]) -> BaseChoice | None:
     event = _text(env.get("GITHUB_EVENT_NAME"))
     event_path = _text(env.get("GITHUB_EVENT_PATH"))
+    if event == "push":
+        if not event_path:
+            raise Refused(
+                "no base revision: the push event's payload is not named (GITHUB_EVENT_PATH "
+                "is unset), so the push cannot be compared with the default branch; pass --base REV"
+            )
+        return _push_base(Path(event_path), env)
     fields = _GITHUB_PAYLOAD_FIELDS.get(event)
     if fields is not None and event_path:
-        choice = _from_payload(Path(event_path), event, fields)
+        choice = _from_payload(Path(event_path), fields)
         if choice is not None:
             return choice
     ref = _text(env.get("GITHUB_BASE_REF"))
@@ -115,18 +123,11 @@ def _github_base(env: Mapping[str, str]) -> BaseChoice | None:
     return None
 
 
-def _from_payload(path: Path, event: str, fields: tuple[str, ...]) -> BaseChoice | None:
+def _from_payload(path: Path, fields: tuple[str, ...]) -> BaseChoice | None:
     revision = _text(_field(_payload(path), fields))
-    where = ".".join(fields)
     if not revision:
         return None
-    if event == "push" and set(revision) == {"0"}:
-        raise Refused(
-            f"no base revision: the push event's {where} in {path} is all zeros (a new branch "
-            "has no earlier commit to compare with); pass --base REV, for example the "
-            "default branch"
-        )
-    return BaseChoice(revision, f"{where} in GITHUB_EVENT_PATH", GITHUB)
+    return BaseChoice(revision, f"{'.'.join(fields)} in GITHUB_EVENT_PATH", GITHUB)
 
 
 def _remote_branch(branch: str, source: str, where: str) -> BaseChoice:
@@ -145,6 +146,51 @@ def is_branch_name(name: str) -> bool:
         and not name.endswith(("/", "."))
         and name != "@"
     )
+
+
+def _push_base(path: Path, env: Mapping[str, str]) -> BaseChoice:
+    """A push to the default branch: `before`. A push to any other ref: the default branch.
+
+    The author of a branch controls its every push, so `before` on their branch is their own
+    earlier commit; on the default branch it is what was merged before this push.
+    """
+    payload = _payload(path)
+    default = _text(_field(payload, _DEFAULT_BRANCH))
+    if not default:
+        raise Refused(
+            f"no base revision: the push event in {path} gives no repository.default_branch, "
+            "so the push cannot be compared with the default branch; pass --base REV"
+        )
+    pushed = _pushed_ref(payload, env, path)
+    if pushed != f"refs/heads/{default}":
+        where = f"repository.default_branch in GITHUB_EVENT_PATH (a push to {pushed})"
+        return _remote_branch(
+            default, where, f"GITHUB_EVENT_PATH {path}: repository.default_branch"
+        )
+    before = _text(_field(payload, ("before",)))
+    if not before or set(before) == {"0"}:
+        raise Refused(
+            f"no base revision: the push event's before in {path} is "
+            f"{'all zeros' if before else 'empty'} (a push that creates the default branch "
+            f"{default} has no earlier commit to compare with); pass --base REV"
+        )
+    return BaseChoice(before, f"before in GITHUB_EVENT_PATH (a push to {pushed})", GITHUB)
+
+
+def _pushed_ref(payload: Any, env: Mapping[str, str], path: Path) -> str:
+    """The ref a push event pushed: GITHUB_REF, which the payload's `ref` must not contradict."""
+    from_env, from_payload = _text(env.get("GITHUB_REF")), _text(_field(payload, ("ref",)))
+    if from_env and from_payload and from_env != from_payload:
+        raise Refused(
+            f"the push event's ref {from_payload!r} in {path} is not GITHUB_REF {from_env!r}: "
+            "the payload is not this run's; pass --base REV"
+        )
+    if not (from_env or from_payload):
+        raise Refused(
+            f"no base revision: neither GITHUB_REF nor the push event's ref in {path} says "
+            "which ref was pushed; pass --base REV"
+        )
+    return from_env or from_payload
 
 
 def _payload(path: Path) -> Any:

@@ -142,6 +142,28 @@ def test_a_tag_named_origin_main_pushed_with_the_change_is_row_0(
     }  # fmt: skip
 
 
+def test_a_second_push_to_a_branch_is_compared_with_the_default_branch(
+    project: Project, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`before` would be the author's first push, which already weakened the test."""
+    first = project.push("feature", BROKEN_AND_HIDDEN, "faster totals")
+    second = project.push("feature", [CLEAN], "tidy summarise()")
+    project.main_moves_on()
+    checkout = project.runner_checkout("feature")
+    payload = {"ref": "refs/heads/feature", "before": first, "after": second,
+               "repository": {"default_branch": "main", "full_name": "example/orders"}}  # fmt: skip
+    on_github(monkeypatch, project.tmp, "push", payload, "refs/heads/feature")
+    ran = gate(run_cli, checkout)
+    assert ran.row == ("reject", 5)
+    assert (
+        f"gate: base {project.base[:12]} (from repository.default_branch in GITHUB_EVENT_PATH "
+        "(a push to refs/heads/feature); HEAD's merge-base with refs/remotes/origin/main)"
+    ) in ran.out
+    assert ran.base_resolution() == {
+        "given": "refs/remotes/origin/main", "used": project.base, "how": "merge-base",
+    }  # fmt: skip
+
+
 def test_an_honest_pull_request_on_a_detached_merge_commit_is_scored(
     project: Project, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -158,3 +180,18 @@ def test_an_honest_pull_request_on_a_detached_merge_commit_is_scored(
     ran = gate(run_cli, checkout)
     assert ran.row == ("human_review", 8)
     assert ran.base_resolution() == {"given": tip, "used": tip, "how": "ancestor"}
+
+
+def test_a_push_to_the_default_branch_is_compared_with_before(
+    project: Project, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    after = project.push("main", [CLEAN], "tidy summarise()")
+    checkout = project.runner_checkout("main")
+    payload = {"ref": "refs/heads/main", "before": project.base, "after": after,
+               "repository": {"default_branch": "main"}}  # fmt: skip
+    on_github(monkeypatch, project.tmp, "push", payload, "refs/heads/main")
+    ran = gate(run_cli, checkout)
+    assert ran.row == ("human_review", 8)
+    assert ran.base_resolution() == {
+        "given": project.base, "used": project.base, "how": "ancestor",
+    }  # fmt: skip
