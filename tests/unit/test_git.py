@@ -399,6 +399,19 @@ def test_a_base_with_no_history_in_common_is_refused(repo: Repo, base: str) -> N
     assert "shallow" not in message  # a whole clone: there is nothing to fetch
 
 
+def test_a_git_that_hangs_while_resolving_the_base_stays_a_hang(
+    repo: Repo, base: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`properties` reports a hung git as exit 4: the refusal wording must not hide it."""
+
+    def hangs(root: Path, first: str, second: str) -> str | None:
+        raise git.GitHung("git hung in ROOT: `git merge-base`")
+
+    monkeypatch.setattr(git, "merge_base", hangs)
+    with pytest.raises(git.GitHung, match="git hung in ROOT"):
+        resolved(repo, "HEAD")
+
+
 # --- ancestry --------------------------------------------------------------------------
 
 
