@@ -411,7 +411,7 @@ def refuse_unreviewed(root: Path, pin: FixturePin, live: LiveDigest, base: str |
         raise Refused(f"{headline}; give --base REV to name the files that moved")
     from three_ledger import git
 
-    commit = git.resolve_commit(root, base)
+    commit = git.resolve_base_commit(root, base)
     moved = git.paths_differing_from(root, commit, sorted(pin.files))
     raise Refused(
         f"{headline}; {len(moved)} pinned file(s) differ from {base}",

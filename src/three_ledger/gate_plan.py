@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
-from three_ledger.base_resolution import BaseChoice, choose_base, missing_base_advice
+from three_ledger.base_resolution import BaseChoice, BaseResolution, choose_base
 from three_ledger.errors import Refused
 from three_ledger.pin_folder import FLAKE, PROPERTIES, PinFile, PinFolder, scan
 from three_ledger.pins import PropertiesPin, load_properties_pin
+from three_ledger.vocabulary import BaseHow
 
 # `dual-pin` compares two property ledgers: a properties pin naming more would leave one unscored.
 MAX_FIXTURE_PINS = 2
@@ -42,8 +43,11 @@ class FixtureSide:
 class Change:
     """The change under test: its base, and every path that differs from it."""
 
+    # The base commit (resolution.used) and where it came from, naming the merge-base when
+    # HEAD does not descend from the revision asked for.
     base: str
     base_source: str
+    resolution: BaseResolution
     # Paths (relative to the work tree top) that differ from the base, outputs left out.
     changed: tuple[str, ...]
     pins_dir_in_top: str
@@ -87,11 +91,15 @@ def find_change(
     """Resolve the base and list what differs from it; Unusable when there is no base."""
     choice = _choice(base, env)
     top = _top(root)
-    commit = resolve_choice(root, choice)
+    resolution = _resolve(root, choice)
+    source = choice.source
+    if resolution.how is BaseHow.MERGE_BASE:
+        source += f"; HEAD's merge-base with {choice.revision}"
     return Change(
-        base=commit,
-        base_source=choice.source,
-        changed=tuple(_changed(top, commit, outputs)),
+        base=resolution.used,
+        base_source=source,
+        resolution=resolution,
+        changed=tuple(_changed(top, resolution.used, outputs)),
         pins_dir_in_top=_relative(pins_dir, top),
         root_in_top=_relative(root, top),
     )
@@ -178,16 +186,12 @@ def _top(root: Path) -> Path:
         raise Unusable(exc.message) from None
 
 
-def resolve_choice(root: Path, choice: BaseChoice) -> str:
-    """The full commit id of the chosen base; a missing commit says how to fetch it."""
+def _resolve(root: Path, choice: BaseChoice) -> BaseResolution:
+    """The chosen base by its full name, as `properties` resolves it; refusals say why."""
     try:
-        return git.resolve_commit(root, choice.revision)
-    except Refused:
-        advice = missing_base_advice(choice, git.is_shallow(root))
-        raise Unusable(
-            f"base {choice.revision!r} (from {choice.source}) is not a commit in this "
-            f"clone; {advice}"
-        ) from None
+        return git.resolve_choice(root, choice)
+    except Refused as exc:
+        raise Unusable(exc.message) from None
 
 
 def _changed(top: Path, base: str, outputs: Sequence[Path]) -> list[str]:

@@ -7,6 +7,7 @@ be a subfolder of the work tree; git itself always runs in ROOT.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,7 @@ from three_ledger.errors import Refused
 from three_ledger.runner import Captured, ChildHung, run_captured
 
 if TYPE_CHECKING:
-    from three_ledger.base_resolution import BaseChoice
+    from three_ledger.base_resolution import BaseChoice, BaseResolution
 
 CANNOT_TELL = "cannot tell whether oracles moved"
 # No git question the gate asks takes long; one that does is a hung git (a lock, a prompt,
@@ -47,6 +48,22 @@ _IGNORED_GIT_VARIABLES = (
 
 # Bytecode and test caches appear whenever tests run; they are never an oracle edit.
 _CACHE_FOLDERS = frozenset({"__pycache__", ".pytest_cache"})
+
+# Where git looks for a short name, in its own order (gitrevisions(7)); a name spelled like
+# HEAD or FETCH_HEAD is first looked for as itself.
+_SHORT_NAME_RULES = (
+    "refs/{}",
+    "refs/tags/{}",
+    "refs/heads/{}",
+    "refs/remotes/{}",
+    "refs/remotes/{}/HEAD",
+)
+_PSEUDO_REF = re.compile(r"[A-Z_]*HEAD")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+# git reads at least four hex digits as an abbreviated object id.
+_SHORTEST_ABBREVIATION = 4
+# Where the name a revision starts with ends: `~N`, `^N`, `^{type}`, `:path`, `@{...}`.
+_NAME_END = re.compile(r"[~^:]|@\{")
 
 
 def _git_env() -> dict[str, str]:
@@ -136,7 +153,7 @@ def _commit_id(root: Path, rev: str) -> str | None:
     # A revision that looks like an option would be read as one by git.
     if not rev or rev.startswith("-"):
         return None
-    args = ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"]
+    args = ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"]
     done = _run_git(root, args)
     if done.returncode == 1:
         return None
@@ -153,19 +170,135 @@ def resolve_commit(root: Path, rev: str) -> str:
     raise Refused(f"revision {rev!r} does not resolve to a commit in {root}")
 
 
-def resolve_base(root: Path, explicit: str | None, env: Mapping[str, str]) -> str:
-    """The full commit id of the base revision the oracles are compared with (SPEC 4.2 step 3)."""
-    from three_ledger.base_resolution import missing_base_advice
-
+def resolve_base(root: Path, explicit: str | None, env: Mapping[str, str]) -> BaseResolution:
+    """The base revision the oracles are compared with, resolved (SPEC 4.2 step 3)."""
     choice = base_choice(explicit, env)
     work_tree_top(root)
-    commit = _commit_id(root, choice.revision)
-    if commit is not None:
-        return commit
-    message = f"base revision {choice.revision!r} does not resolve to a commit in {root} "
-    message += f"(from {choice.source})"
-    advice = missing_base_advice(choice, is_shallow(root))
-    raise Refused(f"{message}{'; ' + advice if advice else ''}: {CANNOT_TELL}")
+    try:
+        return resolve_choice(root, choice)
+    except GitHung:
+        raise
+    except Refused as err:
+        raise Refused(f"{err.message}: {CANNOT_TELL}", err.details) from None
+
+
+def resolve_base_commit(root: Path, rev: str) -> str:
+    """The commit a base revision REV stands for: the one `properties` records as used."""
+    from three_ledger.base_resolution import BaseChoice
+
+    return resolve_choice(root, BaseChoice(rev, "")).used
+
+
+def resolve_choice(root: Path, choice: BaseChoice) -> BaseResolution:
+    """The chosen base by its full name, then its commit when HEAD descends from it, else
+    HEAD's merge-base with it. A commit or a merge-base the clone lacks is refused with
+    the fetch that brings it in; an ambiguous name is refused."""
+    from three_ledger.base_resolution import BaseResolution, missing_base_advice
+    from three_ledger.vocabulary import BaseHow
+
+    head = head_revision(root)
+    spelled = spelled_in_full(root, choice.revision, len(head))
+    commit = _commit_id(root, spelled) if spelled is not None else None
+    origin = f" (from {choice.source})" if choice.source else ""
+    if commit is None:
+        advice = missing_base_advice(choice, is_shallow(root))
+        raise Refused(
+            f"base revision {choice.revision!r} does not resolve to a commit in {root}"
+            f"{origin}{'; ' + advice if advice else ''}"
+        )
+    # One question answers both: the merge-base is the commit itself exactly when HEAD
+    # descends from it.
+    shared = merge_base(root, head, commit)
+    if shared is None:
+        raise _no_merge_base(root, choice, commit, head)
+    how = BaseHow.ANCESTOR if shared == commit else BaseHow.MERGE_BASE
+    return BaseResolution(choice.revision, shared, how)
+
+
+def _no_merge_base(root: Path, choice: BaseChoice, commit: str, head: str) -> Refused:
+    from three_ledger.base_resolution import missing_history_advice
+
+    origin = f", from {choice.source}" if choice.source else ""
+    advice = missing_history_advice(choice, is_shallow(root))
+    return Refused(
+        f"base revision {choice.revision!r} (commit {commit[:12]}{origin}) is not an ancestor "
+        f"of HEAD {head[:12]} and shares no history with it in {root}: no merge-base"
+        f"{'; ' + advice if advice else ''}"
+    )
+
+
+def spelled_in_full(root: Path, rev: str, id_length: int) -> str | None:
+    """REV with the name it starts with written as the one ref it names in full
+    (`origin/main~1`: `refs/remotes/origin/main~1`); REV itself when it starts with a full
+    commit id, or with a name no ref has (git may still read it as an abbreviated id).
+
+    None when REV starts with a full ref name (`refs/...`) that does not exist: git would
+    then look further, and find `refs/heads/refs/...` or a tag. Refused when the name is
+    ambiguous: two refs, or a ref and an abbreviated commit id, answer to it.
+    """
+    name, rest = _leading_name(rev)
+    if not name or (_HEX.fullmatch(name) and len(name) == id_length):
+        return rev
+    if name.startswith("refs/"):
+        return rev if _existing_refs(root, [name]) else None
+    refs = _existing_refs(root, [rule.format(name) for rule in _SHORT_NAME_RULES])
+    named = _pseudo_ref(name) + refs + _abbreviated_id(root, name)
+    if len(named) > 1:
+        listed = ", ".join(named[:-1]) + " and " + named[-1]
+        raise Refused(
+            f"base revision {rev!r} is ambiguous: {name!r} names {listed}; give the one you "
+            "mean by its full name (refs/remotes/..., refs/heads/..., refs/tags/...) or a "
+            "full commit id"
+        )
+    return refs[0] + rest if refs and len(named) == 1 else rev
+
+
+def _pseudo_ref(name: str) -> list[str]:
+    """NAME itself where git looks for it before any ref: HEAD, FETCH_HEAD, ORIG_HEAD."""
+    return [name] if _PSEUDO_REF.fullmatch(name) else []
+
+
+def _abbreviated_id(root: Path, name: str) -> list[str]:
+    """NAME as an abbreviated object id, where it is one."""
+    if not (_HEX.fullmatch(name) and len(name) >= _SHORTEST_ABBREVIATION):
+        return []
+    objects = _git(root, "rev-parse", f"--disambiguate={name}").split()
+    return [f"the abbreviated object id {name}"] if objects else []
+
+
+def _leading_name(rev: str) -> tuple[str, str]:
+    """The name REV starts with (`@` is HEAD) and what follows it."""
+    end = _NAME_END.search(rev)
+    name = rev[: end.start()] if end else rev
+    return ("HEAD" if name == "@" else name), rev[len(name) :]
+
+
+def _existing_refs(root: Path, names: Sequence[str]) -> list[str]:
+    """Those of NAMES that are refs, in the order given."""
+    listed = _git(root, "for-each-ref", "--format=%(refname)", "--end-of-options", *names)
+    present = set(listed.splitlines())
+    return [name for name in names if name in present]
+
+
+def merge_base(root: Path, first: str, second: str) -> str | None:
+    """The best common ancestor of two commits, or None when their histories (as far as this
+    clone holds them) never meet."""
+    args = ["merge-base", "--end-of-options", first, second]
+    done = _run_git(root, args)
+    if done.returncode == 1 and not done.stdout.strip():
+        return None
+    if done.returncode != 0:
+        raise _failure(root, args, done)
+    return _decode(done.stdout).strip()
+
+
+def _descends_from(root: Path, descendant: str, ancestor: str) -> bool:
+    """Whether the commit ANCESTOR is DESCENDANT or one of its ancestors (both full ids)."""
+    args = ["merge-base", "--is-ancestor", "--end-of-options", ancestor, descendant]
+    done = _run_git(root, args)
+    if done.returncode not in (0, 1):
+        raise _failure(root, args, done)
+    return done.returncode == 0
 
 
 def is_shallow(root: Path) -> bool:
@@ -209,7 +342,7 @@ def changed_since(root: Path, base: str, path: Path) -> list[str]:
     PATH is as the command line gave it; one outside the work tree is refused.
     """
     top = work_tree_top(root)
-    base_commit = resolve_commit(top, base)
+    base_commit = resolve_base_commit(top, base)
     return changed_paths(top, base_commit, [inside_work_tree(path, top)])
 
 
@@ -230,11 +363,7 @@ def is_ancestor_or_same(root: Path, ancestor: str, descendant: str) -> bool:
     ancestor_id = _commit_id(root, ancestor)
     if ancestor_id is None:
         return False
-    args = ["merge-base", "--is-ancestor", ancestor_id, resolve_commit(root, descendant)]
-    done = _run_git(root, args)
-    if done.returncode not in (0, 1):
-        raise _failure(root, args, done)
-    return done.returncode == 0
+    return _descends_from(root, resolve_commit(root, descendant), ancestor_id)
 
 
 def blob_ids_at(root: Path, rev: str, paths: Sequence[str]) -> dict[str, str]:

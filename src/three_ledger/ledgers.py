@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from three_ledger import __version__, jsonio
+from three_ledger.base_resolution import BaseResolution
 from three_ledger.errors import Refused
 from three_ledger.plugin.wire import OUTSIDE_ROOT
 from three_ledger.vocabulary import (
@@ -285,6 +286,8 @@ class PropertyLedger(_Encoded):
     # Closed model: ignored files the run read; they move no oracle.
     untracked_reads: tuple[str, ...] = ()
     base_revision: str
+    # The base asked for, the commit used (base_revision) and how: ancestor or merge-base.
+    base_resolution: BaseResolution
     head_revision: str
     command: tuple[str, ...]
     command_exit: int
@@ -448,6 +451,7 @@ class PropertyShardLedger(_Encoded):
     oracle_model: OracleModel = OracleModel.INFERRED
     untracked_reads: tuple[str, ...] = ()
     base_revision: str
+    base_resolution: BaseResolution
     head_revision: str
     command: tuple[str, ...]
     command_exit: int
@@ -567,6 +571,7 @@ def read_ledger(path: Path, kind: type[RecordT]) -> LedgerFile[RecordT]:
     jsonio.validate(document, kind.SCHEMA, path, what)
     _check_recorded_at(document["recorded_at"], path)
     record: RecordT = kind.from_json(document)
+    _check_base_used(record, path)
     return LedgerFile(path, hashlib.sha256(data).hexdigest(), record)
 
 
@@ -575,6 +580,17 @@ def _check_recorded_at(stamp: str, path: Path) -> None:
         datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ")
     except ValueError as exc:
         raise Refused(f"{path}: $.recorded_at: {stamp!r} is not a real UTC time") from exc
+
+
+def _check_base_used(record: object, path: Path) -> None:
+    """The commit a ledger says it used is its base_revision: where they differ, it was edited."""
+    resolution = getattr(record, "base_resolution", None)
+    base_revision = getattr(record, "base_revision", None)
+    if isinstance(resolution, BaseResolution) and resolution.used != base_revision:
+        raise Refused(
+            f"{path}: $.base_resolution.used is {resolution.used!r}, not $.base_revision "
+            f"{base_revision!r}: the ledger was edited"
+        )
 
 
 def write_ledger(path: Path, record: Record) -> None:

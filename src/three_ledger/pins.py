@@ -222,7 +222,7 @@ class FlakePin:
         resolve in the work tree that contains ROOT.
         """
         top = git.work_tree_top(root)
-        base_commit = git.resolve_commit(top, base)
+        base_commit = git.resolve_base_commit(top, base)
         reasons: dict[str, str] = {}
         for entry in self.flakes:
             revision = f"accepted_revision {entry.accepted_revision!r}"

@@ -95,3 +95,13 @@ class OracleModel(enum.StrEnum):
     CLOSED = "closed"
     # From names, the measured harness and oracle_paths.
     INFERRED = "inferred"
+
+
+class BaseHow(enum.StrEnum):
+    """How the base commit a property ledger used was found from the revision asked for."""
+
+    # The revision is HEAD or one of its ancestors: its commit is the base.
+    ANCESTOR = "ancestor"
+    # It is not (a branch that moved on, a force-pushed `before`): the base is HEAD's
+    # merge-base with it, the last commit both histories share.
+    MERGE_BASE = "merge-base"

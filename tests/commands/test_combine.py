@@ -13,7 +13,7 @@ import pytest
 
 from helpers import RunCli, git, write_json
 from helpers.example_run import captured
-from helpers.shards import PYTEST, edit, read, refused, run_shard, sharded
+from helpers.shards import PYTEST, combine, edit, read, refused, run_shard, sharded
 from helpers.suites import TEST_FILE, make_suite, prop, properties_pin
 from three_ledger.exit_codes import ExitCode
 
@@ -65,6 +65,30 @@ def test_combine_refuses_a_shard_from_another_commit_or_digest(
     assert "$.head_revision" in refused(run_cli, plan, paths)
     edit(paths[1], {"head_revision": read(paths[0])["head_revision"], "fixture_digest": "1" * 64})
     assert "$.fixture_digest" in refused(run_cli, plan, paths)
+
+
+def test_combine_refuses_shards_that_resolved_the_base_differently(
+    run_cli: RunCli, two_shards: tuple[Path, Path, list[Path]]
+) -> None:
+    _, plan, paths = two_shards
+    resolution = read(paths[1])["base_resolution"]
+    edit(paths[1], {"base_resolution": {**resolution, "given": "refs/remotes/origin/main"}})
+    assert "$.base_resolution differs from shard 0" in refused(run_cli, plan, paths)
+
+
+def test_combine_copies_the_base_resolution_the_shards_agree_on(
+    run_cli: RunCli, two_shards: tuple[Path, Path, list[Path]]
+) -> None:
+    repo, plan, paths = two_shards
+    out = plan.parent / "combined.json"
+    assert combine(run_cli, plan, paths, out).code in (0, 1)
+    head = git(repo, "rev-parse", "HEAD")
+    expected = {"given": "HEAD", "used": head, "how": "ancestor"}
+    assert [read(path)["base_resolution"] for path in paths] == [expected, expected]
+    assert read(out)["base_resolution"] == expected
+    keys = list(read(out))
+    at = keys.index("base_revision")
+    assert keys[at : at + 3] == ["base_revision", "base_resolution", "head_revision"]
 
 
 def test_a_shard_of_a_moved_tree_is_refused_before_running(

@@ -53,6 +53,31 @@ def test_relative_links_resolve(document: Path) -> None:
     assert missing == []
 
 
+# What users copy: fenced code blocks in the documents, and the CI files themselves.
+COPIED = [*DOCUMENTS, REPO / "action.yml", REPO / "templates" / "three-ledger.yml"]
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
+# A remote branch by its short name: a tag or a branch of that name would be taken instead.
+SHORT_REMOTE = re.compile(r"(?<![\w/.:-])origin/")
+
+
+def copied_text(document: Path) -> str:
+    text = document.read_text(encoding="utf-8")
+    return text if document.suffix != ".md" else "\n".join(FENCE.findall(text))
+
+
+@pytest.mark.parametrize("document", COPIED, ids=lambda p: p.name)
+def test_examples_name_a_base_branch_in_full(document: Path) -> None:
+    lines = copied_text(document).splitlines()
+    assert [line for line in lines if SHORT_REMOTE.search(line)] == []
+
+
+def test_a_short_remote_name_in_an_example_would_be_found() -> None:
+    assert SHORT_REMOTE.search('bash ci/gate.sh "origin/$GITHUB_BASE_REF"')
+    assert SHORT_REMOTE.search("three-ledger gate --base origin/main")
+    assert not SHORT_REMOTE.search("--base refs/remotes/origin/main")
+    assert not SHORT_REMOTE.search("git fetch origin +refs/heads/main:refs/remotes/origin/main")
+
+
 # The documents that cite this repository's own files (the user docs show a user's project).
 CITING = [
     README,

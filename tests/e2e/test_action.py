@@ -124,7 +124,11 @@ def test_a_reject_on_a_pull_request(
     workspace, base = workspace_for(tmp_path, scenario("property-broken"))
     payload = {"pull_request": {"number": 12, "base": {"sha": base, "ref": "main"}}}
     run = run_action(
-        tmp_path, workspace, Event("pull_request", payload), project_python, runner_temp
+        tmp_path,
+        workspace,
+        Event("pull_request", payload, "refs/pull/12/merge"),
+        project_python,
+        runner_temp,
     )
     assert [step.outcome for step in run.steps] == ["success", "failure", "success"]
     assert run.step("gate").exit_code == 1
@@ -154,7 +158,11 @@ def test_a_review_in_the_merge_queue(
     payload = {"merge_group": {"base_sha": base, "head_sha": git(workspace, "rev-parse", "HEAD"),
                                "base_ref": "refs/heads/main"}}  # fmt: skip
     run = run_action(
-        tmp_path, workspace, Event("merge_group", payload), project_python, runner_temp
+        tmp_path,
+        workspace,
+        Event("merge_group", payload, "refs/heads/gh-readonly-queue/main/pr-12-0123abc"),
+        project_python,
+        runner_temp,
     )
     assert not run.failed
     assert run.outputs == {
@@ -170,16 +178,23 @@ def test_a_review_in_the_merge_queue(
     assert len(written_ledgers(workspace)) == 5
 
 
-def test_a_new_branch_push_is_a_reject_saying_to_pass_base(
+def test_a_push_whose_default_branch_is_not_fetched_is_a_reject_saying_how_to_fetch_it(
     tmp_path: Path, project_python: Path, runner_temp: Path
 ) -> None:
+    """A push to a branch is compared with the default branch, which must be in the clone."""
     workspace, _ = workspace_for(tmp_path, scenario("clean-one-pin"))
-    payload = {"before": "0" * 40, "after": git(workspace, "rev-parse", "HEAD")}
-    run = run_action(tmp_path, workspace, Event("push", payload), project_python, runner_temp)
+    payload = {"ref": "refs/heads/feature", "before": "0" * 40,
+               "after": git(workspace, "rev-parse", "HEAD"),
+               "repository": {"default_branch": "main"}}  # fmt: skip
+    event = Event("push", payload, "refs/heads/feature")
+    run = run_action(tmp_path, workspace, event, project_python, runner_temp)
     assert run.step("gate").outcome == "failure"
     assert run.outputs["posture"] == "reject"
     assert run.outputs["row"] == "0"
-    assert "pass --base REV" in run.summary
+    assert "base revision 'refs/remotes/origin/main' does not resolve" in run.summary
+    fetch = "fetch it first: git fetch origin +refs/heads/main:refs/remotes/origin/main"
+    assert "::error title=three-ledger reject (row 0)::" in run.step("gate").output
+    assert fetch in run.step("gate").output
     # The decision is an artifact even though nothing was scored.
     assert (run.artifacts / "three-ledger" / "decision.json").is_file()
 

@@ -264,6 +264,7 @@ PROPERTY_LEDGER = {
     "oracle_model": "inferred",
     "untracked_reads": [],
     "base_revision": COMMIT,
+    "base_resolution": {"given": "refs/remotes/origin/main", "used": COMMIT, "how": "ancestor"},
     "head_revision": COMMIT,
     "command": ["pytest", "-q"],
     "command_exit": 1,
@@ -445,6 +446,8 @@ def assert_sound_ledger(doc: Any, valid: dict[str, Any]) -> None:
     for key in ("command_exit", "duration_ms", "row"):
         assert key not in doc or is_int(doc[key])
     if doc["kind"] == "property":
+        assert doc["base_resolution"]["used"] == doc["base_revision"]
+        assert doc["base_resolution"]["how"] in ("ancestor", "merge-base")
         assert all(PROPERTY_ID.fullmatch(k) for k in doc["status_by_id"])
         assert set(doc["status_by_id"].values()) <= STATUSES
         assert set(doc["flake_results"].values()) <= OUTCOMES

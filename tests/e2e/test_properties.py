@@ -44,6 +44,7 @@ def test_all_pass_exit_0_and_ledger_fields(run_cli: RunCli, orders_repo: Path) -
     }
     head = git(orders_repo, "rev-parse", "HEAD")
     assert (written["base_revision"], written["head_revision"]) == (head, head)
+    assert written["base_resolution"] == {"given": "HEAD", "used": head, "how": "ancestor"}
     assert (written["oracle_moved"], written["oracle_changes"]) == (False, [])
     assert written["network_enforcement"] == ban_enforcement()
     assert written["command_exit"] == 0
@@ -139,6 +140,7 @@ def test_base_from_environment(
     assert score(run_cli, orders_repo).code == 0
     written = ledger(orders_repo)
     assert written["base_revision"] == base
+    assert written["base_resolution"] == {"given": base[:12], "used": base, "how": "ancestor"}
     assert written["head_revision"] == git(orders_repo, "rev-parse", "HEAD") != base
     assert (written["oracle_moved"], written["oracle_changes"]) == (False, [])
 

@@ -27,10 +27,13 @@ _UPLOAD_ARTIFACT = "actions/upload-artifact@"
 
 @dataclass(frozen=True)
 class Event:
-    """A GitHub event: its name and the payload the runner writes to GITHUB_EVENT_PATH."""
+    """A GitHub event: its name, the payload the runner writes to GITHUB_EVENT_PATH, and the
+    ref the run is for (GITHUB_REF: `refs/heads/BRANCH` on a push, `refs/pull/N/merge` on a
+    pull request)."""
 
     name: str
     payload: Mapping[str, Any]
+    ref: str
 
 
 @dataclass
@@ -103,6 +106,7 @@ class Runner:
             "RUNNER_TEMP": str(temp),
             "GITHUB_EVENT_PATH": str(event_path),
             "GITHUB_EVENT_NAME": event.name,
+            "GITHUB_REF": event.ref,
             "GITHUB_STEP_SUMMARY": str(summary),
             "GITHUB_WORKSPACE": str(self.workspace),
             "GITHUB_ACTION_PATH": str(self.action_path),

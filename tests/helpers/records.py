@@ -6,6 +6,7 @@ import datetime
 from pathlib import Path
 from typing import Any
 
+from three_ledger.base_resolution import BaseResolution
 from three_ledger.ledgers import (
     DualPinLedger,
     FileEntry,
@@ -15,6 +16,7 @@ from three_ledger.ledgers import (
 )
 from three_ledger.merge_table import Evidence, FlakePinView, LiveTree, PinChanges, Reading
 from three_ledger.pins import FlakeEntry, FlakePin
+from three_ledger.vocabulary import BaseHow
 
 HEX = "ab" * 32
 COMMIT = "cd" * 20
@@ -34,6 +36,7 @@ def property_ledger(**change: Any) -> PropertyLedger:
         "oracle_change_reasons": {},
         "oracle_paths_unmatched": (),
         "base_revision": COMMIT,
+        "base_resolution": BaseResolution("HEAD", COMMIT, BaseHow.ANCESTOR),
         "head_revision": COMMIT,
         "command": ("python3", "-m", "pytest"),
         "command_exit": 1,

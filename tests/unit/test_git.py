@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from three_ledger import git
+from three_ledger.base_resolution import BaseResolution
 from three_ledger.errors import Refused
+from three_ledger.vocabulary import BaseHow
 
 ROOT = "examples/orders"
 ORACLES = ("properties", "tests")
@@ -225,7 +227,7 @@ ALL_SOURCES = {
     [
         ("cli-base", ALL_SOURCES, "cli-base"),
         (None, ALL_SOURCES, "env-base"),
-        ("", {**ALL_SOURCES, "THREE_LEDGER_BASE": ""}, "origin/main"),
+        ("", {**ALL_SOURCES, "THREE_LEDGER_BASE": ""}, "refs/remotes/origin/main"),
         (None, {**ALL_SOURCES, "THREE_LEDGER_BASE": "", "GITHUB_BASE_REF": ""}, "gitlab-sha"),
         (None, {"CI_MERGE_REQUEST_DIFF_BASE_SHA": "gitlab-sha"}, "gitlab-sha"),
     ],
@@ -249,7 +251,8 @@ def test_github_base_not_fetched_says_to_fetch(repo: Repo, base: str) -> None:
 def test_github_base_once_fetched_resolves(repo: Repo, base: str) -> None:
     repo.git("update-ref", "refs/remotes/origin/main", base)
     repo.commit("head")
-    assert git.resolve_base(repo.root, None, {"GITHUB_BASE_REF": "main"}) == base
+    resolution = git.resolve_base(repo.root, None, {"GITHUB_BASE_REF": "main"})
+    assert resolution == BaseResolution("refs/remotes/origin/main", base, BaseHow.ANCESTOR)
 
 
 def test_resolve_base_refuses_outside_work_tree(tmp_path: Path) -> None:
@@ -283,6 +286,130 @@ def test_head_revision(repo: Repo, base: str) -> None:
 def test_head_revision_refused_before_first_commit(repo: Repo) -> None:
     with pytest.raises(Refused, match="'HEAD' does not resolve"):
         git.head_revision(repo.root)
+
+
+# --- the base by its full name ---------------------------------------------------------
+
+
+def resolved(repo: Repo, rev: str) -> BaseResolution:
+    return git.resolve_base(repo.root, rev, {})
+
+
+def test_a_tag_named_like_a_remote_branch_is_ambiguous(repo: Repo, base: str) -> None:
+    """The attack: a tag `origin/main` on the change itself, which git prefers to the remote."""
+    repo.git("update-ref", "refs/remotes/origin/main", base)
+    head = repo.commit("the change")
+    repo.git("tag", "origin/main", head)
+    with pytest.raises(Refused) as raised:
+        resolved(repo, "origin/main")
+    assert raised.value.message.startswith(
+        "base revision 'origin/main' is ambiguous: 'origin/main' names refs/tags/origin/main "
+        "and refs/remotes/origin/main; give the one you mean by its full name"
+    )
+    assert raised.value.message.endswith("cannot tell whether oracles moved")
+    # The full name is never ambiguous: it is the remote branch, not the tag.
+    assert resolved(repo, "refs/remotes/origin/main").used == base
+    assert resolved(repo, "refs/tags/origin/main").used == head
+
+
+@pytest.mark.parametrize(
+    ("meant", "planted", "given"),
+    [
+        ("refs/remotes/origin/main", "refs/heads/origin/main", "origin/main"),
+        ("refs/remotes/origin/main", "refs/origin/main", "origin/main"),
+        ("refs/remotes/origin/HEAD", "refs/tags/origin", "origin"),
+        ("refs/heads/main", "refs/tags/main", "main~0"),
+        ("refs/heads/main", "refs/tags/HEAD", "HEAD"),
+        ("refs/heads/main", "refs/heads/HEAD", "@"),
+    ],
+)
+def test_every_ref_git_would_consider_makes_a_short_name_ambiguous(
+    repo: Repo, base: str, meant: str, planted: str, given: str
+) -> None:
+    repo.git("update-ref", meant, base)
+    repo.git("update-ref", planted, repo.commit("the change"))
+    with pytest.raises(Refused, match=rf"is ambiguous: .* names .*{planted}"):
+        resolved(repo, given)
+
+
+def test_a_full_name_that_is_missing_is_refused_not_looked_for_elsewhere(
+    repo: Repo, base: str
+) -> None:
+    """Planted `refs/heads/refs/remotes/origin/main`: git would take it for the missing remote."""
+    repo.git("update-ref", "refs/heads/refs/remotes/origin/main", repo.commit("the change"))
+    with pytest.raises(Refused) as raised:
+        resolved(repo, "refs/remotes/origin/main")
+    assert "'refs/remotes/origin/main' does not resolve to a commit" in raised.value.message
+    assert git.spelled_in_full(repo.root, "refs/remotes/origin/main~1", 40) is None
+    repo.git("update-ref", "refs/remotes/origin/main", base)
+    assert resolved(repo, "refs/remotes/origin/main").used == base
+
+
+def test_a_short_name_is_spelled_in_full_in_an_expression(repo: Repo, base: str) -> None:
+    repo.git("update-ref", "refs/remotes/origin/main", repo.commit("second"))
+    head = repo.commit("head")
+    spelled = git.spelled_in_full(repo.root, "origin/main~1", len(head))
+    assert spelled == "refs/remotes/origin/main~1"
+    assert resolved(repo, "origin/main~1") == BaseResolution(
+        "origin/main~1", base, BaseHow.ANCESTOR
+    )
+    assert git.spelled_in_full(repo.root, "HEAD@{0}", len(head)) == "HEAD@{0}"
+    assert git.spelled_in_full(repo.root, "@{-1}", len(head)) == "@{-1}"
+
+
+def test_an_abbreviated_id_that_a_branch_also_names_is_ambiguous(repo: Repo, base: str) -> None:
+    head = repo.commit("head")
+    short = base[:10]
+    assert resolved(repo, short).used == base
+    repo.git("branch", short, head)  # git would now take the branch
+    with pytest.raises(Refused, match=rf"refs/heads/{short} and the abbreviated object id {short}"):
+        resolved(repo, short)
+
+
+def test_a_full_commit_id_is_never_ambiguous(repo: Repo, base: str) -> None:
+    head = repo.commit("head")
+    repo.git("update-ref", f"refs/tags/{base}", head)  # git warns, and reads the id
+    assert resolved(repo, base) == BaseResolution(base, base, BaseHow.ANCESTOR)
+
+
+def test_a_base_that_moved_on_is_replaced_by_the_merge_base(repo: Repo, base: str) -> None:
+    repo.git("checkout", "-q", "-b", "feature")
+    feature = repo.commit("feature")
+    repo.git("checkout", "-q", "-b", "main-moved-on", base)
+    moved_on = repo.commit("main moves on")
+    repo.git("checkout", "-q", "feature")
+    assert resolved(repo, "main-moved-on") == BaseResolution(
+        "main-moved-on", base, BaseHow.MERGE_BASE
+    )
+    assert resolved(repo, moved_on).used == base
+    assert git.resolve_base_commit(repo.root, "main-moved-on") == base
+    # HEAD itself, and its ancestors, are used as they are.
+    assert resolved(repo, "HEAD") == BaseResolution("HEAD", feature, BaseHow.ANCESTOR)
+
+
+def test_a_base_with_no_history_in_common_is_refused(repo: Repo, base: str) -> None:
+    repo.git("checkout", "-q", "--orphan", "elsewhere")
+    unrelated = repo.commit("unrelated")
+    repo.git("checkout", "-q", "main")
+    with pytest.raises(Refused) as raised:
+        resolved(repo, "elsewhere")
+    message = raised.value.message
+    assert f"'elsewhere' (commit {unrelated[:12]}, from --base) is not an ancestor" in message
+    assert "shares no history with it" in message
+    assert "shallow" not in message  # a whole clone: there is nothing to fetch
+
+
+def test_a_git_that_hangs_while_resolving_the_base_stays_a_hang(
+    repo: Repo, base: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`properties` reports a hung git as exit 4: the refusal wording must not hide it."""
+
+    def hangs(root: Path, first: str, second: str) -> str | None:
+        raise git.GitHung("git hung in ROOT: `git merge-base`")
+
+    monkeypatch.setattr(git, "merge_base", hangs)
+    with pytest.raises(git.GitHung, match="git hung in ROOT"):
+        resolved(repo, "HEAD")
 
 
 # --- ancestry --------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from helpers import write_json
-from helpers.records import HEX, STAMP, property_ledger
+from helpers.records import COMMIT, HEX, STAMP, property_ledger
 from three_ledger import jsonio
 from three_ledger.errors import Refused
 from three_ledger.ledgers import (
@@ -114,8 +114,13 @@ def mutate(document: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
         ("duration_ms", 1.5, "$.duration_ms"),
         ("status_by_id", {"a": "passed"}, "$.status_by_id.a"),
         ("ledger_id", "x", "$.ledger_id"),
+        ("base_resolution", KeyError, "'base_resolution' is a required property"),
+        ("base_resolution", {"given": "HEAD", "used": COMMIT, "how": "tip"},
+         "$.base_resolution.how"),
+        ("base_resolution", {"given": "", "used": COMMIT, "how": "ancestor"},
+         "$.base_resolution.given"),
     ],
-)
+)  # fmt: skip
 def test_reader_refuses_malformed_property_ledgers(
     tmp_path: Path, key: str, value: Any, fragment: str
 ) -> None:
@@ -125,6 +130,19 @@ def test_reader_refuses_malformed_property_ledgers(
         read_ledger(path, PropertyLedger)
     assert caught.value.message.startswith(f"{path}: ")
     assert fragment in caught.value.message
+
+
+def test_reader_refuses_a_base_used_that_is_not_the_base_revision(tmp_path: Path) -> None:
+    """A ledger edited to claim another base than the one it compared with."""
+    document = property_ledger().to_json()
+    document["base_resolution"]["used"] = "ef" * 20
+    path = write_json(tmp_path / "p.json", document)
+    with pytest.raises(Refused) as caught:
+        read_ledger(path, PropertyLedger)
+    assert caught.value.message == (
+        f"{path}: $.base_resolution.used is {'ef' * 20!r}, not $.base_revision {COMMIT!r}: "
+        "the ledger was edited"
+    )
 
 
 def test_recorded_at_differs_from_every_stamp_read() -> None:

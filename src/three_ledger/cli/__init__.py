@@ -60,7 +60,7 @@ def _ci_base_for_messages(root: Path) -> str | None:
 
     try:
         base = ci_revision(None, os.environ)
-        return git.resolve_commit(root, base) if base is not None else None
+        return git.resolve_base_commit(root, base) if base is not None else None
     except GateError:
         return None
 

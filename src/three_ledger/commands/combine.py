@@ -38,6 +38,7 @@ _ENFORCEMENT_STRENGTH = {Enforcement.NONE: 0, Enforcement.SOCKET_GUARD: 1, Enfor
 _AGREED = (
     "head_revision",
     "base_revision",
+    "base_resolution",
     "pin_id",
     "fixture_digest",
     "property_pin_id",
@@ -214,6 +215,7 @@ def merged_ledger(
         oracle_model=first.oracle_model,
         untracked_reads=tuple(sorted({p for s in shards for p in s.record.untracked_reads})),
         base_revision=first.base_revision,
+        base_resolution=first.base_resolution,
         head_revision=first.head_revision,
         command=first.command,
         command_exit=max(shard.record.command_exit for shard in shards),

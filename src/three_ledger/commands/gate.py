@@ -184,7 +184,7 @@ def _scored(
     request: GateRequest, out: OutDir, change: Change, plan: Plan, env: Mapping[str, str]
 ) -> GateOutcome:
     """The whole chain on the pins the properties pin names; the flake pin read once."""
-    runner = InProcess(request, out, change.base, env)
+    runner = InProcess(request, out, change.base, change.resolution.given, env)
     chain = Chain(runner)
     pins = Pins(
         sides=plan.sides,
@@ -221,7 +221,9 @@ class InProcess:
 
     request: GateRequest
     out: OutDir
+    # The base commit, and the revision the gate was asked for (properties records both).
     base: str
+    base_given: str
     env: Mapping[str, str]
     steps_done: int = 0
     judgement: merge_command.Judgement | None = None
@@ -269,7 +271,7 @@ class InProcess:
             command=self.request.command,
             out=call.out,
             root=self.request.root,
-            base=self.base,
+            base=self.base_given,
             timeout_s=self.request.timeout_s,
             junit_xml=self.request.junit_xml,
             log_path=call.log,
@@ -375,7 +377,7 @@ def _redirected(log: Path) -> Iterator[TextIO]:
 
 def _pin_change(request: GateRequest, out: OutDir, change: Change) -> GateOutcome:
     """Pins move in reviewed changes of their own: validated, never scored, never `review`."""
-    chain = Chain(InProcess(request, out, change.base, {}))
+    chain = Chain(InProcess(request, out, change.base, change.resolution.given, {}))
     checked = chain.step("check-pins", CheckPins(request.pins_dir))
     changed = ", ".join(change.changed_pins())
     if checked.exit_code != ExitCode.OK:

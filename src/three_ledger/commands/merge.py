@@ -205,7 +205,7 @@ def _tree_binding(sources: Sources) -> TreeBinding | None:
     try:
         top = git.work_tree_top(sources.root)
         head = git.head_revision(sources.root)
-        base = git.resolve_commit(top, sources.base)
+        base = git.resolve_base_commit(top, sources.base)
         pin = _pin_at_base(top, base, sources.properties_pin)
     except Refused as exc:
         return TreeBinding(problem=_one_line(exc))

@@ -108,6 +108,7 @@ def property_shard(request: ShardRequest) -> int:
             oracle_model=whole.oracle_model,
             untracked_reads=whole.untracked_reads,
             base_revision=whole.base_revision,
+            base_resolution=whole.base_resolution,
             head_revision=whole.head_revision,
             command=whole.command,
             command_exit=whole.command_exit,

@@ -7,6 +7,7 @@ JUnit report (another runner), the report must be this run's (`junit_evidence.py
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -196,6 +197,9 @@ def property_ledger(
         oracle_model=observed.oracle_model,
         untracked_reads=ledger_text(observed.untracked_reads),
         base_revision=facts.base_revision,
+        base_resolution=dataclasses.replace(
+            facts.base_resolution, given=ledger_text([facts.base_resolution.given])[0]
+        ),
         head_revision=facts.head_revision,
         command=ledger_text(run.command),
         command_exit=observed.command_exit,

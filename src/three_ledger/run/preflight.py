@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
+from three_ledger.base_resolution import BaseResolution
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.isolation import refuse_code_from_root
@@ -55,13 +56,18 @@ class Checks:
 class BaseFacts:
     """What the tree says against the base revision before the run."""
 
-    base_revision: str
+    # The base asked for, and the commit used: the ledger's `base_revision` is `used`.
+    base_resolution: BaseResolution
     head_revision: str
     # Explicit oracle paths and runner configuration that differ from the base, with why.
     oracle_reasons: dict[str, str]
     # What differed from the base when the command started, for the measured comparison.
     before: BeforeRun
     oracle_paths_unmatched: list[str]
+
+    @property
+    def base_revision(self) -> str:
+        return self.base_resolution.used
 
 
 @dataclass(frozen=True)
@@ -140,7 +146,7 @@ def looks_like_a_path(text: str) -> bool:
 def moved_since_base(checks: Checks, fixture_pin: FixturePin, env: Mapping[str, str]) -> list[str]:
     """Where a base revision resolves, the pinned files whose bytes differ from it."""
     try:
-        base = git.resolve_base(checks.root, checks.base, env)
+        base = git.resolve_base(checks.root, checks.base, env).used
         moved = git.paths_differing_from(checks.root, base, sorted(fixture_pin.files))
     except Refused:
         return []
@@ -150,7 +156,8 @@ def moved_since_base(checks: Checks, fixture_pin: FixturePin, env: Mapping[str, 
 def _against_base(
     checks: Checks, properties_pin: PropertiesPin, env: Mapping[str, str]
 ) -> BaseFacts:
-    root, base_revision = checks.root, git.resolve_base(checks.root, checks.base, env)
+    root, resolution = checks.root, git.resolve_base(checks.root, checks.base, env)
+    base_revision = resolution.used
     oracle_paths = properties_pin.oracle_paths
     # The git questions below only read, and are independent: their children overlap.
     with ThreadPoolExecutor(max_workers=3) as pool:
@@ -164,4 +171,4 @@ def _against_base(
         )}  # fmt: skip
         for path in listed.result():
             reasons[path] = "listed in oracle_paths"
-        return BaseFacts(base_revision, head_revision, reasons, before.result(), unmatched.result())
+        return BaseFacts(resolution, head_revision, reasons, before.result(), unmatched.result())
