@@ -172,14 +172,21 @@ class PropertyScore:
     """One property's status, with what explains it.
 
     `matched` counts the results its selectors and markers matched, `expected_skips` those
-    left out as expected skips, `non_pass` the first FAILING_SHOWN of the rest that did not
-    pass, in run order.
+    left out as expected skips, `tests` the distinct ids of the rest (the counted results,
+    in run order), `non_pass` the first FAILING_SHOWN of the rest that did not pass, in run
+    order.
     """
 
     status: Status
     matched: int
     expected_skips: int
     non_pass: tuple[TestResult, ...]
+    tests: tuple[str, ...] = ()
+
+    @property
+    def tests_matched(self) -> int:
+        """How many distinct results the property counted: the ledger's `tests_matched`."""
+        return len(self.tests)
 
 
 def score_properties(
@@ -223,6 +230,7 @@ def _score(
         matched=len(matched),
         expected_skips=len(matched) - len(counted),
         non_pass=non_pass[:FAILING_SHOWN],
+        tests=tuple(dict.fromkeys(result.id for result in counted)),
     )
 
 
@@ -354,6 +362,7 @@ def scored_fields(
     return {
         "status_by_id": {property_id: score.status for property_id, score in scores.items()},
         "flake_results": flake_outcomes(flake_selectors, results),
+        "tests_matched": {p: score.tests_matched for p, score in scores.items()},
         "expected_skips_left_out": {
             p: score.expected_skips for p, score in scores.items() if score.expected_skips
         },

@@ -35,6 +35,7 @@ SCHEMAS = [
     "flake-pin",
     "fixture-ledger",
     "property-ledger",
+    "property-shard-ledger",
     "dual-pin-ledger",
     "flake-ledger",
     "merge-decision",
@@ -228,6 +229,7 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
                 "shadowing": {"json": "json.py"},
                 "test_side_modules": ["helpers"],
             },
+            "tests_matched": {"p.one": 3, "p.two": 0},
             "expected_skips_left_out": {"p.two": 2},
             "failing_tests": {
                 "p.two": [
@@ -262,6 +264,7 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "flake_results": {},
             "tripwire": "none",
             "harness": None,
+            "tests_matched": {},
             "expected_skips_left_out": {},
             "failing_tests": {},
             "unpinned_failures": {"count": 0, "first_ids": []},
@@ -273,6 +276,43 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             },
             "recorded_at": STAMP,
         },
+    ],
+    "property-shard-ledger": [
+        {
+            "kind": "property_shard",
+            "ledger_id": HEX32,
+            "shard": {"index": 1, "total": 3, "plan_sha256": HEX64},
+            "pin_id": "fix.pin-1",
+            "property_pin_id": "props",
+            "property_pin_sha256": HEX64,
+            "flake_pin_sha256": None,
+            "fixture_digest": HEX64,
+            "oracle_moved": False,
+            "oracle_changes": [],
+            "oracle_change_reasons": {},
+            "oracle_paths_unmatched": ["tests/"],
+            "base_revision": HEX40,
+            "head_revision": HEX40,
+            "command": ["pytest", "-q"],
+            "command_exit": 1,
+            "duration_ms": 7,
+            "network": "banned",
+            "network_enforcement": "socket-guard",
+            "tripwire": "sentinels",
+            "harness": None,
+            "tests_matched": {"p.one": 2, "p.two": 0},
+            "ids_run": ["t.py::a", "t.py::b"],
+            "results": [
+                {
+                    "id": "t.py::a",
+                    "property_ids": ["p.one"],
+                    "outcome": "pass",
+                    "skip_reason": None,
+                },
+                {"id": "t.py::b", "property_ids": [], "outcome": "skip", "skip_reason": "later"},
+            ],
+            "recorded_at": STAMP,
+        }
     ],
     "dual-pin-ledger": [
         {

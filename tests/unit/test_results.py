@@ -16,11 +16,14 @@ from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
 from three_ledger.junit_report import MAX_JUNIT_BYTES, read_junit_xml
 from three_ledger.results import (
+    ExpectedSkip,
     TestResult,
     flake_outcomes,
     merge_worst,
     property_statuses,
     read_results_file,
+    score_properties,
+    scored_fields,
 )
 from three_ledger.vocabulary import Outcome, worst
 
@@ -398,3 +401,24 @@ def test_an_unreadable_junit_file_is_refused(tmp_path: Path) -> None:
     assert caught.value.message == (
         f"JUnit XML {loop}: Too many levels of symbolic links, so no results could be read"
     )
+
+
+# --- the tests a property counts ---------------------------------------------------------------
+
+CASES = [result(f"t.py::test_total[{n}]", PASS) for n in range(4)]
+
+
+def test_tests_matched_counts_distinct_results_after_expected_skips() -> None:
+    skipped = TestResult("t.py::test_total[9]", (), SKIP, skip_reason="Format checker x")
+    results = [*CASES, CASES[0], skipped]
+    skips = [ExpectedSkip("t.py::test_total", "Format checker")]
+    score = score_properties({"p": "t.py::test_total"}, results, skips)["p"]
+    assert score.tests_matched == 4
+    assert (score.matched, score.expected_skips) == (6, 1)
+
+
+def test_scored_fields_count_every_property_once_per_distinct_result() -> None:
+    selectors = {"p.cases": "t.py::test_total", "p.none": "t.py::test_gone"}
+    fields = scored_fields(selectors, (), {}, [*CASES, *CASES])
+    assert fields["tests_matched"] == {"p.cases": 4, "p.none": 0}
+    assert fields["status_by_id"] == {"p.cases": "pass", "p.none": "missing"}

@@ -167,6 +167,21 @@ def test_every_status_that_is_not_a_pass_stands_out(status: str, mark: str) -> N
     assert f"| **{status}** |" in render(summary)
 
 
+def test_each_property_shows_how_many_tests_it_counted() -> None:
+    ledger = prop_reading(
+        status_by_id={"orders.a": "pass", "orders.b": "fail", LONG_ID: "missing"},
+        tests_matched={"orders.a": 1, "orders.b": 3, LONG_ID: 0},
+    )
+    markdown = render(SummaryInput(POSTURES["reject"], evidence(prop=ledger), claims={}))
+    table = tables_of(markdown)[0]
+    assert [" ".join(row[2]) for row in table[1:]] == [
+        "fail, 3 tests",
+        "missing, 0 tests",
+        "pass, 1 test",
+    ]
+    assert minimum_width_px(table) <= PAGE_PX, table
+
+
 def test_digests_are_cut_to_12_hex_with_the_full_values_in_details() -> None:
     markdown = render(full_summary(POSTURES["review"]))
     outside, _, details = markdown.partition("<details><summary>Full digests</summary>")

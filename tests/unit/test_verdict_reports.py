@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from helpers.records import property_ledger
 from three_ledger.report.junit_verdict import (
     DecisionCase,
     PropertyCase,
@@ -91,8 +92,8 @@ def test_dotenv_leaves_out_a_decision_path_it_cannot_hold() -> None:
 
 
 def test_property_cases_list_every_pinned_id_and_mark_the_unscored_missing() -> None:
-    statuses = {"orders.a": Status.PASS, "orders.extra": Status.FAIL}
-    cases = property_cases(statuses, ["orders.a", "orders.b"], {"orders.a": "claim a"}, "why")
+    ledger = property_ledger(status_by_id={"orders.a": "pass", "orders.extra": "fail"})
+    cases = property_cases(ledger, ["orders.a", "orders.b"], {"orders.a": "claim a"}, "why")
     assert cases == [
         PropertyCase("orders.a", Status.PASS, "claim a"),
         PropertyCase("orders.b", Status.MISSING, "why"),
@@ -100,8 +101,24 @@ def test_property_cases_list_every_pinned_id_and_mark_the_unscored_missing() -> 
 
 
 def test_without_a_pin_the_property_cases_are_the_scored_ids() -> None:
-    statuses = {"orders.a": Status.PASS, "orders.b": Status.SKIP}
-    assert property_cases(statuses, None, {}, "") == [
+    ledger = property_ledger(status_by_id={"orders.a": "pass", "orders.b": "skip"})
+    assert property_cases(ledger, None, {}, "") == [
         PropertyCase("orders.a", Status.PASS),
         PropertyCase("orders.b", Status.SKIP),
     ]
+    assert property_cases(None, ["orders.a"], {}, "no ledger") == [
+        PropertyCase("orders.a", Status.MISSING, "no ledger")
+    ]
+
+
+def test_every_case_shows_how_many_tests_its_property_counted() -> None:
+    ledger = property_ledger(
+        status_by_id={"orders.a": "pass", "orders.b": "fail"},
+        tests_matched={"orders.a": 42, "orders.b": 3},
+    )
+    cases = property_cases(ledger, None, {"orders.a": "claim a"}, "")
+    document = junit_xml(DecisionCase(Posture.REJECT, 7, "r"), cases)
+    by_name = {case.get("name"): case for case in ET.fromstring(document).iter("testcase")}
+    assert (by_name["orders.b"].findtext("failure") or "").endswith("\n3 tests counted")
+    assert by_name["orders.a"].find("failure") is None
+    assert by_name["orders.a"].findtext("system-out") == "claim a\n42 tests counted"

@@ -1,5 +1,6 @@
 """What a property ledger says about failures, in words: the tests behind each miss, and the
-failures outside every property. `properties` prints them; `merge` reports them.
+failures outside every property. `properties` prints them; `merge` reports them. Also how
+many tests each property counted.
 """
 
 from __future__ import annotations
@@ -49,6 +50,25 @@ def _miss(ledger: PropertyLedger, property_id: str) -> Finding:
     left_out = ledger.expected_skips_left_out.get(property_id, 0)
     why = f" once {left_out} expected skip(s) were left out" if left_out else ""
     return Finding(f"{property_id} is {status}: no test matched{why}")
+
+
+def tests_counted(ledger: PropertyLedger, property_id: str) -> str:
+    """How many tests the property counted, in words ("42 tests"); "" when not recorded."""
+    count = ledger.tests_matched.get(property_id)
+    if count is None:
+        return ""
+    return "1 test" if count == 1 else f"{count} tests"
+
+
+def status_lines(ledger: PropertyLedger) -> list[str]:
+    """One line per property: its status, its id and how many tests it counted."""
+    lines = []
+    for property_id, status in ledger.status_by_id.items():
+        counted = tests_counted(ledger, property_id)
+        lines.append(
+            f"{status:8} {property_id} ({counted})" if counted else f"{status:8} {property_id}"
+        )
+    return lines
 
 
 def _how(outcome: str, reason: str | None) -> str:
