@@ -299,6 +299,9 @@ class PropertyLedger(_Encoded):
     expected_skips_left_out: dict[str, int] = dataclasses.field(default_factory=dict)
     # Per property that is not `pass`, the first tests that did not pass.
     failing_tests: dict[str, tuple[FailingTest, ...]] = dataclasses.field(default_factory=dict)
+    # Per property that is `missing`, why: nothing counted, or short of the pin's min_tests
+    # or tests_sha256.
+    missing_reasons: dict[str, str] = dataclasses.field(default_factory=dict)
     unpinned_failures: UnpinnedFailures = dataclasses.field(default_factory=UnpinnedFailures)
     # Where `combine` wrote it: the plan and the shard ledgers it merged; None when not sharded.
     shards: ShardsProvenance | None = None

@@ -159,7 +159,14 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "network": "banned",
             "oracle_paths": ["properties/"],
             "properties": [
-                {"id": "p.one", "claim": "holds", "domain": ["a.json"], "test": "t::x"},
+                {
+                    "id": "p.one",
+                    "claim": "holds",
+                    "domain": ["a.json"],
+                    "test": "t::x",
+                    "min_tests": 3,
+                    "tests_sha256": HEX64,
+                },
                 {"id": "p.two", "claim": "also", "domain": ["b/"], "test": ["t::y", "u::*"]},
             ],
             "plugins": ["xdist", "hypothesis"],
@@ -237,6 +244,7 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
                     {"id": "t.py::b", "outcome": "fail", "reason": None},
                 ]
             },
+            "missing_reasons": {"p.two": "no test matched once 2 expected skip(s) were left out"},
             "unpinned_failures": {"count": 1, "first_ids": ["t.py::c"]},
             "shards": None,
             "recorded_at": STAMP,
@@ -267,6 +275,7 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "tests_matched": {},
             "expected_skips_left_out": {},
             "failing_tests": {},
+            "missing_reasons": {},
             "unpinned_failures": {"count": 0, "first_ids": []},
             "shards": {
                 "plan_sha256": HEX64,

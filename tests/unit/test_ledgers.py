@@ -43,7 +43,11 @@ RECORDS = [
         recorded_at=STAMP,
     ),
     property_ledger(),
-    property_ledger(tests_matched={"orders.a": 42, "orders.b": 3}),
+    property_ledger(
+        status_by_id={"orders.a": "pass", "orders.b": "missing"},
+        tests_matched={"orders.a": 42, "orders.b": 3},
+        missing_reasons={"orders.b": "3 tests matched, the pin asks for at least 42"},
+    ),
     DualPinLedger(
         ledger_id="2" * 32,
         drift=True,
@@ -122,6 +126,8 @@ def mutate(document: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
         ("tests_matched", KeyError, "'tests_matched' is a required property"),
         ("tests_matched", {"orders.a": -1}, '$.tests_matched["orders.a"]'),
         ("tests_matched", {"orders.a": 1.0}, '$.tests_matched["orders.a"]'),
+        ("missing_reasons", KeyError, "'missing_reasons' is a required property"),
+        ("missing_reasons", {"orders.a": ""}, '$.missing_reasons["orders.a"]'),
     ],
 )
 def test_reader_refuses_malformed_property_ledgers(

@@ -111,14 +111,17 @@ def test_without_a_pin_the_property_cases_are_the_scored_ids() -> None:
     ]
 
 
-def test_every_case_shows_how_many_tests_its_property_counted() -> None:
+def test_a_missing_property_fails_with_its_reason_and_every_case_shows_its_count() -> None:
+    reason = "3 tests matched, the pin asks for at least 42"
     ledger = property_ledger(
-        status_by_id={"orders.a": "pass", "orders.b": "fail"},
+        status_by_id={"orders.a": "pass", "orders.b": "missing"},
         tests_matched={"orders.a": 42, "orders.b": 3},
+        missing_reasons={"orders.b": reason},
     )
     cases = property_cases(ledger, None, {"orders.a": "claim a"}, "")
     document = junit_xml(DecisionCase(Posture.REJECT, 7, "r"), cases)
     by_name = {case.get("name"): case for case in ET.fromstring(document).iter("testcase")}
+    assert failure_message(by_name["orders.b"]) == f"missing: {reason}; missing is not a pass"
     assert (by_name["orders.b"].findtext("failure") or "").endswith("\n3 tests counted")
     assert by_name["orders.a"].find("failure") is None
     assert by_name["orders.a"].findtext("system-out") == "claim a\n42 tests counted"

@@ -1,6 +1,6 @@
-"""What a property ledger says about failures, in words: the tests behind each miss, and the
-failures outside every property. `properties` prints them; `merge` reports them. Also how
-many tests each property counted.
+"""What a property ledger says about failures, in words: the tests behind each miss, why a
+missing property is missing, and the failures outside every property. `properties` prints
+them; `merge` reports them.
 """
 
 from __future__ import annotations
@@ -41,15 +41,12 @@ def findings(ledger: PropertyLedger) -> list[Finding]:
 
 def _miss(ledger: PropertyLedger, property_id: str) -> Finding:
     status = ledger.status_by_id[property_id]
+    reason = ledger.missing_reasons.get(property_id)
     tests = ledger.failing_tests.get(property_id, ())
-    if tests:
-        return Finding(
-            f"{property_id} is {status}",
-            tuple((test.id, _how(test.outcome, test.reason)) for test in tests),
-        )
-    left_out = ledger.expected_skips_left_out.get(property_id, 0)
-    why = f" once {left_out} expected skip(s) were left out" if left_out else ""
-    return Finding(f"{property_id} is {status}: no test matched{why}")
+    return Finding(
+        f"{property_id} is {status}: {reason}" if reason else f"{property_id} is {status}",
+        tuple((test.id, _how(test.outcome, test.reason)) for test in tests),
+    )
 
 
 def tests_counted(ledger: PropertyLedger, property_id: str) -> str:

@@ -35,6 +35,8 @@ class PropertyCase:
     prop_id: str
     status: Status
     detail: str = ""
+    # Why a missing property is missing, as its ledger says; "" when it says nothing.
+    reason: str = ""
     # How many tests it counted ("42 tests"); "" when no ledger says.
     tests: str = ""
 
@@ -54,6 +56,7 @@ def property_cases(
             prop_id,
             statuses.get(prop_id, Status.MISSING),
             claims.get(prop_id) or unscored,
+            ledger.missing_reasons.get(prop_id, "") if ledger is not None else "",
             tests_counted(ledger, prop_id) if ledger is not None else "",
         )
         for prop_id in ids
@@ -123,6 +126,8 @@ def _property_case(case: PropertyCase) -> ET.Element:
         body = "\n".join(part for part in (case.detail, counted) if part)
         return _case(PROPERTIES, case.prop_id, None, body)
     meaning = _STATUS_MEANING[case.status]
+    if case.reason:
+        meaning = f"{case.reason}; missing is not a pass"
     body = "\n".join(part for part in (meaning, case.detail, counted) if part)
     return _case(PROPERTIES, case.prop_id, f"{case.status}: {meaning}", body)
 

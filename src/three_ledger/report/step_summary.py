@@ -274,6 +274,9 @@ def _property_row(summary: SummaryInput, prop_id: str, status: Status) -> list[s
     if counted:
         shown = f"{shown}, {counted}"
     lines = [text(summary.claims.get(prop_id, ""))]
+    reason = prop.missing_reasons.get(prop_id) if prop is not None else None
+    if reason:
+        lines.append(f"missing: {text(shorten_digests(reason))}")
     tests = _failing_tests(summary, prop_id)
     if tests:
         listed = ", ".join(tests[:FIRST_TESTS])
