@@ -47,6 +47,7 @@ tool
 property_pin_id
 property_pin_sha256
 network_enforcement
+expected_skips_left_out
 # ... and a field of the harness record.
 pythonpath
 # ... and fields of the vet ledger, written for the reviewer, derived from its trials.

@@ -301,10 +301,15 @@ class PropertyLedger(_Encoded):
     tripwire: Tripwire
     # What steered the run (pytest mode), or None (JUnit mode).
     harness: Harness | None
+    # Per property, the distinct results it counted (expected skips left out).
+    tests_matched: dict[str, int] = dataclasses.field(default_factory=dict)
     # Per property, the results left out as expected skips; a property with none is absent.
     expected_skips_left_out: dict[str, int] = dataclasses.field(default_factory=dict)
     # Per property that is not `pass`, the first tests that did not pass.
     failing_tests: dict[str, tuple[FailingTest, ...]] = dataclasses.field(default_factory=dict)
+    # Per property that is `missing`, why: nothing counted, or short of the pin's min_tests
+    # or tests_sha256.
+    missing_reasons: dict[str, str] = dataclasses.field(default_factory=dict)
     unpinned_failures: UnpinnedFailures = dataclasses.field(default_factory=UnpinnedFailures)
     # Where `combine` wrote it: the plan and the shard ledgers it merged; None when not sharded.
     shards: ShardsProvenance | None = None
@@ -460,6 +465,8 @@ class PropertyShardLedger(_Encoded):
     network_enforcement: Enforcement
     tripwire: Tripwire
     harness: Harness | None
+    # Per property, the distinct results of this slice it counted (expected skips left out).
+    tests_matched: dict[str, int]
     ids_run: tuple[str, ...]
     results: tuple[ShardResult, ...]
     recorded_at: str

@@ -89,7 +89,7 @@ def match_pin(
 ) -> PinMatch:
     """Match every selector, marker and expected skip of PIN against TESTS."""
     chosen = {prop.id: prop.test for prop in pin.properties}
-    scores = score_properties(chosen, tests, pin.expected_skips)
+    scores = score_properties(chosen, tests, pin.expected_skips, pin.requirements())
     candidates = _Candidates([test.id for test in tests])
     outside = [test.id for test in tests if not pinned(test, pin.selectors(), flake_selectors)]
     properties = tuple(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import Any
 from three_ledger import git, jsonio
 from three_ledger.errors import Refused
 from three_ledger.paths import all_plain_under, casefold_twins, glob_matches, is_under, path_problem
-from three_ledger.results import ExpectedSkip, selector_tuple
+from three_ledger.results import ExpectedSkip, TestsRequirement, selector_tuple
 from three_ledger.vocabulary import Network
 
 DEFAULT_FIXTURES_DIR = "fixtures"
@@ -64,6 +65,8 @@ class Property:
     domain: tuple[str, ...]
     # Its selectors: none when only `@pytest.mark.property` markers name it.
     test: tuple[str, ...]
+    # What it asks of the tests it counts (pin keys `min_tests`, `tests_sha256`).
+    requirement: TestsRequirement = dataclasses.field(default_factory=TestsRequirement)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class PropertiesPin:
                 claim=entry["claim"],
                 domain=tuple(entry["domain"]),
                 test=selector_tuple(entry.get("test")),
+                requirement=TestsRequirement(entry.get("min_tests"), entry.get("tests_sha256")),
             )
             for entry in document["properties"]
         )
@@ -115,6 +119,10 @@ class PropertiesPin:
     def selectors(self) -> dict[str, tuple[str, ...]]:
         """Each property's selectors by id, as `results.answers_for` and `pinned` take them."""
         return {prop.id: prop.test for prop in self.properties}
+
+    def requirements(self) -> dict[str, TestsRequirement]:
+        """What each property asks of the tests it counts, by id, as `score_properties` takes it."""
+        return {prop.id: prop.requirement for prop in self.properties}
 
     def _check(self) -> None:
         seen: set[str] = set()

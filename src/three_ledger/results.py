@@ -6,6 +6,7 @@ SPEC section 4.2 steps 6-7 and section 6 are the contract for everything here.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -168,33 +169,106 @@ class ExpectedSkip:
 
 
 @dataclass(frozen=True)
+class TestsRequirement:
+    """What a properties pin asks of the tests a property counts: at least `min_tests` of
+    them and, with `tests_sha256`, exactly the ids that hash to it (see `ids_sha256`)."""
+
+    __test__: ClassVar[bool] = False  # a record, not a test class for pytest to collect
+
+    min_tests: int | None = None
+    tests_sha256: str | None = None
+
+    def unmet(self, tests: Sequence[str], left_out: int) -> list[str]:
+        """Why TESTS (the counted ids) fall short, one reason per key; none when they do not.
+
+        LEFT_OUT is how many results were left out as expected skips, named with the count.
+        """
+        reasons = []
+        if self.min_tests is not None and len(tests) < self.min_tests:
+            reasons.append(
+                f"{_count_matched(len(tests), left_out)}, the pin asks for at least "
+                f"{self.min_tests}"
+            )
+        pinned = self.tests_sha256
+        if tests and pinned is not None and (found := ids_sha256(tests)) != pinned:
+            reasons.append(
+                f"the {_tests(len(tests))} it matched hash to {found}, the pin's tests_sha256 "
+                f"is {pinned} (`three-ledger plan --json` lists the ids: counted_ids)"
+            )
+        return reasons
+
+
+def hashed_ids(tests: Iterable[str]) -> list[str]:
+    """The ids `tests_sha256` is taken over: distinct, each as a ledger writes it, sorted by
+    code point."""
+    return sorted(set(ledger_text(list(tests))))
+
+
+def ids_sha256(ids: Iterable[str]) -> str:
+    """The sha256 a pin's `tests_sha256` holds: of the `hashed_ids` joined by one LF, UTF-8,
+    with no trailing LF."""
+    return hashlib.sha256("\n".join(hashed_ids(ids)).encode("utf-8")).hexdigest()
+
+
+def _tests(count: int) -> str:
+    return "1 test" if count == 1 else f"{count} tests"
+
+
+def _count_matched(count: int, left_out: int) -> str:
+    matched = "no test matched" if count == 0 else f"{_tests(count)} matched"
+    return f"{matched} once {left_out} expected skip(s) were left out" if left_out else matched
+
+
+@dataclass(frozen=True)
 class PropertyScore:
     """One property's status, with what explains it.
 
     `matched` counts the results its selectors and markers matched, `expected_skips` those
-    left out as expected skips, `non_pass` the first FAILING_SHOWN of the rest that did not
-    pass, in run order.
+    left out as expected skips, `tests` the distinct ids of the rest (the counted results,
+    in run order), `non_pass` the first FAILING_SHOWN of the rest that did not pass, in run
+    order, and `missing_reason` why a `missing` property is missing (None for any other).
     """
 
     status: Status
     matched: int
     expected_skips: int
     non_pass: tuple[TestResult, ...]
+    tests: tuple[str, ...] = ()
+    missing_reason: str | None = None
+
+    @property
+    def tests_matched(self) -> int:
+        """How many distinct results the property counted: the ledger's `tests_matched`."""
+        return len(self.tests)
+
+
+# The statuses a pin's unmet TestsRequirement turns into `missing`. A failing or erroring
+# test stands: it is the stronger finding, and what `vet` counts as a kill.
+_REQUIREMENT_MISSES = frozenset({Status.PASS, Status.SKIP})
 
 
 def score_properties(
     selectors: Mapping[str, Selectors],
     results: Sequence[TestResult],
     expected_skips: Sequence[ExpectedSkip] = (),
+    requirements: Mapping[str, TestsRequirement] | None = None,
 ) -> dict[str, PropertyScore]:
     """Score each property (keyed by id, in input order) from its selectors and markers.
 
     `pass` only when every matched result passed; else the worst outcome; `missing` when
-    nothing matched once expected skips are left out. A skipped or missing property is not
-    a pass.
+    nothing matched once expected skips are left out, or when the counted results fall short
+    of the property's REQUIREMENTS (pin keys `min_tests`, `tests_sha256`) and none failed or
+    errored. A skipped or missing property is not a pass.
     """
+    wanted = requirements or {}
     return {
-        property_id: _score(property_id, selector_tuple(chosen), results, expected_skips)
+        property_id: _score(
+            property_id,
+            selector_tuple(chosen),
+            results,
+            expected_skips,
+            wanted.get(property_id, TestsRequirement()),
+        )
         for property_id, chosen in selectors.items()
     }
 
@@ -203,9 +277,10 @@ def property_statuses(
     selectors: Mapping[str, Selectors],
     results: Sequence[TestResult],
     expected_skips: Sequence[ExpectedSkip] = (),
+    requirements: Mapping[str, TestsRequirement] | None = None,
 ) -> dict[str, Status]:
     """The status alone of each property; see `score_properties`."""
-    scores = score_properties(selectors, results, expected_skips)
+    scores = score_properties(selectors, results, expected_skips, requirements)
     return {property_id: score.status for property_id, score in scores.items()}
 
 
@@ -214,15 +289,27 @@ def _score(
     selectors: tuple[str, ...],
     results: Sequence[TestResult],
     expected_skips: Sequence[ExpectedSkip],
+    wanted: TestsRequirement,
 ) -> PropertyScore:
     matched = [result for result in results if answers_for(result, property_id, selectors)]
     counted = [r for r in matched if not any(skip.covers(r) for skip in expected_skips)]
     non_pass = tuple(r for r in counted if r.outcome is not Outcome.PASS)
+    tests = tuple(dict.fromkeys(result.id for result in counted))
+    left_out = len(matched) - len(counted)
+    status = status_of(result.outcome for result in counted)
+    unmet = wanted.unmet(tests, left_out)
+    reason = None
+    if status is Status.MISSING:
+        reason = "; ".join(unmet) or _count_matched(0, left_out)
+    elif unmet and status in _REQUIREMENT_MISSES:
+        status, reason = Status.MISSING, "; ".join(unmet)
     return PropertyScore(
-        status=status_of(result.outcome for result in counted),
+        status=status,
         matched=len(matched),
-        expected_skips=len(matched) - len(counted),
+        expected_skips=left_out,
         non_pass=non_pass[:FAILING_SHOWN],
+        tests=tests,
+        missing_reason=reason,
     )
 
 
@@ -344,21 +431,27 @@ def scored_fields(
     expected_skips: Sequence[ExpectedSkip],
     flake_selectors: Mapping[str, str],
     results: Sequence[TestResult],
+    requirements: Mapping[str, TestsRequirement] | None = None,
 ) -> dict[str, Any]:
     """The property ledger's fields computed from the whole run's results under the pins.
 
-    SELECTORS are each property's by id, FLAKE_SELECTORS each flake entry's by test_id.
+    SELECTORS are each property's by id, FLAKE_SELECTORS each flake entry's by test_id,
+    REQUIREMENTS what the pin asks of each property's tests (`min_tests`, `tests_sha256`).
     """
-    scores = score_properties(selectors, results, expected_skips)
+    scores = score_properties(selectors, results, expected_skips, requirements)
     unpinned = unpinned_failures(selectors, list(flake_selectors.values()), results)
     return {
         "status_by_id": {property_id: score.status for property_id, score in scores.items()},
         "flake_results": flake_outcomes(flake_selectors, results),
+        "tests_matched": {p: score.tests_matched for p, score in scores.items()},
         "expected_skips_left_out": {
             p: score.expected_skips for p, score in scores.items() if score.expected_skips
         },
         "failing_tests": {
             p: _failing_tests(score) for p, score in scores.items() if score.non_pass
+        },
+        "missing_reasons": {
+            p: score.missing_reason for p, score in scores.items() if score.missing_reason
         },
         "unpinned_failures": UnpinnedFailures(
             count=len(unpinned),

@@ -81,6 +81,18 @@ BROKEN: dict[str, tuple[Callable[[Path], object], str]] = {
         lambda root: shutil.copy(root / "pins" / "flakes.json", root / "pins" / "flakes2.json"),
         "holds 2 flake pins",
     ),
+    "min_tests below 1": (
+        lambda root: edit_pin(
+            root, "properties.json", lambda pin: pin["properties"][1].update(min_tests=0)
+        ),
+        "$.properties[1].min_tests: 0 is less than the minimum of 1",
+    ),
+    "tests_sha256 not lowercase hex": (
+        lambda root: edit_pin(
+            root, "properties.json", lambda pin: pin["properties"][0].update(tests_sha256="A" * 64)
+        ),
+        "$.properties[0].tests_sha256: 'AAAA",
+    ),
     "repeated fixture pin id": (
         lambda root: edit_pin(
             root, "fixtures_b.json", lambda pin: pin.update(pin_id="fixpin-orders-a")
@@ -109,6 +121,18 @@ def test_every_problem_is_listed_not_just_the_first(project: Path, run_cli: RunC
     assert "check-pins: 5 problem(s) in" in err.splitlines()[0]
     assert len(details) == 5
     assert sum("nope.json" in line for line in details) == 2
+
+
+def test_min_tests_and_tests_sha256_of_the_right_form_are_valid(
+    project: Path, run_cli: RunCli
+) -> None:
+    edit_pin(
+        project,
+        "properties.json",
+        lambda pin: pin["properties"][0].update(min_tests=1, tests_sha256="0f" * 32),
+    )
+    code, _, err = check(run_cli, project)
+    assert code == 0, err
 
 
 def test_an_expired_review_by_is_a_warning_only(project: Path, run_cli: RunCli) -> None:

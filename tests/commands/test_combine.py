@@ -5,6 +5,7 @@ every test a private copy; `tests/e2e/test_shards.py` compares sharded and whole
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -174,3 +175,26 @@ def test_dual_pin_flake_observe_and_merge_refuse_a_shard_ledger(
     assert merged.code == 1
     assert "expected 'property', found 'property_shard'" in merged.out
     assert read(out)["posture"] == "reject"
+
+
+def test_tests_matched_counts_the_union_of_the_shards_a_test_in_two_once(
+    run_cli: RunCli, two_shards: tuple[Path, Path, list[Path]]
+) -> None:
+    _, plan, paths = two_shards
+    shards = [read(path) for path in paths]
+    assert sum(shard["tests_matched"]["suite.parse"] for shard in shards) == 2
+    # One result of shard 0 planned and run in shard 1 too: the union still holds it once.
+    twice = shards[0]["results"][0]
+    slices = read(plan)["slices"]
+    edit(plan, {"slices": [slices[0], [*slices[1], twice["id"]]]})
+    plan_sha256 = hashlib.sha256(plan.read_bytes()).hexdigest()
+    for path, shard in zip(paths, shards, strict=True):
+        shard["shard"]["plan_sha256"] = plan_sha256
+        edit(path, {"shard": shard["shard"]})
+    edit(paths[1], {"ids_run": [*shards[1]["ids_run"], twice["id"]],
+                    "results": [*shards[1]["results"], twice]})  # fmt: skip
+    out = plan.with_name("combined.json")
+    result = run_cli("combine", "--plan", plan, "--out", out, *paths)
+    assert result.code == 0, result.err
+    assert read(out)["tests_matched"] == {"suite.parse": 2, "suite.total": 1}
+    assert "pass     suite.parse (2 tests)" in result.err

@@ -325,7 +325,7 @@ def test_stdout_names_each_ledger_and_the_row(clean_run: Run, run_cli: RunCli) -
     lines = result.out.splitlines()
     assert lines[0].startswith(f"fixture ledger {clean_run / 'f_a.json'}: digest ")
     assert lines[1].startswith(f"property ledger {clean_run / 'p_a.json'}: ")
-    assert "orders.id.stable: pass" in lines[1]
+    assert "orders.id.stable: pass (2 tests)" in lines[1]
     assert lines[2].endswith("; agree")
     assert lines[3].startswith("merge: review (row 9): ")
 
@@ -341,7 +341,9 @@ def test_summary_md_and_github_step_summary(
     text = summary.read_text()
     assert text.startswith("### 🔎 three-ledger merge: review (row 9): a person reads the diff")
     assert "| fixture | <code>" in text
-    assert "| ✅ | <code>orders.<wbr>total.<wbr>non\\_<wbr>negative</code> | pass |" in text
+    assert (
+        "| ✅ | <code>orders.<wbr>total.<wbr>non\\_<wbr>negative</code> | pass, 2 tests |" in text
+    )
     assert "fixpin-orders-a and fixpin-orders-b agree" in text
     assert step_summary.read_text() == "## an earlier step\n\n" + text
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -212,3 +213,25 @@ def test_from_report_and_command_exclude_each_other(run_cli: RunCli, tmp_path: P
     assert run_cli(*base, "--command", PYTEST, "--junit-xml", report, "--from-report").code == 64
     assert run_cli(*base, "--junit-xml", report).code == 64
     assert run_cli(*base).code == 64
+
+
+def test_proposals_count_what_the_run_would_count_and_an_unmet_min_tests_is_named(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    skip = {"test": f"{TEST_FILE}::TestDraft", "reason": "Format checker"}
+    entry = {**prop("suite.draft", f"{TEST_FILE}::TestDraft"), "min_tests": 5}
+    repo = make_suite(tmp_path, properties_pin([entry], expected_skips=[skip]))
+    document = by_id(plan_json(run_cli, repo))["suite.draft"]
+    counted = [f"{TEST_FILE}::TestDraft::{name}" for name in
+               ("test_format_dynamic", "test_minimum_high", "test_minimum_low")]  # fmt: skip
+    assert document["counted_ids"] == counted
+    assert document["tests_matched"] == document["proposed_min_tests"] == 3
+    assert (
+        document["proposed_tests_sha256"] == hashlib.sha256("\n".join(counted).encode()).hexdigest()
+    )
+    reason = "3 tests matched once 1 expected skip(s) were left out, the pin asks for at least 5"
+    assert document["missing_reason"] == reason
+    text = plan(run_cli, repo).out
+    assert (
+        f"suite.draft: 4 tests (1 expected skips left out; it would be missing: {reason})" in text
+    )

@@ -212,6 +212,7 @@ def test_findings_count_what_the_ledger_does_not_name() -> None:
         status_by_id={"orders.a": "pass", "orders.b": "error", "orders.c": "missing"},
         failing_tests={"orders.b": (FailingTest("t.py::b", Outcome.ERROR),)},
         expected_skips_left_out={"orders.c": 4},
+        missing_reasons={"orders.c": "no test matched once 4 expected skip(s) were left out"},
         unpinned_failures=UnpinnedFailures(76, tuple(f"t.py::x[{n}]" for n in range(20))),
     )
     lines = plain_lines(findings(ledger))

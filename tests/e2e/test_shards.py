@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,34 @@ def test_empty_slices_run_nothing_and_still_combine(run_cli: RunCli, tmp_path: P
     out = repo.parent / "ledgers/combined.json"
     assert combine(run_cli, plan, paths, out).code == 0
     assert read(out)["status_by_id"] == {"suite.total": "pass"}
+
+
+def test_tests_matched_and_min_tests_are_judged_over_the_union_of_the_shards(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    parse = [f"{TEST_FILE}::test_parse[a.json]", f"{TEST_FILE}::test_parse[b.json]"]
+    both = hashlib.sha256("\n".join(parse).encode()).hexdigest()
+    pin = properties_pin([
+        {**prop("suite.parse", f"{TEST_FILE}::test_parse"), "min_tests": 2, "tests_sha256": both},
+        {**prop("suite.total", f"{TEST_FILE}::test_total"), "min_tests": 1},
+    ])  # fmt: skip
+    repo = make_suite(tmp_path / "suite", pin)
+    command = f"{PYTEST} {TEST_FILE}"
+    whole = unsharded(run_cli, repo, command, flakes=False)
+    assert whole["tests_matched"] == {"suite.parse": 2, "suite.total": 1}
+    plan = shard_plan(run_cli, repo, 3, command, flakes=False)
+    paths = []
+    for index in range(3):
+        # No shard holds both parse tests; alone, each is short of min_tests: not a miss.
+        result, out = run_shard(run_cli, repo, plan, index, command, flakes=False)
+        assert result.code == 0, result.err
+        paths.append(out)
+    per_shard = [read(path)["tests_matched"]["suite.parse"] for path in paths]
+    assert sorted(per_shard) == [0, 1, 1]
+    out = repo.parent / "ledgers/combined.json"
+    result = combine(run_cli, plan, paths, out)
+    assert result.code == 0, result.err
+    combined = read(out)
+    assert combined["status_by_id"] == {"suite.parse": "pass", "suite.total": "pass"}
+    assert combined["tests_matched"] == whole["tests_matched"]
+    assert combined["missing_reasons"] == {}

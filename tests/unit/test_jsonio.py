@@ -159,7 +159,14 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "network": "banned",
             "oracle_paths": ["properties/"],
             "properties": [
-                {"id": "p.one", "claim": "holds", "domain": ["a.json"], "test": "t::x"},
+                {
+                    "id": "p.one",
+                    "claim": "holds",
+                    "domain": ["a.json"],
+                    "test": "t::x",
+                    "min_tests": 3,
+                    "tests_sha256": HEX64,
+                },
                 {"id": "p.two", "claim": "also", "domain": ["b/"], "test": ["t::y", "u::*"]},
             ],
             "plugins": ["xdist", "hypothesis"],
@@ -236,6 +243,7 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
                 "shadowing": {"json": "json.py"},
                 "test_side_modules": ["helpers"],
             },
+            "tests_matched": {"p.one": 3, "p.two": 0},
             "expected_skips_left_out": {"p.two": 2},
             "failing_tests": {
                 "p.two": [
@@ -243,6 +251,7 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
                     {"id": "t.py::b", "outcome": "fail", "reason": None},
                 ]
             },
+            "missing_reasons": {"p.two": "no test matched once 2 expected skip(s) were left out"},
             "unpinned_failures": {"count": 1, "first_ids": ["t.py::c"]},
             "shards": None,
             "recorded_at": STAMP,
@@ -273,8 +282,10 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "flake_results": {},
             "tripwire": "none",
             "harness": None,
+            "tests_matched": {},
             "expected_skips_left_out": {},
             "failing_tests": {},
+            "missing_reasons": {},
             "unpinned_failures": {"count": 0, "first_ids": []},
             "shards": {
                 "plan_sha256": HEX64,
@@ -311,12 +322,51 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "network_enforcement": "socket-guard",
             "tripwire": "sentinels",
             "harness": None,
+            "tests_matched": {"p.one": 1},
             "ids_run": ["t.py::a"],
             "results": [
                 {"id": "t.py::a", "property_ids": ["p.one"], "outcome": "fail", "skip_reason": None}
             ],
             "recorded_at": STAMP,
-        }
+        },
+        {
+            "kind": "property_shard",
+            "ledger_id": HEX32,
+            "shard": {"index": 1, "total": 3, "plan_sha256": HEX64},
+            "pin_id": "fix.pin-1",
+            "property_pin_id": "props",
+            "property_pin_sha256": HEX64,
+            "flake_pin_sha256": None,
+            "fixture_digest": HEX64,
+            "oracle_moved": False,
+            "oracle_changes": [],
+            "oracle_change_reasons": {},
+            "oracle_paths_unmatched": ["tests/"],
+            "oracle_model": "inferred",
+            "untracked_reads": [],
+            "base_revision": HEX40,
+            "base_resolution": {"given": HEX40, "used": HEX40, "how": "ancestor"},
+            "head_revision": HEX40,
+            "command": ["pytest", "-q"],
+            "command_exit": 1,
+            "duration_ms": 7,
+            "network": "banned",
+            "network_enforcement": "socket-guard",
+            "tripwire": "sentinels",
+            "harness": None,
+            "tests_matched": {"p.one": 2, "p.two": 0},
+            "ids_run": ["t.py::a", "t.py::b"],
+            "results": [
+                {
+                    "id": "t.py::a",
+                    "property_ids": ["p.one"],
+                    "outcome": "pass",
+                    "skip_reason": None,
+                },
+                {"id": "t.py::b", "property_ids": [], "outcome": "skip", "skip_reason": "later"},
+            ],
+            "recorded_at": STAMP,
+        },
     ],
     "dual-pin-ledger": [
         {

@@ -22,6 +22,9 @@ from three_ledger.ledgers import (
     MergeDecision,
     MergeInputs,
     PropertyLedger,
+    PropertyShardLedger,
+    Shard,
+    ShardResult,
     StatusDifference,
     fresh_recorded_at,
     new_ledger_id,
@@ -40,6 +43,11 @@ RECORDS = [
         recorded_at=STAMP,
     ),
     property_ledger(),
+    property_ledger(
+        status_by_id={"orders.a": "pass", "orders.b": "missing"},
+        tests_matched={"orders.a": 42, "orders.b": 3},
+        missing_reasons={"orders.b": "3 tests matched, the pin asks for at least 42"},
+    ),
     DualPinLedger(
         ledger_id="2" * 32,
         drift=True,
@@ -119,6 +127,12 @@ def mutate(document: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
          "$.base_resolution.how"),
         ("base_resolution", {"given": "", "used": COMMIT, "how": "ancestor"},
          "$.base_resolution.given"),
+        # Every property ledger carries the counts: one written before them is refused.
+        ("tests_matched", KeyError, "'tests_matched' is a required property"),
+        ("tests_matched", {"orders.a": -1}, '$.tests_matched["orders.a"]'),
+        ("tests_matched", {"orders.a": 1.0}, '$.tests_matched["orders.a"]'),
+        ("missing_reasons", KeyError, "'missing_reasons' is a required property"),
+        ("missing_reasons", {"orders.a": ""}, '$.missing_reasons["orders.a"]'),
     ],
 )  # fmt: skip
 def test_reader_refuses_malformed_property_ledgers(
@@ -143,6 +157,32 @@ def test_reader_refuses_a_base_used_that_is_not_the_base_revision(tmp_path: Path
         f"{path}: $.base_resolution.used is {'ef' * 20!r}, not $.base_revision {COMMIT!r}: "
         "the ledger was edited"
     )
+
+
+def shard_ledger() -> PropertyShardLedger:
+    whole = property_ledger(tests_matched={"orders.a": 1, "orders.b": 0})
+    return PropertyShardLedger(
+        ledger_id=whole.ledger_id, shard=Shard(0, 2, HEX), pin_id=whole.pin_id,
+        property_pin_id=whole.property_pin_id, property_pin_sha256=HEX, flake_pin_sha256=None,
+        fixture_digest=HEX, oracle_moved=False, oracle_changes=(), oracle_change_reasons={},
+        oracle_paths_unmatched=(), base_revision=whole.base_revision,
+        base_resolution=whole.base_resolution,
+        head_revision=whole.head_revision, command=whole.command, command_exit=0,
+        duration_ms=3, network=whole.network, network_enforcement=whole.network_enforcement,
+        tripwire=whole.tripwire, harness=None, tests_matched=whole.tests_matched,
+        ids_run=("t.py::a",), results=(ShardResult("t.py::a", ("orders.a",), Outcome.PASS),),
+        recorded_at=STAMP,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("record", [property_ledger(), shard_ledger()], ids=["property", "shard"])
+def test_keys_come_in_the_order_of_the_schema(tmp_path: Path, record: Any) -> None:
+    required = jsonio.load_schema(record.SCHEMA)["required"]
+    assert list(record.to_json()) == required
+    assert required.index("tests_matched") == required.index("harness") + 1
+    path = tmp_path / "ledger.json"
+    write_ledger(path, record)
+    assert read_ledger(path, type(record)).record == record
 
 
 def test_recorded_at_differs_from_every_stamp_read() -> None:

@@ -15,6 +15,7 @@ from three_ledger.pins import (
     load_flake_pin,
     load_properties_pin,
 )
+from three_ledger.results import TestsRequirement
 
 GOOD_FIXTURE_PIN = {
     "pin_id": "fixpin-a",
@@ -109,6 +110,14 @@ def properties_document(**change: Any) -> dict[str, Any]:
         (properties_document(network="sometimes"), "$.network"),
         (properties_document(properties=[]), "$.properties"),
         (properties_document(oracle_path=["tests"]), "'oracle_path' was unexpected"),
+        (properties_document(prop={"min_tests": 0}), "$.properties[0].min_tests"),
+        (properties_document(prop={"min_tests": "42"}), "$.properties[0].min_tests"),
+        (properties_document(prop={"min_tests": True}), "$.properties[0].min_tests"),
+        (properties_document(prop={"min_tests": 4.5}), "$.properties[0].min_tests"),
+        (properties_document(prop={"tests_sha256": "AB" * 32}), "$.properties[0].tests_sha256"),
+        (properties_document(prop={"tests_sha256": "ab" * 31}), "$.properties[0].tests_sha256"),
+        (properties_document(prop={"tests_sha256": None}), "$.properties[0].tests_sha256"),
+        (properties_document(prop={"min_test": 3}), "'min_test' was unexpected"),
     ],
 )
 def test_properties_pin_refusals(tmp_path: Path, document: dict[str, Any], fragment: str) -> None:
@@ -117,6 +126,19 @@ def test_properties_pin_refusals(tmp_path: Path, document: dict[str, Any], fragm
         load_properties_pin(path)
     assert str(path) in caught.value.message
     assert fragment in caught.value.message
+
+
+def test_min_tests_and_tests_sha256_are_what_the_property_asks_of_its_tests(
+    tmp_path: Path,
+) -> None:
+    document = properties_document(prop={"min_tests": 42, "tests_sha256": "ab" * 32})
+    document["properties"].append({**document["properties"][0], "id": "orders.other"})
+    del document["properties"][1]["min_tests"], document["properties"][1]["tests_sha256"]
+    pin = load_properties_pin(write_json(tmp_path / "pins/properties.json", document))
+    assert pin.requirements() == {
+        "orders.total.non_negative": TestsRequirement(min_tests=42, tests_sha256="ab" * 32),
+        "orders.other": TestsRequirement(),
+    }
 
 
 def test_repeated_property_id_is_refused(tmp_path: Path) -> None:

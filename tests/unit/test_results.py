@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -16,11 +17,18 @@ from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
 from three_ledger.junit_report import MAX_JUNIT_BYTES, read_junit_xml
 from three_ledger.results import (
+    ExpectedSkip,
+    PropertyScore,
     TestResult,
+    TestsRequirement,
     flake_outcomes,
+    hashed_ids,
+    ids_sha256,
     merge_worst,
     property_statuses,
     read_results_file,
+    score_properties,
+    scored_fields,
 )
 from three_ledger.vocabulary import Outcome, worst
 
@@ -398,3 +406,85 @@ def test_an_unreadable_junit_file_is_refused(tmp_path: Path) -> None:
     assert caught.value.message == (
         f"JUnit XML {loop}: Too many levels of symbolic links, so no results could be read"
     )
+
+
+# --- the tests a property counts, and what the pin asks of them --------------------------------
+
+CASES = [result(f"t.py::test_total[{n}]", PASS) for n in range(4)]
+ALL_FOUR = hashlib.sha256(
+    b"t.py::test_total[0]\nt.py::test_total[1]\nt.py::test_total[2]\nt.py::test_total[3]"
+).hexdigest()
+
+
+def counted(requirement: TestsRequirement, results: list[TestResult]) -> PropertyScore:
+    return score_properties({"p": "t.py::test_total"}, results, (), {"p": requirement})["p"]
+
+
+def test_tests_sha256_is_of_the_distinct_sorted_ids_joined_by_line_feeds() -> None:
+    ids = ["t.py::test_total[3]", "t.py::test_total[1]", "t.py::test_total[0]"]
+    assert ids_sha256([*ids, "t.py::test_total[2]", ids[0]]) == ALL_FOUR
+    assert ids_sha256([]) == hashlib.sha256(b"").hexdigest()
+    # An id as a ledger writes it: a byte that is not UTF-8 reads as `\xff`.
+    assert hashed_ids(["t.py::b\udcff", "t.py::a"]) == ["t.py::a", "t.py::b\\xff"]
+
+
+def test_tests_matched_counts_distinct_results_after_expected_skips() -> None:
+    skipped = TestResult("t.py::test_total[9]", (), SKIP, skip_reason="Format checker x")
+    results = [*CASES, CASES[0], skipped]
+    skips = [ExpectedSkip("t.py::test_total", "Format checker")]
+    score = score_properties({"p": "t.py::test_total"}, results, skips)["p"]
+    assert score.tests_matched == 4
+    assert (score.matched, score.expected_skips) == (6, 1)
+
+
+def test_fewer_tests_than_min_tests_is_missing_and_the_reason_names_both_counts() -> None:
+    score = counted(TestsRequirement(min_tests=42), CASES[:3])
+    assert score.status == "missing"
+    assert score.missing_reason == "3 tests matched, the pin asks for at least 42"
+    assert counted(TestsRequirement(min_tests=3), CASES[:3]).status == "pass"
+    assert counted(TestsRequirement(min_tests=4), CASES[:1]).missing_reason == (
+        "1 test matched, the pin asks for at least 4"
+    )
+
+
+def test_a_failure_among_too_few_tests_stays_fail_and_a_skip_turns_missing() -> None:
+    failing = [*CASES[:2], result("t.py::test_total[2]", FAIL)]
+    assert counted(TestsRequirement(min_tests=42), failing).status == "fail"
+    assert counted(TestsRequirement(min_tests=42), failing).missing_reason is None
+    skipping = [*CASES[:2], result("t.py::test_total[2]", SKIP)]
+    assert counted(TestsRequirement(min_tests=42), skipping).status == "missing"
+
+
+def test_another_set_of_tests_is_missing_and_the_reason_names_both_hashes() -> None:
+    assert counted(TestsRequirement(tests_sha256=ALL_FOUR), CASES).status == "pass"
+    swapped = [*CASES[:3], result("t.py::test_total[trivial]", PASS)]
+    score = counted(TestsRequirement(min_tests=4, tests_sha256=ALL_FOUR), swapped)
+    assert score.status == "missing"
+    found = ids_sha256(test.id for test in swapped)
+    assert score.missing_reason == (
+        f"the 4 tests it matched hash to {found}, the pin's tests_sha256 is {ALL_FOUR} "
+        "(`three-ledger plan --json` lists the ids: counted_ids)"
+    )
+
+
+def test_nothing_counted_says_so_once_whatever_the_pin_asks() -> None:
+    skipped = TestResult("t.py::test_total[0]", (), SKIP, skip_reason="Format checker x")
+    skips = [ExpectedSkip("t.py::test_total", "Format checker")]
+    selectors = {"p": "t.py::test_total", "q": "t.py::test_total"}
+    requirements = {"q": TestsRequirement(min_tests=2, tests_sha256=ALL_FOUR)}
+    scores = score_properties(selectors, [skipped], skips, requirements)
+    assert scores["p"].missing_reason == "no test matched once 1 expected skip(s) were left out"
+    assert scores["q"].missing_reason == (
+        "no test matched once 1 expected skip(s) were left out, the pin asks for at least 2"
+    )
+
+
+def test_scored_fields_count_every_property_and_give_each_missing_one_its_reason() -> None:
+    selectors = {"p.cases": "t.py::test_total", "p.none": "t.py::test_gone"}
+    fields = scored_fields(selectors, (), {}, [*CASES, *CASES], {"p.cases": TestsRequirement(5)})
+    assert fields["tests_matched"] == {"p.cases": 4, "p.none": 0}
+    assert fields["status_by_id"] == {"p.cases": "missing", "p.none": "missing"}
+    assert fields["missing_reasons"] == {
+        "p.cases": "4 tests matched, the pin asks for at least 5",
+        "p.none": "no test matched",
+    }

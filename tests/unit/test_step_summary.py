@@ -167,6 +167,29 @@ def test_every_status_that_is_not_a_pass_stands_out(status: str, mark: str) -> N
     assert f"| **{status}** |" in render(summary)
 
 
+def test_each_property_shows_its_count_and_a_missing_one_why() -> None:
+    reasons = {
+        "orders.b": "3 tests matched, the pin asks for at least 42",
+        LONG_ID: f"the 42 tests it matched hash to {DIGEST}, the pin's tests_sha256 is "
+        f"{OTHER_DIGEST} (`three-ledger plan --json` lists the ids: counted_ids)",
+    }
+    ledger = prop_reading(
+        status_by_id={"orders.a": "pass", "orders.b": "missing", LONG_ID: "missing"},
+        tests_matched={"orders.a": 1, "orders.b": 3, LONG_ID: 42},
+        missing_reasons=reasons,
+    )
+    markdown = render(SummaryInput(POSTURES["reject"], evidence(prop=ledger), claims={}))
+    table = tables_of(markdown)[0]
+    assert [" ".join(row[2]) for row in table[1:]] == [
+        "missing, 3 tests",
+        "missing, 42 tests",
+        "pass, 1 test",
+    ]
+    assert "| missing: 3 tests matched, the pin asks for at least 42 |" in markdown
+    assert f"hash to {DIGEST[:12]}…, the pin's tests\\_sha256 is {OTHER_DIGEST[:12]}…" in markdown
+    assert minimum_width_px(table) <= PAGE_PX, table
+
+
 def test_digests_are_cut_to_12_hex_with_the_full_values_in_details() -> None:
     markdown = render(full_summary(POSTURES["review"]))
     outside, _, details = markdown.partition("<details><summary>Full digests</summary>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from helpers.records import evidence, flake_pin
+from helpers.records import evidence, flake_pin, prop_reading
 from three_ledger.merge_table import FlakePinView, Verdict
 from three_ledger.report.posture import (
     STEP_SUMMARY_LIMIT,
@@ -24,6 +24,17 @@ def test_verdict_text_ends_with_the_row_and_why() -> None:
     assert lines[0].startswith("fixture ledger f.json: digest ")
     assert lines[-1] == "merge: reject (row 7): property miss stands: orders.b is fail"
     assert len(lines) == 4
+
+
+def test_verdict_text_shows_each_property_with_its_count_and_why_one_is_missing() -> None:
+    prop = prop_reading(
+        status_by_id={"orders.a": "pass", "orders.b": "missing"},
+        tests_matched={"orders.a": 42, "orders.b": 3},
+        missing_reasons={"orders.b": "3 tests matched, the pin asks for at least 42"},
+    )
+    lines = verdict_text(evidence(prop=prop, dual_pin=None), REJECT).splitlines()
+    assert "; orders.a: pass (42 tests), orders.b: missing (3 tests); " in lines[1]
+    assert "orders.b is missing: 3 tests matched, the pin asks for at least 42" in lines
 
 
 def test_the_merge_summary_shows_each_flake_note_with_its_owner_from_the_flake_pin() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from helpers.records import property_ledger
 from three_ledger.report.junit_verdict import (
     DecisionCase,
     PropertyCase,
@@ -91,8 +92,8 @@ def test_dotenv_leaves_out_a_decision_path_it_cannot_hold() -> None:
 
 
 def test_property_cases_list_every_pinned_id_and_mark_the_unscored_missing() -> None:
-    statuses = {"orders.a": Status.PASS, "orders.extra": Status.FAIL}
-    cases = property_cases(statuses, ["orders.a", "orders.b"], {"orders.a": "claim a"}, "why")
+    ledger = property_ledger(status_by_id={"orders.a": "pass", "orders.extra": "fail"})
+    cases = property_cases(ledger, ["orders.a", "orders.b"], {"orders.a": "claim a"}, "why")
     assert cases == [
         PropertyCase("orders.a", Status.PASS, "claim a"),
         PropertyCase("orders.b", Status.MISSING, "why"),
@@ -100,8 +101,27 @@ def test_property_cases_list_every_pinned_id_and_mark_the_unscored_missing() -> 
 
 
 def test_without_a_pin_the_property_cases_are_the_scored_ids() -> None:
-    statuses = {"orders.a": Status.PASS, "orders.b": Status.SKIP}
-    assert property_cases(statuses, None, {}, "") == [
+    ledger = property_ledger(status_by_id={"orders.a": "pass", "orders.b": "skip"})
+    assert property_cases(ledger, None, {}, "") == [
         PropertyCase("orders.a", Status.PASS),
         PropertyCase("orders.b", Status.SKIP),
     ]
+    assert property_cases(None, ["orders.a"], {}, "no ledger") == [
+        PropertyCase("orders.a", Status.MISSING, "no ledger")
+    ]
+
+
+def test_a_missing_property_fails_with_its_reason_and_every_case_shows_its_count() -> None:
+    reason = "3 tests matched, the pin asks for at least 42"
+    ledger = property_ledger(
+        status_by_id={"orders.a": "pass", "orders.b": "missing"},
+        tests_matched={"orders.a": 42, "orders.b": 3},
+        missing_reasons={"orders.b": reason},
+    )
+    cases = property_cases(ledger, None, {"orders.a": "claim a"}, "")
+    document = junit_xml(DecisionCase(Posture.REJECT, 7, "r"), cases)
+    by_name = {case.get("name"): case for case in ET.fromstring(document).iter("testcase")}
+    assert failure_message(by_name["orders.b"]) == f"missing: {reason}; missing is not a pass"
+    assert (by_name["orders.b"].findtext("failure") or "").endswith("\n3 tests counted")
+    assert by_name["orders.a"].find("failure") is None
+    assert by_name["orders.a"].findtext("system-out") == "claim a\n42 tests counted"

@@ -29,6 +29,7 @@ from three_ledger.ledgers import (
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FlakePin, PropertiesPin, load_flake_pin, load_properties_pin
+from three_ledger.report.findings import findings, plain_lines, status_lines
 from three_ledger.results import TestResult, scored_fields
 from three_ledger.vocabulary import Enforcement
 
@@ -62,8 +63,10 @@ def combine(plan_path: Path, shard_paths: Sequence[Path], out: Path) -> int:
         properties_pin, flake_pin = plan_pins(plan_file.record)
         ledger = merged_ledger(plan_file, ordered, properties_pin, flake_pin)
         write_ledger(out, ledger)
-    for prop_id, status in ledger.status_by_id.items():
-        print(f"{status:8} {prop_id}", file=sys.stderr)
+    for line in status_lines(ledger):
+        print(line, file=sys.stderr)
+    for line in plain_lines(findings(ledger)):
+        print(f"three-ledger: {line}" if not line.startswith(" ") else line, file=sys.stderr)
     failing = ledger.failing_ids()
     print(
         f"three-ledger: {len(ordered)} shards combined into {out}; "
@@ -237,5 +240,6 @@ def merged_ledger(
             properties_pin.expected_skips,
             flake_pin.selectors() if flake_pin else {},
             results,
+            properties_pin.requirements(),
         ),
     )

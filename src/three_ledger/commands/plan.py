@@ -30,7 +30,7 @@ from three_ledger.matching import (
 )
 from three_ledger.outputs import Output, refuse_unwritable
 from three_ledger.pins import FixturePin
-from three_ledger.results import TestResult, merge_worst
+from three_ledger.results import TestResult, hashed_ids, ids_sha256, merge_worst
 from three_ledger.run import network_namespace
 from three_ledger.run.child import Child, exit_meaning, run_child
 from three_ledger.run.network_ban import choose_enforcement
@@ -228,6 +228,8 @@ def _property_lines(prop: PropertyMatch) -> list[str]:
         notes.append(f"{prop.unaccepted_skips} skip at collection: it would score skip")
     if score.matched == 0:
         notes.append("it would be missing")
+    elif score.missing_reason is not None:
+        notes.append(f"it would be missing: {score.missing_reason}")
     shown = f" ({'; '.join(notes)})" if notes else ""
     lines = [f"{prop.id}: {_count(score.matched, 'test')}{shown}"]
     if len(prop.selectors) > 1:
@@ -235,6 +237,9 @@ def _property_lines(prop: PropertyMatch) -> list[str]:
     lines += [f"  {test_id}" for test_id in prop.examples]
     if score.matched > len(prop.examples):
         lines.append(f"  ... and {score.matched - len(prop.examples)} more")
+    if score.tests:
+        proposal = {"min_tests": score.tests_matched, "tests_sha256": ids_sha256(score.tests)}
+        lines.append(f"  proposed for the pin: {json.dumps(proposal)[1:-1]}")
     return [*lines, ""]
 
 
@@ -256,6 +261,7 @@ def plan_document(match: PinMatch) -> dict[str, Any]:
 
 
 def _property_document(prop: PropertyMatch) -> dict[str, Any]:
+    score = prop.score
     return {
         "id": prop.id,
         "matched": prop.score.matched,
@@ -264,6 +270,11 @@ def _property_document(prop: PropertyMatch) -> dict[str, Any]:
         "marked": prop.marked,
         "expected_skips_left_out": prop.score.expected_skips,
         "unaccepted_skips": prop.unaccepted_skips,
+        "tests_matched": score.tests_matched,
+        "counted_ids": hashed_ids(score.tests),
+        "proposed_min_tests": score.tests_matched or None,
+        "proposed_tests_sha256": ids_sha256(score.tests) if score.tests else None,
+        "missing_reason": score.missing_reason,
     }
 
 

@@ -17,7 +17,7 @@ from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import PropertyLedger, write_ledger
 from three_ledger.matching import match_pin, skip_suggestion_lines, warning_lines
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
-from three_ledger.report.findings import findings, plain_lines
+from three_ledger.report.findings import findings, plain_lines, status_lines
 from three_ledger.run import network_namespace
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.observation import ScoredRun, observe, property_ledger
@@ -80,8 +80,8 @@ def properties(request: Request) -> int:
 
 
 def report(ledger: PropertyLedger, out: Path, log_path: Path, warnings: Sequence[str]) -> int:
-    for prop_id, status in ledger.status_by_id.items():
-        print(f"{status:8} {prop_id}", file=sys.stderr)
+    for line in status_lines(ledger):
+        print(line, file=sys.stderr)
     for entry in ledger.oracle_paths_unmatched:
         print(
             f"three-ledger: warning: oracle_paths entry {entry!r} matches nothing at the base or "

@@ -117,6 +117,7 @@ def property_shard(request: ShardRequest) -> int:
             network_enforcement=whole.network_enforcement,
             tripwire=whole.tripwire,
             harness=whole.harness,
+            tests_matched=whole.tests_matched,
             ids_run=ledger_text([result.id for result in observed.results]),
             results=tuple(
                 ShardResult(

@@ -39,7 +39,13 @@ from three_ledger.ledgers import (
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FixturePin
 from three_ledger.plugin.wire import HARNESS_ENV, READS_ENV, ROOT_ENV, WATCHED_ENV
-from three_ledger.results import TestResult, matching, property_statuses
+from three_ledger.results import (
+    PropertyScore,
+    TestResult,
+    matching,
+    property_statuses,
+    score_properties,
+)
 from three_ledger.run import network_namespace
 from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
 from three_ledger.run.harness import read_harness
@@ -177,6 +183,7 @@ class Bench:
         self.plugin = plugin
         self.selectors = {prop.id: prop.test for prop in checked.properties_pin.properties}
         self.expected_skips = checked.properties_pin.expected_skips
+        self.requirements = checked.properties_pin.requirements()
         self.command = scratch.command_for_copy(request.command, request.root)
         self.runs = 0
         self._stack = contextlib.ExitStack()
@@ -262,9 +269,14 @@ class Bench:
         self._log.write(f"=== {ending} ===\n\n".encode())
         self._log.flush()
 
+    def scores(self, results: Sequence[TestResult]) -> dict[str, PropertyScore]:
+        """Each property scored as `properties` scores it: expected skips left out, and the
+        pin's `min_tests` and `tests_sha256` asked of what is left."""
+        return score_properties(self.selectors, results, self.expected_skips, self.requirements)
+
     def statuses(self, results: Sequence[TestResult]) -> dict[str, Status]:
-        """Each property's status, scored as `properties` scores it (expected skips left out)."""
-        return property_statuses(self.selectors, results, self.expected_skips)
+        """Each property's status alone; see `scores`."""
+        return property_statuses(self.selectors, results, self.expected_skips, self.requirements)
 
     def ended(self, ran: Ran) -> int:
         """The exit of a run that ended normally; InfraFailure for any other end."""
@@ -336,13 +348,13 @@ def run_baseline(bench: Bench) -> Baseline:
         meaning = exit_meaning(code, bench.enforcement)
         raise InfraFailure(f"{ran.label}: {meaning} (log: {bench.log_path})")
     results = bench.read(ran)
-    statuses = bench.statuses(results)
-    failing = {pid: status for pid, status in statuses.items() if status != Status.PASS}
+    scores = bench.scores(results)
+    failing = {pid: score for pid, score in scores.items() if score.status != Status.PASS}
     if failing:
         raise Refused(
             f"vet needs a passing baseline: {len(failing)} propert(ies) did not pass on the "
             f"unmutated fixtures (log: {bench.log_path})",
-            [f"{pid}: {status}" for pid, status in failing.items()],
+            [_not_passing(pid, score) for pid, score in failing.items()],
         )
     item_reads = read_reads(reads_folder, pin)
     reads = {
@@ -357,6 +369,11 @@ def run_baseline(bench: Bench) -> Baseline:
         unmeasured.message = f"{ran.label}: {unmeasured.message}"
         raise
     return Baseline(tuple(results), reads, harness)
+
+
+def _not_passing(property_id: str, score: PropertyScore) -> str:
+    why = f" ({score.missing_reason})" if score.missing_reason else ""
+    return f"{property_id}: {score.status}{why}"
 
 
 def read_reads(folder: Path, pin: FixturePin) -> dict[str, frozenset[str]]:

@@ -1,5 +1,6 @@
-"""What a property ledger says about failures, in words: the tests behind each miss, and the
-failures outside every property. `properties` prints them; `merge` reports them.
+"""What a property ledger says about failures, in words: the tests behind each miss, why a
+missing property is missing, and the failures outside every property. `properties` prints
+them; `merge` reports them.
 """
 
 from __future__ import annotations
@@ -40,15 +41,31 @@ def findings(ledger: PropertyLedger) -> list[Finding]:
 
 def _miss(ledger: PropertyLedger, property_id: str) -> Finding:
     status = ledger.status_by_id[property_id]
+    reason = ledger.missing_reasons.get(property_id)
     tests = ledger.failing_tests.get(property_id, ())
-    if tests:
-        return Finding(
-            f"{property_id} is {status}",
-            tuple((test.id, _how(test.outcome, test.reason)) for test in tests),
+    return Finding(
+        f"{property_id} is {status}: {reason}" if reason else f"{property_id} is {status}",
+        tuple((test.id, _how(test.outcome, test.reason)) for test in tests),
+    )
+
+
+def tests_counted(ledger: PropertyLedger, property_id: str) -> str:
+    """How many tests the property counted, in words ("42 tests"); "" when not recorded."""
+    count = ledger.tests_matched.get(property_id)
+    if count is None:
+        return ""
+    return "1 test" if count == 1 else f"{count} tests"
+
+
+def status_lines(ledger: PropertyLedger) -> list[str]:
+    """One line per property: its status, its id and how many tests it counted."""
+    lines = []
+    for property_id, status in ledger.status_by_id.items():
+        counted = tests_counted(ledger, property_id)
+        lines.append(
+            f"{status:8} {property_id} ({counted})" if counted else f"{status:8} {property_id}"
         )
-    left_out = ledger.expected_skips_left_out.get(property_id, 0)
-    why = f" once {left_out} expected skip(s) were left out" if left_out else ""
-    return Finding(f"{property_id} is {status}: no test matched{why}")
+    return lines
 
 
 def _how(outcome: str, reason: str | None) -> str:

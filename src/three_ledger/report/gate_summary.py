@@ -24,7 +24,7 @@ from three_ledger.report.junit_verdict import PropertyCase, StepCase, property_c
 from three_ledger.report.step_summary import StepRow, SummaryInput, VetRow, flake_owners, render
 from three_ledger.report.workflow_commands import Annotation, Level, annotations_of_kind
 from three_ledger.vet.report import finding
-from three_ledger.vocabulary import Posture, Status
+from three_ledger.vocabulary import Posture
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _LEVEL: dict[Posture, Level] = {
@@ -98,10 +98,6 @@ class GateOutcome:
 
     def property_ledger(self) -> PropertyLedger | None:
         return self.evidence.prop.record if self.evidence is not None else None
-
-    def statuses(self) -> dict[str, Status]:
-        prop = self.property_ledger()
-        return dict(prop.status_by_id) if prop is not None else {}
 
     def claims(self) -> dict[str, str]:
         """Claims of the properties pin, when it is the pin the property ledger was scored on."""
@@ -212,7 +208,7 @@ def summary_markdown(outcome: GateOutcome) -> str:
 def gate_property_cases(outcome: GateOutcome) -> list[PropertyCase]:
     """One case per pinned property; without a property ledger each is `missing`."""
     return property_cases(
-        outcome.statuses(), outcome.pinned_ids(), outcome.claims(), outcome.why_unscored()
+        outcome.property_ledger(), outcome.pinned_ids(), outcome.claims(), outcome.why_unscored()
     )
 
 

@@ -12,6 +12,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from three_ledger.ledgers import PropertyLedger
+from three_ledger.report.findings import tests_counted
 from three_ledger.vocabulary import Posture, Status
 
 SUITES = "three-ledger"
@@ -33,20 +35,29 @@ class PropertyCase:
     prop_id: str
     status: Status
     detail: str = ""
+    # Why a missing property is missing, as its ledger says; "" when it says nothing.
+    reason: str = ""
+    # How many tests it counted ("42 tests"); "" when no ledger says.
+    tests: str = ""
 
 
 def property_cases(
-    statuses: Mapping[str, Status],
+    ledger: PropertyLedger | None,
     pinned_ids: Sequence[str] | None,
     claims: Mapping[str, str],
     unscored: str,
 ) -> list[PropertyCase]:
     """One case per pinned property (per scored one when the pin is not known); a property
     the ledger does not score is `missing`, its detail its claim or else why it is unscored."""
+    statuses = ledger.status_by_id if ledger is not None else {}
     ids = list(statuses) if pinned_ids is None else list(pinned_ids)
     return [
         PropertyCase(
-            prop_id, statuses.get(prop_id, Status.MISSING), claims.get(prop_id) or unscored
+            prop_id,
+            statuses.get(prop_id, Status.MISSING),
+            claims.get(prop_id) or unscored,
+            ledger.missing_reasons.get(prop_id, "") if ledger is not None else "",
+            tests_counted(ledger, prop_id) if ledger is not None else "",
         )
         for prop_id in ids
     ]
@@ -110,10 +121,14 @@ def _case(classname: str, name: str, failure: str | None, body: str = "") -> ET.
 
 
 def _property_case(case: PropertyCase) -> ET.Element:
+    counted = f"{case.tests} counted" if case.tests else ""
     if case.status == Status.PASS:
-        return _case(PROPERTIES, case.prop_id, None, case.detail)
+        body = "\n".join(part for part in (case.detail, counted) if part)
+        return _case(PROPERTIES, case.prop_id, None, body)
     meaning = _STATUS_MEANING[case.status]
-    body = "\n".join(part for part in (meaning, case.detail) if part)
+    if case.reason:
+        meaning = f"{case.reason}; missing is not a pass"
+    body = "\n".join(part for part in (meaning, case.detail, counted) if part)
     return _case(PROPERTIES, case.prop_id, f"{case.status}: {meaning}", body)
 
 

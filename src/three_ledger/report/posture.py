@@ -10,7 +10,7 @@ from pathlib import Path
 
 from three_ledger.ledgers import DualPinLedger, FlakeLedger
 from three_ledger.merge_table import Evidence, Reading, Verdict
-from three_ledger.report.findings import findings, plain_lines
+from three_ledger.report.findings import findings, plain_lines, tests_counted
 from three_ledger.report.junit_verdict import PropertyCase, property_cases
 from three_ledger.report.step_summary import SummaryInput, flake_owners, render
 from three_ledger.report.workflow_commands import escape_data
@@ -57,7 +57,11 @@ def _property_state(evidence: Evidence) -> LedgerState:
     prop = reading.record
     if prop is None:
         return LedgerState("property", reading.path, reading.problem or "not read")
-    statuses = _pairs(prop.status_by_id) or "(no property)"
+    counted = {
+        prop_id: f"{status} ({tests})" if (tests := tests_counted(prop, prop_id)) else status
+        for prop_id, status in prop.status_by_id.items()
+    }
+    statuses = _pairs(counted) or "(no property)"
     if prop.oracle_moved:
         statuses += "; oracles moved"
     flakes = _pairs(prop.flake_results)
@@ -144,9 +148,7 @@ def summary_markdown(evidence: Evidence, verdict: Verdict) -> str:
 
 def merge_property_cases(evidence: Evidence) -> list[PropertyCase]:
     """One JUnit case per property the property ledger scores; none without one."""
-    prop = evidence.prop.record
-    statuses = prop.status_by_id if prop is not None else {}
-    return property_cases(statuses, None, {}, "")
+    return property_cases(evidence.prop.record, None, {}, "")
 
 
 def error_annotation(verdict: Verdict) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, PropertyLedger
 from three_ledger.merge_table import Evidence, FlakePinView, Reading, Verdict
+from three_ledger.report.findings import tests_counted
 from three_ledger.vocabulary import Posture, Status, VetVerdict
 
 SHORT_HEX = 12
@@ -268,13 +269,20 @@ def _unpinned_failures(summary: SummaryInput) -> list[str]:
 
 def _property_row(summary: SummaryInput, prop_id: str, status: Status) -> list[str]:
     shown = f"**{status}**" if status != Status.PASS else status
-    claim = text(summary.claims.get(prop_id, ""))
+    prop = _property_ledger(summary)
+    counted = tests_counted(prop, prop_id) if prop is not None else ""
+    if counted:
+        shown = f"{shown}, {counted}"
+    lines = [text(summary.claims.get(prop_id, ""))]
+    reason = prop.missing_reasons.get(prop_id) if prop is not None else None
+    if reason:
+        lines.append(f"missing: {text(shorten_digests(reason))}")
     tests = _failing_tests(summary, prop_id)
     if tests:
         listed = ", ".join(tests[:FIRST_TESTS])
         more = f" and {len(tests) - FIRST_TESTS} more" if len(tests) > FIRST_TESTS else ""
-        claim = f"{claim}<br>failing: {listed}{more}" if claim else f"failing: {listed}{more}"
-    return [STATUS_MARK[status], code(prop_id), shown, claim]
+        lines.append(f"failing: {listed}{more}")
+    return [STATUS_MARK[status], code(prop_id), shown, "<br>".join(line for line in lines if line)]
 
 
 def _flakes(summary: SummaryInput) -> list[str]:

@@ -216,5 +216,6 @@ def property_ledger(
             properties_pin.expected_skips,
             flake_selectors,
             observed.results,
+            properties_pin.requirements(),
         ),
     )
