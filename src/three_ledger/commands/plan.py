@@ -30,6 +30,7 @@ from three_ledger.matching import (
 )
 from three_ledger.outputs import Output, refuse_unwritable
 from three_ledger.pins import FixturePin
+from three_ledger.product_guess import Proposal, propose
 from three_ledger.results import TestResult, hashed_ids, ids_sha256, merge_worst
 from three_ledger.run import network_namespace
 from three_ledger.run.child import Child, exit_meaning, run_child
@@ -87,14 +88,31 @@ def plan(request: PlanRequest) -> int:
         tests = collect(request, pins.fixture_pin, enforcement)
         source = request.command
     match = match_pin(pins.properties_pin, pins.flake_selectors(), tests)
+    modules = sorted({test.id.split("::", 1)[0] for test in tests})
+    products = propose(request.root, [m for m in modules if m.endswith(".py")])
     if request.as_json:
-        sys.stdout.write(json.dumps(plan_document(match), indent=2) + "\n")
+        document = {**plan_document(match), "proposed_product_paths": _products(products)}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
-        sys.stdout.write(plan_text(match, source))
+        sys.stdout.write(plan_text(match, source) + _product_lines(products))
         # Only a JUnit title can hold a `::` that is not a boundary; pytest's ids are exact.
         for line in ambiguous_titles(tests) if request.report is not None else ():
             print(line)
     return ExitCode.PROPERTY_MISS if match.unmatched_properties() else ExitCode.OK
+
+
+def _products(products: Sequence[Proposal]) -> list[dict[str, str]]:
+    return [{"glob": product.glob, "because": product.because} for product in products]
+
+
+def _product_lines(products: Sequence[Proposal]) -> str:
+    """The proposal for the properties pin's `product_paths`, each glob with its reason."""
+    if not products:
+        return "product_paths: nothing to propose (no package, src layout or imported module)\n"
+    globs = json.dumps([product.glob for product in products])
+    lines = [f"product_paths proposed for the pin: {globs}"]
+    lines += [f"  {product.glob}: {product.because}" for product in products]
+    return "\n".join(lines) + "\n"
 
 
 def ambiguous_titles(tests: Sequence[TestResult]) -> list[str]:

@@ -1,0 +1,120 @@
+"""What `plan` proposes as a properties pin's `product_paths`, and what each guess rests on.
+
+Three sources, each named beside its glob: the packages the project's `pyproject.toml`
+builds (setuptools, hatch, poetry), a `src/` layout, and the top-level modules of ROOT that
+the collected test modules import. Nothing test-like is ever proposed: a file pytest would
+collect (`test_*.py`, `*_test.py`), a `conftest.py`, anything in a folder named `tests`,
+`test` or `testing`, or a collected test module. A person reviews the proposal before it
+becomes a pin; it is a draft, never written anywhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import tomllib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+# pytest's default `python_files`.
+TEST_FILE_PATTERNS = ("test_*.py", "*_test.py")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    glob: str
+    because: str
+
+
+def propose(root: Path, test_modules: Iterable[str]) -> list[Proposal]:
+    """Globs of the code under test in ROOT, each once, first reason kept, sorted by glob."""
+    collected = set(test_modules)
+    found: dict[str, str] = {}
+    for proposal in (*_from_pyproject(root), *_from_src_layout(root)):
+        found.setdefault(proposal.glob, proposal.because)
+    for proposal in _imported_by_tests(root, sorted(collected)):
+        found.setdefault(proposal.glob, proposal.because)
+    return [
+        Proposal(glob, because)
+        for glob, because in sorted(found.items())
+        if not _test_like(glob.removesuffix("/**"), collected)
+    ]
+
+
+def _test_like(path: str, collected: set[str]) -> bool:
+    parts = PurePosixPath(path).parts
+    name = parts[-1] if parts else path
+    return (
+        path in collected
+        or bool(TEST_FOLDERS & set(parts))
+        or name == "conftest.py"
+        or any(fnmatch.fnmatchcase(name, pattern) for pattern in TEST_FILE_PATTERNS)
+    )
+
+
+def _from_pyproject(root: Path) -> Iterator[Proposal]:
+    try:
+        document = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return
+    tool = document.get("tool", {})
+    because = "pyproject.toml builds it"
+    for package in _list(_get(tool, "hatch", "build", "targets", "wheel", "packages")):
+        yield from _folder(root, str(package), because)
+    for package in _list(_get(tool, "setuptools", "packages")):
+        yield from _folder(root, str(package).replace(".", "/"), because)
+    for where in _list(_get(tool, "setuptools", "packages", "find", "where")):
+        for init in sorted((root / str(where)).glob("*/__init__.py")):
+            yield from _folder(root, init.parent.relative_to(root).as_posix(), because)
+    for entry in _list(_get(tool, "poetry", "packages")):
+        if isinstance(entry, dict) and isinstance(entry.get("include"), str):
+            base = f"{entry['from']}/" if isinstance(entry.get("from"), str) else ""
+            yield from _folder(root, base + entry["include"], because)
+
+
+def _get(table: Any, *keys: str) -> Any:
+    for key in keys:
+        table = table.get(key) if isinstance(table, dict) else None
+    return table
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _folder(root: Path, path: str, because: str) -> Iterator[Proposal]:
+    if (root / path).is_dir():
+        yield Proposal(f"{path.rstrip('/')}/**", because)
+
+
+def _from_src_layout(root: Path) -> Iterator[Proposal]:
+    for init in sorted((root / "src").glob("*/__init__.py")):
+        yield Proposal(f"{init.parent.relative_to(root).as_posix()}/**", "src layout")
+
+
+def _imported_by_tests(root: Path, test_modules: list[str]) -> Iterator[Proposal]:
+    for module in test_modules:
+        for name in _top_level_imports(root / module):
+            for candidate in (f"{name}.py", f"src/{name}.py"):
+                if (root / candidate).is_file():
+                    yield Proposal(candidate, f"imported by {module}")
+            for folder in (name, f"src/{name}"):
+                if (root / folder / "__init__.py").is_file():
+                    yield Proposal(f"{folder}/**", f"imported by {module}")
+
+
+def _top_level_imports(path: Path) -> list[str]:
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module.split(".")[0])
+    return list(dict.fromkeys(names))

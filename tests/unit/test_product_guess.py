@@ -1,0 +1,57 @@
+"""What `plan` proposes as `product_paths`: packages, a src layout, modules the tests import,
+and never anything test-like."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from three_ledger.product_guess import Proposal, propose
+
+
+def touch(root: Path, *paths: str) -> None:
+    for path in paths:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("")
+
+
+def test_a_module_the_tests_import_is_proposed_with_the_test_that_imports_it(
+    tmp_path: Path,
+) -> None:
+    touch(tmp_path, "orders.py", "helpers_test.py", "tests/support.py", "conftest.py")
+    (tmp_path / "properties").mkdir()
+    test = "properties/test_orders.py"
+    (tmp_path / test).write_text(
+        "import json\nimport orders\nimport helpers_test\nfrom tests import support\n"
+        "import conftest\nfrom properties import test_orders\n"
+    )
+    assert propose(tmp_path, [test]) == [Proposal("orders.py", f"imported by {test}")]
+
+
+def test_packages_from_pyproject_and_a_src_layout(tmp_path: Path) -> None:
+    touch(tmp_path, "src/pkg/__init__.py", "lib/other/__init__.py", "app/__init__.py")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.hatch.build.targets.wheel]\npackages = ["lib/other"]\n'
+        '[tool.poetry]\npackages = [{include = "app"}]\n'
+    )
+    assert propose(tmp_path, []) == [
+        Proposal("app/**", "pyproject.toml builds it"),
+        Proposal("lib/other/**", "pyproject.toml builds it"),
+        Proposal("src/pkg/**", "src layout"),
+    ]
+
+
+def test_setuptools_find_and_a_package_folder_imported_by_the_tests(tmp_path: Path) -> None:
+    touch(tmp_path, "lib/core/__init__.py", "tests/test_core.py", "testing/__init__.py")
+    touch(tmp_path, "shop/__init__.py")
+    (tmp_path / "pyproject.toml").write_text('[tool.setuptools.packages.find]\nwhere = ["lib"]\n')
+    (tmp_path / "tests/test_core.py").write_text("import testing\nimport shop.cart\n")
+    assert propose(tmp_path, ["tests/test_core.py"]) == [
+        Proposal("lib/core/**", "pyproject.toml builds it"),
+        Proposal("shop/**", "imported by tests/test_core.py"),
+    ]
+
+
+def test_an_unreadable_pyproject_or_test_module_proposes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("not = [toml")
+    (tmp_path / "test_x.py").write_text("def broken(:\n")
+    assert propose(tmp_path, ["test_x.py", "missing_test.py"]) == []
