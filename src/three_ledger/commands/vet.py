@@ -218,14 +218,6 @@ class Bench:
         sentinels = Sentinels.fresh()
         results_path = self.private / f"results-{self.runs}.jsonl"
         run_log = self.private / "run.log"
-        # Bytecode goes to a private folder, never beside a source file (a linked virtual
-        # environment or an editable install may lie in the user's tree). Writing is on
-        # even where the caller turned it off: the folder is private, and without it every
-        # run would compile every module again.
-        bytecode = {
-            "PYTHONPYCACHEPREFIX": str(self.private / "bytecode"),
-            "PYTHONDONTWRITEBYTECODE": "",
-        }
         child = Child(
             command=self.command,
             root=self.tree,
@@ -236,7 +228,7 @@ class Bench:
             plugin=self.plugin,
             results_path=results_path,
             plugins=self.checked.properties_pin.plugins,
-            extra_env={**bytecode, **sentinels.environment(), **extra_env},
+            extra_env={**sentinels.environment(), **extra_env},
             console=self._quiet,
         )
         run = run_child(child)

@@ -1,9 +1,9 @@
 """Starting the test child, one way for every command, and reading what its plugin wrote.
 
 The child's environment is the job's, plus what SPEC 6 gives the property tests, plus the
-staged plugin (`staging.py`), plus what the command asks for; under the network ban's
-namespace the command runs inside it. `properties` and `vet` score the run; `plan` asks only
-for the collection.
+staged plugin (`staging.py`) and a private bytecode folder, plus what the command asks for;
+under the network ban's namespace the command runs inside it. `properties` and `vet` score
+the run; `plan` asks only for the collection.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ from three_ledger.vocabulary import Enforcement
 if TYPE_CHECKING:
     from three_ledger.runner import RunResult
 
+# Where Python (and pytest's assertion rewriting) reads and writes bytecode, and whether it
+# writes any at all.
+PYCACHE_PREFIX_ENV = "PYTHONPYCACHEPREFIX"
+DONT_WRITE_BYTECODE_ENV = "PYTHONDONTWRITEBYTECODE"
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
 _PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
 
@@ -87,10 +91,24 @@ def child_environment(child: Child, inherited: Mapping[str, str] = os.environ) -
         del env[RESULTS_ENV]
         env[COLLECT_ENV] = str(child.collect_into)
     env = plugin_environment(env, child.plugin)
+    env = private_bytecode(env, child.plugin)
     env.update(child.extra_env)
     env.update(pinned_plugins_environment(env, child.plugins))
     if child.collect_into is not None:
         env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} --collect-only"
+    return env
+
+
+def private_bytecode(inherited: Mapping[str, str], plugin: StagedPlugin) -> dict[str, str]:
+    """INHERITED with bytecode read and written in the run's private folder only, never in ROOT.
+
+    With a pycache prefix, neither Python nor pytest's assertion rewriting looks in a
+    `__pycache__` folder: bytecode a change slips into the tree (a rewritten test, a product
+    module compiled from other source) is never loaded for its source. Writing is on even where
+    the caller turned it off: the folder is the run's own, and the run leaves nothing in ROOT.
+    """
+    env = {key: value for key, value in inherited.items() if key != DONT_WRITE_BYTECODE_ENV}
+    env[PYCACHE_PREFIX_ENV] = str(plugin.bytecode)
     return env
 
 

@@ -6,6 +6,11 @@ patch's own could otherwise shadow it. So each run copies the plugin's modules i
 folder as a package whose name is random, puts that folder on the child's PYTHONPATH, names
 it in PYTEST_PLUGINS, and blocks an installed copy of the entry point. The child's
 environment then needs pytest, not three-ledger.
+
+The child keeps its bytecode in a private folder of the run (`PYTHONPYCACHEPREFIX`, set by
+`child.py`), where Python looks for it instead of `__pycache__`. The plugin's installed
+bytecode is staged there, at the path the child's Python will look for, so that the child need
+not compile it.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +39,8 @@ class StagedPlugin:
 
     folder: Path
     module: str
+    # The run's own bytecode folder (the child's PYTHONPYCACHEPREFIX), outside ROOT.
+    bytecode: Path
 
 
 def stage_plugin(private: Path, source: Path = PLUGIN_FOLDER) -> StagedPlugin:
@@ -42,29 +50,43 @@ def stage_plugin(private: Path, source: Path = PLUGIN_FOLDER) -> StagedPlugin:
     """
     package = f"_three_ledger_{os.urandom(8).hex()}"
     folder = private / "plugin"
+    bytecode = private / "bytecode"
     target = folder / package
     target.mkdir(parents=True)
+    bytecode.mkdir()
     (target / "__init__.py").write_text('"""three-ledger\'s plugin, staged for one run."""\n')
     for module in sorted(source.glob("*.py")):
         if module.name in _NOT_STAGED:
             continue
         # copy2 keeps the modification time, which the bytecode's header is checked against.
         shutil.copy2(module, target / module.name)
-        _copy_bytecode(module, target / module.name)
-    return StagedPlugin(folder, f"{package}.hooks")
+        _stage_bytecode(module, target / module.name, bytecode)
+    return StagedPlugin(folder, f"{package}.hooks", bytecode)
 
 
-def _copy_bytecode(source: Path, target: Path) -> None:
-    """The bytecode installed with SOURCE, if any, beside TARGET: the child need not compile.
+def _stage_bytecode(source: Path, target: Path, prefix: Path) -> None:
+    """The bytecode installed with SOURCE, if any, where the child looks for TARGET's.
 
     Python checks it against the copy's size and time as for any module, and names the copy
     in its code; a child of another Python version looks for a file of its own and compiles.
     """
     cached = Path(importlib.util.cache_from_source(os.fspath(source)))
     if cached.is_file():
-        copied = Path(importlib.util.cache_from_source(os.fspath(target)))
-        copied.parent.mkdir(exist_ok=True)
-        shutil.copyfile(cached, copied)
+        staged = bytecode_under(prefix, target)
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(cached, staged)
+
+
+def bytecode_under(prefix: Path, source: Path) -> Path:
+    """Where a Python of this version whose pycache prefix is PREFIX keeps SOURCE's bytecode.
+
+    What `importlib.util.cache_from_source` answers inside that Python: the source's absolute
+    folder, drive and leading separator removed, mirrored under PREFIX.
+    """
+    folder, name = os.path.split(os.path.abspath(source))
+    mirrored = os.path.splitdrive(folder)[1].lstrip(os.sep + (os.altsep or ""))
+    stem = name.rpartition(".")[0]
+    return prefix / mirrored / f"{stem}.{sys.implementation.cache_tag}.pyc"
 
 
 def plugin_environment(inherited: Mapping[str, str], staged: StagedPlugin) -> dict[str, str]:
