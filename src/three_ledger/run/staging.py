@@ -60,11 +60,11 @@ def stage_plugin(private: Path, source: Path = PLUGIN_FOLDER) -> StagedPlugin:
             continue
         # copy2 keeps the modification time, which the bytecode's header is checked against.
         shutil.copy2(module, target / module.name)
-        _stage_bytecode(module, target / module.name, bytecode)
+        _copy_bytecode(module, target / module.name, bytecode)
     return StagedPlugin(folder, f"{package}.hooks", bytecode)
 
 
-def _stage_bytecode(source: Path, target: Path, prefix: Path) -> None:
+def _copy_bytecode(source: Path, target: Path, prefix: Path) -> None:
     """The bytecode installed with SOURCE, if any, where the child looks for TARGET's.
 
     Python checks it against the copy's size and time as for any module, and names the copy
