@@ -52,6 +52,9 @@ def build_repository(root: Path, count: int) -> str:
     (root / "properties").mkdir()
     (root / "properties/test_many.py").write_text(TESTS.format(count=count))
     (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    # Plain pytest writes bytecode beside the tests, which git must ignore, as in any project:
+    # the gate refuses bytecode new against the base.
+    (root / ".gitignore").write_text("__pycache__/\n")
     pins = root / "pins"
     pins.mkdir()
     fixture_pin = {"pin_id": "fixpin-bench", "algorithm": "sha256", "files": ["fixtures/a.json"]}
