@@ -1,7 +1,8 @@
 """Bytecode: only what this run compiled. Each way a change could have Python or pytest load
 bytecode in place of its source, tried on the example with a broken product through the CI
-workflow of docs/ci.md, is refused before anything runs; an honest change whose tests sit in
-the fixtures folder, run with bytecode writing on, is `review` and leaves no `__pycache__`.
+workflow of docs/ci.md, is refused before anything runs (or, left in the tree and ignored by
+git, never read); an honest change whose tests sit in the fixtures folder, run with bytecode
+writing on, is `review` and leaves no `__pycache__`.
 """
 
 from __future__ import annotations
