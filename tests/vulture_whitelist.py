@@ -68,6 +68,7 @@ child_runs_without_hypothesis
 bare_pytest_children
 flaky_fails
 needs_network_namespace
+writing_bytecode
 # A fixture a test requests by parameter for its effect on PATH alone.
 hanging_git
 

@@ -46,8 +46,10 @@ _IGNORED_GIT_VARIABLES = (
     "GIT_LITERAL_PATHSPECS",
 )
 
-# Bytecode and test caches appear whenever tests run; they are never an oracle edit.
-_CACHE_FOLDERS = frozenset({"__pycache__", ".pytest_cache"})
+# pytest's cache appears whenever tests run; it is never an oracle edit. Bytecode is no cache
+# here: the gate's runs keep theirs outside the tree, and bytecode that is tracked, or new and
+# not ignored, is part of the change (refused before a run: bytecode.py).
+_CACHE_FOLDERS = frozenset({".pytest_cache"})
 
 # Where git looks for a short name, in its own order (gitrevisions(7)); a name spelled like
 # HEAD or FETCH_HEAD is first looked for as itself.
@@ -318,7 +320,7 @@ def _refuse_option_like(rev: str) -> None:
 
 
 def _is_cache(path: str) -> bool:
-    return path.endswith(".pyc") or not _CACHE_FOLDERS.isdisjoint(path.split("/"))
+    return not _CACHE_FOLDERS.isdisjoint(path.split("/"))
 
 
 def changed_paths(root: Path, base: str, pathspecs: Sequence[str]) -> list[str]:

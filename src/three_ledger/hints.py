@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from three_ledger import git
+from three_ledger.bytecode import in_bytecode_cache
 from three_ledger.errors import Refused
 
 # How many paths a hint names before it only counts.
@@ -80,7 +81,9 @@ def _annotated(problem: str, ignored: set[str], untracked: set[str]) -> str:
 
 
 def _clean_notes(folder: str, ignored: Sequence[str], untracked: Sequence[str]) -> list[str]:
-    notes = []
+    notes = _bytecode_notes(folder, ignored, untracked)
+    ignored = [path for path in ignored if not in_bytecode_cache(path)]
+    untracked = [path for path in untracked if not in_bytecode_cache(path)]
     if ignored:
         them = "it" if len(ignored) == 1 else "them"
         notes.append(
@@ -93,6 +96,30 @@ def _clean_notes(folder: str, ignored: Sequence[str], untracked: Sequence[str]) 
         notes.append(
             f"untracked: {_named(untracked)}; commit and pin {them}, or remove {them} with "
             f"`git clean -- {folder}` (add -n first to see what goes)"
+        )
+    return notes
+
+
+def _bytecode_notes(folder: str, ignored: Sequence[str], untracked: Sequence[str]) -> list[str]:
+    """Where unpinned bytecode came from: not from three-ledger's test runs, which keep theirs
+    in a private folder, but from a Python run outside them (a local pytest, an earlier step)."""
+    origin = (
+        "three-ledger's test runs keep their bytecode outside the tree, so a Python run outside "
+        "them wrote it (a local pytest, an earlier step of the job) when it imported from "
+        "this folder"
+    )
+    notes = []
+    ignored = [path for path in ignored if in_bytecode_cache(path)]
+    untracked = [path for path in untracked if in_bytecode_cache(path)]
+    if ignored:
+        notes.append(
+            f"bytecode ignored by git: {_named(ignored)}; {origin}; no pin may list it: remove "
+            f"it with `git clean -X -- {folder}` (add -n first to see what goes)"
+        )
+    if untracked:
+        notes.append(
+            f"untracked bytecode: {_named(untracked)}; {origin}; remove it with `git clean -- "
+            f"{folder}` (add -n first to see what goes), and let git ignore `__pycache__/`"
         )
     return notes
 

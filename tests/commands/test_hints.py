@@ -124,13 +124,39 @@ def test_unpinned_files_say_what_git_makes_of_them(run_cli: RunCli, tmp_path: Pa
     assert "  fixtures/.DS_Store: unpinned file (ignored by git)\n" in err
     assert "  fixtures/__pycache__/x.pyc: unpinned file (ignored by git)\n" in err
     assert "  fixtures/b.json: unpinned file (untracked)\n" in err
-    assert "ignored by git: fixtures/.DS_Store, fixtures/__pycache__/x.pyc; a clean checkout" in err
+    assert "ignored by git: fixtures/.DS_Store; a clean checkout, as in CI, will not have" in err
+    assert (
+        "bytecode ignored by git: fixtures/__pycache__/x.pyc; three-ledger's test runs keep "
+        "their bytecode outside the tree, so a Python run outside them wrote it (a local "
+        "pytest, an earlier step of the job) when it imported from this folder; no pin may "
+        "list it: remove it with `git clean -X -- "
+    ) in err
     assert (
         f"remove them with `git clean -X -- {tmp_path / 'fixtures'}`"
         in err.replace("fixtures`", "fixtures`")
         or "`git clean -X -- " in err
     )
     assert "untracked: fixtures/b.json; commit and pin it, or remove it with `git clean -- " in err
+
+
+def test_untracked_bytecode_is_never_to_be_committed_and_pinned(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    make_tree(tmp_path, TREE)
+    pin = fixture_pin(tmp_path, list(TREE))
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "pinned")
+    make_tree(tmp_path, {"fixtures/__pycache__/x.cpython-311.pyc": b"", "fixtures/old.pyc": b""})
+    code, err = digest(run_cli, pin, tmp_path)
+    assert code == 2
+    assert "  fixtures/old.pyc: unpinned file (untracked)\n" in err
+    assert (
+        "untracked bytecode: fixtures/__pycache__/x.cpython-311.pyc, fixtures/old.pyc; "
+        "three-ledger's test runs keep their bytecode outside the tree"
+    ) in err
+    assert "and let git ignore `__pycache__/`" in err
+    assert "commit and pin" not in err
 
 
 def test_outside_git_unpinned_files_get_no_git_words(run_cli: RunCli, tmp_path: Path) -> None:

@@ -7,9 +7,78 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, git
+from helpers import RunCli, git, make_tree
 from helpers.scoring import PYTEST, ledger, score
-from three_ledger.run.measured_oracles import _pytest_section, unmatched_oracle_paths
+from three_ledger.ledgers import Harness, PluginSource
+from three_ledger.results import TestResult
+from three_ledger.run.measured_oracles import (
+    _pytest_section,
+    before_run,
+    harness_files,
+    is_site_startup_file,
+    measured_changes,
+    unmatched_oracle_paths,
+)
+from three_ledger.vocabulary import Outcome
+
+
+def harness(main: str = "pytest 9.2.0", *plugins: PluginSource) -> Harness:
+    return Harness(
+        pytest="9.2.0", rootdir=".", config_file=None, main=main, conftests=(),
+        plugins=plugins, pythonpath=(), addopts=(), shadowing={}, test_side_modules=(),
+    )  # fmt: skip
+
+
+def test_harness_files_count_whatever_their_suffix(tmp_path: Path) -> None:
+    plugins = (
+        PluginSource("helper", "tools/helper.pyc"),
+        PluginSource("xdist", "pytest-xdist 3.8.0"),
+        PluginSource("elsewhere", "<outside ROOT>"),
+    )
+    assert harness_files(tmp_path, harness("pytest.pyc", *plugins)) == {
+        "pytest.pyc": "the run's __main__",
+        "tools/helper.pyc": "pytest plugin helper",
+        # A distribution names no file: comparing it with the base finds nothing.
+        "pytest-xdist 3.8.0": "pytest plugin xdist",
+    }
+
+
+def test_a_virtual_environment_inside_root_is_the_installation(tmp_path: Path) -> None:
+    make_tree(tmp_path, {".venv/pyvenv.cfg": b"", ".venv/bin/pytest": b""})
+    assert harness_files(tmp_path, harness(".venv/bin/pytest")) == {}
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (".venv/lib/python3.11/site-packages/orders_tools.pth", True),
+        ("usr/lib/python3/dist-packages/x.pth", True),
+        ("docs/notes.pth", False),
+        (".venv/lib/python3.11/site-packages/pkg/inner.pth", False),
+        (".venv/lib/python3.11/site-packages/orders_tools.py", False),
+    ],
+)
+def test_a_pth_file_directly_in_a_site_folder_runs_at_start_up(path: str, expected: bool) -> None:
+    assert is_site_startup_file(path) is expected
+
+
+def test_a_pth_file_in_a_site_folder_that_differs_from_the_base_moves_the_oracles(
+    orders_repo: Path,
+) -> None:
+    base = git(orders_repo, "rev-parse", "HEAD")
+    make_tree(
+        orders_repo,
+        {
+            "vendor/lib/python3.11/site-packages/orders_tools.pth": b"import orders_tools\n",
+            "docs/notes.pth": b"import nothing\n",
+        },
+    )
+    changes = measured_changes(orders_repo, before_run(orders_repo, base), harness(), [])
+    assert changes == {
+        "vendor/lib/python3.11/site-packages/orders_tools.pth": (
+            "a .pth file in a site folder: Python runs it at start-up"
+        ),
+    }
 
 
 def test_only_pytests_section_of_a_shared_config_file_counts() -> None:
@@ -72,3 +141,15 @@ def test_the_example_records_its_harness(run_cli: RunCli, orders_repo: Path) -> 
     assert harness["test_side_modules"] == ["properties/test_orders.py"]
     assert not any(name.startswith("_three_ledger_") for name in json.dumps(harness).split('"'))
     assert "/" not in harness["main"]  # a distribution, never an absolute path
+
+
+def test_a_test_module_that_scored_counts_whatever_its_suffix(orders_repo: Path) -> None:
+    """A collector plugin reads its cases from YAML: the file that scored is an oracle."""
+    make_tree(orders_repo, {"cases/orders.yaml": b"- total: 1\n"})
+    git(orders_repo, "add", "-A")
+    git(orders_repo, "commit", "-qm", "cases")
+    base = git(orders_repo, "rev-parse", "HEAD")
+    make_tree(orders_repo, {"cases/orders.yaml": b"[]\n"})
+    scored = [TestResult("cases/orders.yaml::total", ("orders.total",), Outcome.PASS)]
+    changes = measured_changes(orders_repo, before_run(orders_repo, base), harness(), scored)
+    assert changes == {"cases/orders.yaml": "test module cases/orders.yaml (it scored a pinned id)"}

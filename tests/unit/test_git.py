@@ -174,13 +174,26 @@ def test_ignored_file_does_not_count(repo: Repo, base: str) -> None:
     assert changed(repo, base) == []
 
 
-def test_caches_do_not_count(repo: Repo, base: str) -> None:
-    repo.write("tests/__pycache__/test_orders.cpython-311.pyc", b"\x00bytecode")
-    repo.write("tests/__pycache__/README", "cache\n")
-    repo.write("properties/stale.pyc", b"\x00bytecode")
+def test_pytests_cache_does_not_count(repo: Repo, base: str) -> None:
     repo.write("tests/.pytest_cache/v/cache/lastfailed", "{}\n")
     repo.write("tests/test_real.py", "x = 1\n")
     assert changed(repo, base) == ["tests/test_real.py"]
+
+
+def test_bytecode_counts_tracked_or_new_and_not_ignored_but_not_ignored(
+    repo: Repo, base: str
+) -> None:
+    repo.write("tests/__pycache__/test_orders.cpython-311.pyc", b"\x00bytecode")
+    repo.write("properties/stale.pyc", b"\x00bytecode")
+    repo.commit("bytecode, tracked")
+    repo.write("tests/__pycache__/test_new.cpython-311.pyc", b"\x00bytecode")
+    repo.write(".gitignore", "*.log\nignored/\n", at_top=True)
+    repo.write("properties/ignored/x.pyc", b"\x00bytecode")
+    assert changed(repo, base) == [
+        "properties/stale.pyc",
+        "tests/__pycache__/test_new.cpython-311.pyc",
+        "tests/__pycache__/test_orders.cpython-311.pyc",
+    ]
 
 
 def test_paths_outside_pathspecs_and_root_do_not_count(repo: Repo, base: str) -> None:

@@ -66,6 +66,7 @@ class PlanRequest:
             properties_path=self.properties_path,
             flake_pin_path=self.flake_pin_path,
             own_code=False,
+            runs_suite=self.report is None,
         )
 
 

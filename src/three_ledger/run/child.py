@@ -99,6 +99,11 @@ def child_environment(child: Child, inherited: Mapping[str, str] = os.environ) -
         del env[RESULTS_ENV]
         env[COLLECT_ENV] = str(child.collect_into)
     env = plugin_environment(env, child.plugin)
+    # The run writes no bytecode: none lands in the tree (a fixtures folder that holds the
+    # tests stays closed), and a second run reads none the first one wrote. Bytecode already
+    # in the tree that the change brings is refused before the run (bytecode.py). `vet`
+    # keeps its own in a private folder of its scratch copy.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop(MEASURE_ENV, None)
     env.pop(MEASURE_ROOT_ENV, None)
     if child.measurement is not None:

@@ -4,7 +4,9 @@ paths the properties pin names.
 The oracle set is the pin's `oracle_paths`, plus what the run itself showed: every harness file
 under ROOT (config file, conftests, plugins, `__main__`, shadowing modules, test-side modules),
 every test module that produced a result for a pinned property or flake entry, and, where such
-a module lives in a folder of tests (`tests/`, `test/`, `testing/`), that whole folder.
+a module lives in a folder of tests (`tests/`, `test/`, `testing/`), that whole folder; each
+whatever its suffix. A `.pth` file in a site folder under ROOT that differs from the base joins
+them: Python runs its import lines when any interpreter using that folder starts.
 
 Some of these are known only once the run is over, so the comparison is in two steps: what
 differs from the base is snapshotted before the command starts (`before_run`); afterwards the
@@ -28,7 +30,10 @@ from three_ledger.pins import PropertiesPin
 from three_ledger.results import TestResult
 
 TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+# Never read by the run: its bytecode lives in a private folder, pytest's cache is off-limits.
 _CACHE_FOLDERS = frozenset({"__pycache__", ".pytest_cache"})
+# The folders `site` makes site folders of, where it runs every `.pth` file at start-up.
+SITE_FOLDERS = frozenset({"site-packages", "dist-packages"})
 # Where a shared config file keeps pytest's settings: only that part is an oracle.
 _PYTEST_SECTIONS = {"setup.cfg": "tool:pytest", "tox.ini": "pytest"}
 # Config files shared with other tools: a change outside pytest's section moves no oracle.
@@ -60,11 +65,13 @@ def measured_changes(
 
     InfraFailure when one changed while the command ran.
     """
-    candidates = harness.files_under_root()
+    candidates = harness_files(root, harness)
     candidates.update(_result_modules(harness.rootdir, scored_results))
     for path in before.differing:
         if PurePosixPath(path).name == ".gitattributes":
             candidates[path] = ".gitattributes"
+        elif is_site_startup_file(path):
+            candidates[path] = "a .pth file in a site folder: Python runs it at start-up"
     files = _expand_folders(root, before.base, candidates)
     changes = _compare(root, before, files)
     config_file = harness.config_file
@@ -98,7 +105,7 @@ def closed_changes(
     whatever `product_paths` says; `product_paths` covering one is refused (exit 2).
     InfraFailure when a measured file changed while the command ran.
     """
-    explained = harness.files_under_root()
+    explained = harness_files(root, harness)
     # What configured the run. The harness's name-based guesses (test-side and shadowing
     # modules) are not forced in: the measurement sees them if the run used them.
     configured = {
@@ -145,14 +152,43 @@ def _refuse_product_oracles(
             )
 
 
+def harness_files(root: Path, harness: Harness) -> dict[str, str]:
+    """Each harness file under ROOT, whatever its suffix, with why it counts.
+
+    The harness names the run's `__main__` and its plugins by a path relative to ROOT when they
+    came from there (a sourceless `pytest.pyc` as well as a `pytest.py`), else by a label in
+    angle brackets or a distribution, which names no file: comparing it finds nothing. A file
+    of a virtual environment inside ROOT (its `bin/pytest`, say) is the installation, trusted
+    like any other, not the change.
+    """
+    files = harness.files_under_root()
+    named = {harness.main: "the run's __main__"}
+    named.update((plugin.source, f"pytest plugin {plugin.name}") for plugin in harness.plugins)
+    for path, why in named.items():
+        if not path.startswith("<") and not _in_virtual_environment(root, path):
+            files.setdefault(path, why)
+    return files
+
+
+def _in_virtual_environment(root: Path, path: str) -> bool:
+    """Whether PATH (relative to ROOT) lies in a folder holding a `pyvenv.cfg`."""
+    parents = PurePosixPath(path).parents
+    return any((root / parent / "pyvenv.cfg").is_file() for parent in parents if str(parent) != ".")
+
+
+def is_site_startup_file(path: str) -> bool:
+    """Whether PATH (relative, POSIX) is a `.pth` file directly in a site folder."""
+    posix = PurePosixPath(path)
+    return posix.suffix == ".pth" and posix.parent.name in SITE_FOLDERS
+
+
 def _result_modules(rootdir: str, results: Iterable[TestResult]) -> dict[str, str]:
-    """The test module of each result, and the folder of tests it lives in, if any."""
+    """The test module of each result (whatever its suffix), and the folder of tests it lives
+    in, if any."""
     found: dict[str, str] = {}
     # Thousands of results share a few modules: each module is looked at once.
     for module in dict.fromkeys(result.id.split("::", 1)[0] for result in results):
         path = PurePosixPath(rootdir, module) if rootdir not in (".", "") else PurePosixPath(module)
-        if path.suffix != ".py":
-            continue
         found[str(path)] = f"test module {path} (it scored a pinned id)"
         for depth, part in enumerate(path.parts[:-1]):
             if part in TEST_FOLDERS:
@@ -178,12 +214,10 @@ def _expand_folders(root: Path, base: str, candidates: dict[str, str]) -> dict[s
 
 
 def _files_under(root: Path, folder: str) -> list[str]:
-    found = []
+    found: list[str] = []
     for current, dirs, names in os.walk(root / folder):
         dirs[:] = [d for d in dirs if d not in _CACHE_FOLDERS]
-        for name in names:
-            if not name.endswith(".pyc"):
-                found.append((Path(current) / name).relative_to(root).as_posix())
+        found.extend((Path(current) / name).relative_to(root).as_posix() for name in names)
     return found
 
 

@@ -1,0 +1,213 @@
+"""Bytecode a run must not load: new or changed against the base, or a `.pyc` outside
+`__pycache__` where the test child imports from; and what a pin change may not hold."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import git, make_tree
+from three_ledger import bytecode
+from three_ledger.base_resolution import BaseResolution
+from three_ledger.errors import Refused
+from three_ledger.gate_plan import Change
+from three_ledger.run.measured_oracles import before_run
+from three_ledger.vocabulary import BaseHow
+
+BASE = "0123456789abcdef" * 2 + "01234567"
+
+
+# --- what counts as bytecode ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("orders.pyc", True),
+        ("properties/__pycache__/test_orders.cpython-311-pytest-9.2.0.pyc", True),
+        ("legacy/module.pyo", True),
+        ("orders.py", False),
+        ("__pycache__/README", False),
+        ("notes.pyc.txt", False),
+    ],
+)
+def test_bytecode_is_a_pyc_or_pyo_file(path: str, expected: bool) -> None:
+    assert bytecode.is_bytecode(path) is expected
+
+
+# --- new or changed against the base ----------------------------------------------------------
+
+
+def test_new_or_changed_bytecode_is_refused_each_file_named() -> None:
+    differing = {
+        "orders.py": "blob-1",
+        "__pycache__/orders.cpython-311.pyc": "blob-2",
+        "properties/__pycache__/test_orders.cpython-311-pytest-9.2.0.pyc": "blob-3",
+    }
+    with pytest.raises(Refused) as refused:
+        bytecode.refuse_new_bytecode(BASE, differing)
+    message = refused.value.message
+    assert message.startswith(
+        f"bytecode new or changed against the base {BASE[:12]}: "
+        "__pycache__/orders.cpython-311.pyc (and 1 more): Python or pytest could load it"
+    )
+    assert refused.value.details == [
+        "__pycache__/orders.cpython-311.pyc",
+        "properties/__pycache__/test_orders.cpython-311-pytest-9.2.0.pyc",
+    ]
+
+
+def test_one_new_bytecode_file_is_named_in_the_headline_alone() -> None:
+    with pytest.raises(Refused, match=r"base 0123456789ab: legacy\.pyo: Python") as refused:
+        bytecode.refuse_new_bytecode(BASE, {"legacy.pyo": "blob"})
+    assert refused.value.details == []
+
+
+def test_deleted_bytecode_and_other_changes_are_no_refusal() -> None:
+    bytecode.refuse_new_bytecode(BASE, {"__pycache__/orders.cpython-311.pyc": None, "a.py": "b"})
+
+
+def test_what_git_lists_against_the_base_is_what_is_refused(tmp_path: Path) -> None:
+    """Tracked or new and not ignored is refused; ignored is left to the other rule."""
+    make_tree(tmp_path, {"orders.py": b"X = 1\n", ".gitignore": b"ignored/\n"})
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    base = git(tmp_path, "rev-parse", "HEAD")
+    make_tree(
+        tmp_path,
+        {
+            "__pycache__/orders.cpython-311.pyc": b"\x00",
+            "ignored/__pycache__/x.cpython-311.pyc": b"\x00",
+        },
+    )
+    with pytest.raises(Refused) as refused:
+        bytecode.refuse_new_bytecode(base, before_run(tmp_path, base).differing)
+    assert "__pycache__/orders.cpython-311.pyc: Python" in refused.value.message
+    assert "ignored/" not in refused.value.message
+
+
+# --- sourceless bytecode where the child imports from -----------------------------------------
+
+
+def test_a_pyc_outside_pycache_at_root_is_refused(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"pytest.pyc": b"\x00", "orders.py": b""})
+    with pytest.raises(Refused) as refused:
+        bytecode.refuse_sourceless_bytecode(tmp_path, {})
+    assert refused.value.message.startswith(
+        "bytecode outside __pycache__ where the test child imports from: pytest.pyc (outside "
+        "__pycache__ under ROOT): Python imports such a file without its source"
+    )
+
+
+def test_every_pyc_outside_pycache_is_listed_with_where_it_was_found(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": b"",
+            "pkg/core.pyc": b"\x00",
+            "tests/helpers.pyc": b"\x00",
+            "pkg/__pycache__/core.cpython-311.pyc": b"\x00",
+        },
+    )
+    assert bytecode.sourceless_bytecode(tmp_path, {}) == {
+        "pkg/core.pyc": "ROOT",
+        "tests/helpers.pyc": "ROOT",
+    }
+    with pytest.raises(Refused) as refused:
+        bytecode.refuse_sourceless_bytecode(tmp_path, {})
+    assert refused.value.details == [
+        "pkg/core.pyc (outside __pycache__ under ROOT)",
+        "tests/helpers.pyc (outside __pycache__ under ROOT)",
+    ]
+
+
+def test_bytecode_in_pycache_a_pyo_or_a_virtual_environment_is_no_refusal(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "__pycache__/orders.cpython-311.pyc": b"\x00",
+            "legacy.pyo": b"\x00",
+            ".venv/pyvenv.cfg": b"home = /usr/bin\n",
+            ".venv/lib/python3.11/site-packages/vendored.pyc": b"\x00",
+            ".git/objects/x.pyc": b"\x00",
+        },
+    )
+    bytecode.refuse_sourceless_bytecode(tmp_path, {})
+
+
+def test_a_link_to_a_folder_is_not_followed(tmp_path: Path) -> None:
+    make_tree(tmp_path / "elsewhere", {"module.pyc": b"\x00"})
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "linked").symlink_to(tmp_path / "elsewhere")
+    assert bytecode.sourceless_bytecode(tmp_path / "root", {}) == {}
+
+
+def test_import_folders_are_root_pytests_pythonpath_and_pythonpath_under_root(
+    tmp_path: Path,
+) -> None:
+    make_tree(
+        tmp_path,
+        {"pytest.ini": b"[pytest]\npythonpath = src .venv/lib\n", "src/a.py": b"", "lib/b.py": b""},
+    )
+    (tmp_path / ".venv/lib").mkdir(parents=True)
+    env = {"PYTHONPATH": os.pathsep.join(["lib", str(tmp_path.parent), "", "missing"])}
+    folders = bytecode.import_folders(tmp_path, env)
+    assert folders == {
+        tmp_path: "ROOT",
+        tmp_path / "src": "pytest's pythonpath src",
+        tmp_path / ".venv/lib": "pytest's pythonpath .venv/lib",
+        tmp_path / "lib": "PYTHONPATH entry lib",
+    }
+
+
+def test_a_pythonpath_entry_inside_a_virtual_environment_is_walked(tmp_path: Path) -> None:
+    site = ".venv/lib/python3.11/site-packages"
+    make_tree(tmp_path, {".venv/pyvenv.cfg": b"", f"{site}/planted.pyc": b"\x00"})
+    found = bytecode.sourceless_bytecode(tmp_path, {"PYTHONPATH": str(tmp_path / site)})
+    assert found == {f"{site}/planted.pyc": f"PYTHONPATH entry {tmp_path / site}"}
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"pytest.ini": "[pytest]\npythonpath = src\n"}, ["src"]),
+        ({"pytest.ini": "# no section\n", "pyproject.toml": "[tool.pytest]\n"}, []),
+        ({".pytest.ini": "[pytest]\npythonpath = a b\n"}, ["a", "b"]),
+        ({"pytest.toml": '[pytest]\npythonpath = ["src"]\n', "pytest.ini": "[pytest]\n"}, ["src"]),
+        ({"pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["src", "lib"]\n'},
+         ["src", "lib"]),
+        ({"pyproject.toml": '[tool.pytest]\npythonpath = "src"\n'}, ["src"]),
+        ({"pyproject.toml": "[project]\nname = 'x'\n", "tox.ini": "[pytest]\npythonpath = t\n"},
+         ["t"]),
+        ({"setup.cfg": "[tool:pytest]\npythonpath = s\n"}, ["s"]),
+        ({"setup.cfg": "[metadata]\nname = x\n"}, []),
+        ({"pyproject.toml": "[tool.pytest.ini_options]\npythonpath = 3\n"}, []),
+        ({"pytest.ini": "[pytest\n"}, []),
+        ({}, []),
+    ],
+)  # fmt: skip
+def test_pytests_pythonpath_comes_from_the_config_file_pytest_reads(
+    tmp_path: Path, files: dict[str, str], expected: list[str]
+) -> None:
+    make_tree(tmp_path, {name: text.encode() for name, text in files.items()})
+    assert bytecode.pytest_pythonpath(tmp_path) == expected
+
+
+# --- a pin change holds no bytecode -----------------------------------------------------------
+
+
+def change(*paths: str) -> Change:
+    resolution = BaseResolution(BASE, BASE, BaseHow.ANCESTOR)
+    return Change(BASE, "--base", resolution, paths, pins_dir_in_top="pins", root_in_top="")
+
+
+def test_a_change_to_pins_alone_is_a_pin_change() -> None:
+    assert change("pins/flakes.json").pin_change_only
+
+
+def test_a_pin_change_holding_bytecode_is_not_a_pin_change_only() -> None:
+    assert not change("pins/flakes.json", "__pycache__/orders.cpython-311.pyc").pin_change_only
+    assert not change("pins/flakes.json", "pins/__pycache__/x.cpython-311.pyc").pin_change_only
