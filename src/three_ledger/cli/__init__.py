@@ -89,51 +89,31 @@ def _run_plan(args: argparse.Namespace) -> int:
 
 
 def _run_properties(args: argparse.Namespace) -> int:
-    if (args.shard_plan is None) != (args.shard is None):
-        raise UsageError("properties: give --shard-plan and --shard together, or neither")
-    if args.shard_plan is not None:
-        return _run_property_shard(args)
     from three_ledger.commands.properties import Request, properties
 
-    return properties(
-        Request(
-            pin_path=args.pin,
-            expect_digest=args.expect_digest,
-            properties_path=args.properties,
-            command=args.command,
-            out=args.out,
-            root=args.root,
-            base=args.base,
-            timeout_s=args.timeout,
-            junit_xml=args.junit_xml,
-            log_path=args.log,
-            flake_pin_path=args.flake_pin,
-        )
+    if (args.shard_plan is None) != (args.shard is None):
+        raise UsageError("properties: give --shard-plan and --shard together, or neither")
+    request = Request(
+        pin_path=args.pin,
+        expect_digest=args.expect_digest,
+        properties_path=args.properties,
+        command=args.command,
+        out=args.out,
+        root=args.root,
+        base=args.base,
+        timeout_s=args.timeout,
+        junit_xml=args.junit_xml,
+        log_path=args.log,
+        flake_pin_path=args.flake_pin,
     )
-
-
-def _run_property_shard(args: argparse.Namespace) -> int:
-    """`properties --shard-plan PLAN --shard K`: one slice of a plan, a command of its own."""
-    from three_ledger.commands.property_shard import ShardRequest, property_shard
+    if args.shard_plan is None:
+        return properties(request)
+    # `properties --shard-plan PLAN --shard K`: one slice of a plan, a command of its own.
+    from three_ledger.commands.property_shard import property_shard
 
     if args.junit_xml is not None:
         raise UsageError("properties: --shard-plan needs the pytest plugin; drop --junit-xml")
-    return property_shard(
-        ShardRequest(
-            pin_path=args.pin,
-            expect_digest=args.expect_digest,
-            properties_path=args.properties,
-            command=args.command,
-            out=args.out,
-            root=args.root,
-            base=args.base,
-            timeout_s=args.timeout,
-            log_path=args.log,
-            flake_pin_path=args.flake_pin,
-            shard_plan_path=args.shard_plan,
-            shard_index=args.shard,
-        )
-    )
+    return property_shard(request, args.shard_plan, args.shard)
 
 
 def _run_shard_plan(args: argparse.Namespace) -> int:

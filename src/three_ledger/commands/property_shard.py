@@ -13,9 +13,9 @@ import json
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
+from three_ledger.commands.properties import Request
 from three_ledger.errors import Refused, UsageError
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import (
@@ -31,54 +31,22 @@ from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwrita
 from three_ledger.run import network_namespace
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.observation import ScoredRun, observe, property_ledger
-from three_ledger.run.preflight import Checks, Preflight, preflight
+from three_ledger.run.preflight import Preflight, preflight
 from three_ledger.vocabulary import Status
 
 
-@dataclass(frozen=True)
-class ShardRequest:
-    pin_path: Path
-    expect_digest: str
-    properties_path: Path
-    command: list[str]
-    out: Path
-    root: Path
-    base: str | None
-    timeout_s: float
-    log_path: Path | None
-    flake_pin_path: Path | None
-    shard_plan_path: Path
-    shard_index: int
-
-    def checks(self) -> Checks:
-        """Every check `properties` makes before its run."""
-        return Checks(
-            root=self.root,
-            pin_path=self.pin_path,
-            properties_path=self.properties_path,
-            flake_pin_path=self.flake_pin_path,
-            expect_digest=self.expect_digest,
-            against_base=True,
-            base=self.base,
-            command=self.command,
-        )
-
-
-def property_shard(request: ShardRequest) -> int:
-    plan_file = read_ledger(request.shard_plan_path, ShardPlan)
+def property_shard(request: Request, plan_path: Path, index: int) -> int:
+    """Slice INDEX of the plan at PLAN_PATH, scored as REQUEST would score the whole run."""
+    plan_file = read_ledger(plan_path, ShardPlan)
     plan = plan_file.record
     total = len(plan.slices)
-    index = request.shard_index
     if not 0 <= index < total:
         raise UsageError(f"properties: --shard must be 0..{total - 1} for {plan_file.path}")
-    pin_paths = [request.pin_path, request.properties_path]
-    if request.flake_pin_path is not None:
-        pin_paths.append(request.flake_pin_path)
-    log_path = request.log_path or request.out.with_name(request.out.name + ".log")
+    log_path = request.log()
     refuse_unwritable(
         [Output("--out", request.out), Output("--log", log_path)],
-        pins=pin_paths,
-        inputs=[request.shard_plan_path],
+        pins=request.pins(),
+        inputs=[plan_path],
     )
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         probe = background.submit(network_namespace.namespace_available)
@@ -146,9 +114,7 @@ def property_shard(request: ShardRequest) -> int:
     return ExitCode.OK
 
 
-def refuse_other_plan(
-    plan: ShardPlan, path: Path, scored: Preflight, request: ShardRequest
-) -> None:
+def refuse_other_plan(plan: ShardPlan, path: Path, scored: Preflight, request: Request) -> None:
     """The plan must have been made on this head, digest, pins and command (exit 2)."""
     flake_sha = scored.flake_pin.sha256 if scored.flake_pin else None
     checks = [
