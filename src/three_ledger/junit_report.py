@@ -55,12 +55,18 @@ class Case:
         return self.file or self.classname
 
 
+# The elements whose `timestamp` attribute says when the runner ran them.
+_STAMPED = frozenset({"testsuites", "testsuite", "testcase"})
+
+
 @dataclass(frozen=True)
 class Reading:
     """What a report says: merged results, and warnings for the user (unnamed testcases)."""
 
     results: list[TestResult]
     warnings: list[str]
+    # Every `timestamp` attribute, as written, in document order: when the runner says it ran.
+    timestamps: tuple[str, ...] = ()
 
 
 def parse_report(label: str, data: bytes, root: Path | None = None) -> Reading:
@@ -82,7 +88,12 @@ def parse_report(label: str, data: bytes, root: Path | None = None) -> Reading:
         raise InfraFailure(f"{label}: no testcase, so no results could be read")
     cases.extend(hook_consequences(cases))
     named, warnings = name_unnamed(label, cases)
-    return Reading(merged([case_result(case) for case in named]), warnings)
+    return Reading(merged([case_result(case) for case in named]), warnings, _timestamps(document))
+
+
+def _timestamps(document: ET.Element) -> tuple[str, ...]:
+    stamps = (element.get("timestamp") for element in document.iter() if element.tag in _STAMPED)
+    return tuple(stamp for stamp in stamps if stamp)
 
 
 class _DoctypeFound(Exception):

@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers import CliResult, RunCli, git
+from helpers import CliResult, RunCli, git, make_tree, write_json
+from three_ledger.run.junit_oracles import CHANGED_OUTSIDE_PRODUCT, NAMED_BY_COMMAND
 
 PASSING = "test_total_non_negative"
 FAILING = "test_id_stable"
@@ -150,7 +152,7 @@ def test_a_staged_report_is_refused_too(run_cli: RunCli, orders_repo: Path, sour
 @pytest.mark.parametrize(
     ("then", "problem"),
     [
-        ("; touch -d 2001-01-01 {report}", "s before the command started, so it is not a report"),
+        ("; touch -d 2001-01-01 {report}", "before the command started (a copy that kept"),
         ("; rm {report}; ln -s {source} {report}", "a symbolic link, not a report this run wrote"),
         ("; rm {report}; ln {source} {report}", "has 2 hard links, so it is not a report"),
         ("; rm {report}; mkfifo {report}", "not a regular file"),
@@ -305,3 +307,245 @@ def test_an_anonymous_test_warns_instead_of_failing_the_run(
     assert result.code == 1
     assert "three-ledger: warning: JUnit XML" in result.err
     assert "it is scored as 'p::<unnamed 1>'" in result.err
+
+
+# --- pytest under --junit-xml ---------------------------------------------------------------------
+
+
+@pytest.mark.pytest_child
+def test_pytest_writing_its_own_junit_report_is_refused(run_cli: RunCli, orders_repo: Path) -> None:
+    report = orders_repo / "reports/r.xml"
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider --junit-xml=reports/r.xml"
+    result = score(run_cli, orders_repo, command, report)
+    assert result.code == 4, result.err
+    assert result.first_error_line.startswith(
+        "three-ledger: infrastructure failure: pytest ran under --junit-xml: use the plugin ("
+    )
+    assert "--junit-xml=reports/r.xml" in result.err  # the detail line names pytest's arguments
+    assert report.exists()  # pytest did write a report: it is not read
+    assert no_ledger(orders_repo)
+
+
+@pytest.mark.pytest_child
+def test_pytest_is_measured_not_guessed_and_no_conftest_hides_it(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path
+) -> None:
+    # A wrapper that runs pytest and then writes a valid report itself; a conftest that drops
+    # the variable the plugin records through. The plugin records at import, before both.
+    (orders_repo / "conftest.py").write_text(
+        "import os\nos.environ.pop('THREE_LEDGER_PYTEST_SEEN', None)\n"
+    )
+    pytest_run = f"{sys.executable} -m pytest -q -p no:cacheprovider properties > /dev/null"
+    result = score(
+        run_cli,
+        orders_repo,
+        writes(source, report, "").replace("sh -c '", f"sh -c '{pytest_run}; "),
+        report,
+    )
+    assert result.code == 4, result.err
+    assert "pytest ran under --junit-xml: use the plugin" in result.first_error_line
+    assert report.exists()
+    assert no_ledger(orders_repo)
+
+
+# --- the report's folder -------------------------------------------------------------------------
+
+
+def ran_marker(repo: Path) -> tuple[Path, str]:
+    marker = repo.parent / "ran"
+    return marker, f"sh -c 'touch {marker}'"
+
+
+@pytest.mark.parametrize(
+    ("where", "problem"),
+    [
+        ("ROOT/junit.xml", "lies directly in ROOT: put the report in a folder of its own"),
+        ("junit.xml", "holds ROOT: put the report in a folder of its own"),
+        ("ledgers/junit.xml", "shares its folder with"),
+    ],
+    ids=["in-root", "beside-root", "beside-out"],
+)
+def test_a_report_folder_the_gate_may_not_empty_is_refused_before_the_command(
+    run_cli: RunCli, orders_repo: Path, where: str, problem: str
+) -> None:
+    report = orders_repo.parent / where.replace("ROOT", orders_repo.name)
+    report.parent.mkdir(exist_ok=True)
+    beside = report.parent / "keep.txt"
+    beside.write_text("the user's\n")
+    marker, command = ran_marker(orders_repo)
+    result = score(run_cli, orders_repo, command, report)
+    assert result.code == 2
+    assert problem in result.first_error_line
+    assert not marker.exists()
+    assert beside.exists()
+    assert no_ledger(orders_repo)
+
+
+def test_the_gate_empties_the_folder_of_ignored_files_before_the_command(
+    run_cli: RunCli, orders_repo: Path, source: Path
+) -> None:
+    (orders_repo / ".gitignore").write_text("reports/\n")
+    git(orders_repo, "add", ".gitignore")
+    git(orders_repo, "commit", "-q", "-m", "reports are ignored")
+    report = orders_repo / "reports/junit.xml"
+    stale = {"reports/junit.xml": b"<testsuites/>", "reports/other.xml": b"x", "reports/.x": b""}
+    make_tree(orders_repo, stale)
+    listing = orders_repo.parent / "listing"
+    command = f"sh -c 'ls -A reports > {listing}; cat {source} > reports/junit.xml'"
+    result = score(run_cli, orders_repo, command, report)
+    assert result.code == 1, result.err
+    assert listing.read_text() == ""  # the command met an empty folder
+    assert sorted(p.name for p in report.parent.iterdir()) == ["junit.xml"]
+    assert ledger(orders_repo)["oracle_moved"] is False
+
+
+@pytest.mark.parametrize(
+    ("kept", "why"),
+    [
+        ("tracked.txt", "tracked by git"),
+        ("notes.txt", "neither tracked nor ignored by git (new work?)"),
+        ("sub/deeper.txt", "a folder"),
+    ],
+)
+def test_a_folder_holding_what_the_gate_will_not_remove_is_refused_and_left_whole(
+    run_cli: RunCli, orders_repo: Path, kept: str, why: str
+) -> None:
+    make_tree(orders_repo, {f"reports/{kept}": b"someone's\n", "reports/junit.xml": b"stale"})
+    if kept == "tracked.txt":
+        git(orders_repo, "add", "reports/tracked.txt")
+        git(orders_repo, "commit", "-q", "-m", "a tracked file in the report's folder")
+    marker, command = ran_marker(orders_repo)
+    result = score(run_cli, orders_repo, command, orders_repo / "reports/junit.xml")
+    assert result.code == 2
+    assert "the gate empties the report's folder" in result.first_error_line
+    named = kept.split("/")[0]
+    assert f"  {orders_repo / 'reports' / named}: {why}" in result.err.splitlines()
+    assert (orders_repo / "reports" / kept).exists()
+    assert (orders_repo / "reports/junit.xml").exists()  # nothing removed on a refusal
+    assert not marker.exists()
+
+
+def test_outside_the_work_tree_only_the_report_itself_is_removed(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path
+) -> None:
+    make_tree(report.parent, {"junit.xml": b"stale", "yours.txt": b"kept\n"})
+    result = score(run_cli, orders_repo, writes(source, report), report)
+    assert result.code == 2
+    assert f"  {report.parent / 'yours.txt'}: outside the git work tree" in result.err
+    assert (report.parent / "yours.txt").exists()
+    (report.parent / "yours.txt").unlink()
+    assert score(run_cli, orders_repo, writes(source, report), report).code == 1
+
+
+def test_a_missing_report_folder_is_made_for_runners_that_do_not_make_it(
+    run_cli: RunCli, orders_repo: Path, source: Path
+) -> None:
+    report = orders_repo.parent / "made/deeper/junit.xml"
+    result = score(run_cli, orders_repo, f"sh -c 'cat {source} > {report}'", report)
+    assert result.code == 1, result.err
+    assert ledger(orders_repo)["junit_report"]["path"] == "../made/deeper/junit.xml"
+    assert [p.name for p in report.parent.iterdir()] == ["junit.xml"]  # no probe left behind
+
+
+# --- the report is this run's: file times and timestamps ----------------------------------------
+
+
+def test_an_old_report_copied_with_its_times_is_exit_4(
+    run_cli: RunCli, orders_repo: Path, report: Path
+) -> None:
+    # The adversary's npm script, `cp -p fixtures/old-pass.xml reports/junit.xml`: the copy
+    # is a new file, but keeps the old modification time. The old report sits in the base.
+    (orders_repo / "old-pass.xml").write_text(report_xml(failing=0))
+    git(orders_repo, "add", "old-pass.xml")
+    git(orders_repo, "commit", "-q", "-m", "a passing report, long ago")
+    command = f"sh -c 'mkdir -p {report.parent} && cp -p old-pass.xml {report}'"
+    result = score(run_cli, orders_repo, command, report)
+    assert result.code == 4, result.err
+    assert result.first_error_line.startswith(
+        f"three-ledger: infrastructure failure: JUnit XML {report}: dated "
+    )
+    assert "before the command started (a copy that kept an older file's times?)" in result.err
+    assert no_ledger(orders_repo)
+
+
+def test_a_report_whose_timestamps_predate_the_run_is_exit_4(
+    run_cli: RunCli, orders_repo: Path, report: Path
+) -> None:
+    source = orders_repo.parent / "report.src"
+    stamped = '<testsuite name="orders" timestamp="2024-05-01T10:00:00">'
+    source.write_text(report_xml().replace('<testsuite name="orders">', stamped))
+    result = score(run_cli, orders_repo, writes(source, report), report)  # `cat`: fresh times
+    assert result.code == 4, result.err
+    assert result.first_error_line.startswith(
+        f"three-ledger: infrastructure failure: JUnit XML {report}: its timestamp "
+        "'2024-05-01T10:00:00' is "
+    )
+    assert no_ledger(orders_repo)
+
+
+def test_timestamps_from_this_run_pass_in_every_form_runners_write(
+    run_cli: RunCli, orders_repo: Path, report: Path
+) -> None:
+    source = orders_repo.parent / "report.src"
+    suites = "".join(
+        f'<testsuite name="s{n}" timestamp="{stamp}"><testcase classname="s" name="t{n}"/>'
+        "</testsuite>"
+        for n, stamp in enumerate(["ISO_Z", "NAIVE", "RFC", "1970-01-01T00:00:00"])
+    )
+    source.write_text(report_xml().replace("</testsuites>", suites + "</testsuites>"))
+    forms = {
+        "ISO_Z": "+%Y-%m-%dT%H:%M:%S.000Z",  # vitest
+        "NAIVE": "+%Y-%m-%dT%H:%M:%S",  # mocha-junit-reporter, jest-junit: UTC, no zone
+        "RFC": "+%a, %d %b %Y %H:%M:%S GMT",  # mocha's xunit
+    }
+    script = orders_repo.parent / "stamp.sh"
+    edits = " ".join(f'-e "s/{name}/$(date -u "{form}")/"' for name, form in forms.items())
+    script.write_text(f"mkdir -p {report.parent}\nLC_ALL=C sed {edits} {source} > {report}\n")
+    result = score(run_cli, orders_repo, f"sh {script}", report)
+    assert result.code == 1, result.err
+    assert ledger(orders_repo)["status_by_id"]["orders.total.non_negative"] == "pass"
+
+
+# --- the oracles of a JUnit run ------------------------------------------------------------------
+
+
+def test_with_product_paths_a_product_change_moves_no_oracle(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path
+) -> None:
+    orders = orders_repo / "orders.py"  # the example's product_paths: ["orders.py"]
+    orders.write_text(orders.read_text() + "\n# reworded\n")
+    result = score(run_cli, orders_repo, writes(source, report), report)
+    assert result.code == 1, result.err
+    written = ledger(orders_repo)
+    assert (written["oracle_moved"], written["oracle_model"]) == (False, "closed")
+
+
+def test_with_product_paths_any_other_changed_file_moves_the_oracles(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path
+) -> None:
+    make_tree(orders_repo, {"support/old-pass.xml": report_xml(failing=0).encode()})
+    result = score(run_cli, orders_repo, writes(source, report), report)
+    assert result.code == 5, result.err
+    written = ledger(orders_repo)
+    assert written["oracle_changes"] == ["support/old-pass.xml"]
+    assert written["oracle_change_reasons"] == {"support/old-pass.xml": CHANGED_OUTSIDE_PRODUCT}
+    assert written["oracle_model"] == "closed"
+
+
+def test_without_product_paths_the_launch_chain_is_an_oracle(
+    run_cli: RunCli, orders_repo: Path, source: Path, report: Path
+) -> None:
+    pin_path = orders_repo / "pins/properties.json"
+    pin = json.loads(pin_path.read_text())
+    del pin["product_paths"]
+    write_json(pin_path, pin)
+    (orders_repo / "run.sh").write_text(f"mkdir -p {report.parent}\ncat {source} > {report}\n")
+    git(orders_repo, "add", "-A")
+    git(orders_repo, "commit", "-q", "-m", "a runner script, in the base")
+    assert score(run_cli, orders_repo, "sh run.sh", report).code == 1
+    assert ledger(orders_repo)["oracle_model"] == "inferred"
+    (orders_repo / "run.sh").write_text(f"cp {orders_repo.parent / 'old.xml'} {report}\n")
+    (orders_repo.parent / "old.xml").write_text(report_xml(failing=0))
+    result = score(run_cli, orders_repo, "sh run.sh", report)
+    assert result.code == 5, result.err
+    assert ledger(orders_repo)["oracle_change_reasons"] == {"run.sh": NAMED_BY_COMMAND}

@@ -919,7 +919,7 @@ def test_properties_turns_any_junit_file_into_exit_4_or_a_true_ledger(
     run_cli: RunCli, scoring_repo: tuple[Path, str], data: bytes
 ) -> None:
     repo, digest = scoring_repo
-    junit, source = repo.parent / "junit.xml", repo.parent / "junit.src"
+    junit, source = repo.parent / "report/junit.xml", repo.parent / "junit.src"
     source.write_bytes(data)
     copy_in = ["sh", "-c", 'cat "$0" > "$1"', str(source), str(junit)]
     code, err, out = score_with(run_cli, repo, digest, copy_in, "--junit-xml", junit)

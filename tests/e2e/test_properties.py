@@ -280,7 +280,7 @@ def writes_report(source: Path, report: Path) -> str:
 
 
 def test_junit_call_failure_and_teardown_error_is_error(run_cli: RunCli, orders_repo: Path) -> None:
-    junit, source = orders_repo.parent / "junit.xml", orders_repo.parent / "junit.src"
+    junit, source = orders_repo.parent / "report/junit.xml", orders_repo.parent / "junit.src"
     source.write_text(JUNIT_CALL_AND_TEARDOWN)
     command = writes_report(source, junit)
     result = score(run_cli, orders_repo, "--base", "HEAD", "--junit-xml", junit, command=command)
@@ -292,7 +292,7 @@ def test_junit_call_failure_and_teardown_error_is_error(run_cli: RunCli, orders_
 
 
 def test_junit_with_doctype_exits_4(run_cli: RunCli, orders_repo: Path) -> None:
-    junit, source = orders_repo.parent / "junit.xml", orders_repo.parent / "junit.src"
+    junit, source = orders_repo.parent / "report/junit.xml", orders_repo.parent / "junit.src"
     source.write_text('<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY e "boom">]>\n<testsuites/>\n')
     command = writes_report(source, junit)
     result = score(run_cli, orders_repo, "--base", "HEAD", "--junit-xml", junit, command=command)

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
 import py_compile
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from three_ledger.pins import FixturePin
+from three_ledger.plugin.wire import PYTEST_SEEN_ENV, RESULTS_ENV
+from three_ledger.run.child import Child, child_environment
 from three_ledger.run.staging import PLUGIN_FOLDER, plugin_environment, stage_plugin
+from three_ledger.vocabulary import Enforcement
 
 
 def installed_copy(folder: Path, *, compiled: bool) -> Path:
@@ -79,3 +87,47 @@ def test_a_module_added_to_the_plugin_folder_is_staged_without_a_list(tmp_path: 
     staged = stage_plugin(tmp_path / "private", source)
     package = staged.module.rpartition(".")[0]
     assert (staged.folder / package / "added.py").read_text() == "VALUE = 1\n"
+
+
+def test_under_junit_xml_the_staged_hooks_record_only_that_pytest_loaded_them(
+    tmp_path: Path,
+) -> None:
+    staged = stage_plugin(tmp_path / "private")
+    seen = tmp_path / "seen.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(staged.folder), PYTEST_SEEN_ENV: str(seen)}
+    env.pop(RESULTS_ENV, None)
+    command = [sys.executable, "-c", f"import {staged.module}", "--junit-xml=r.xml"]
+    subprocess.run(command, env=env, check=True)
+    subprocess.run(command, env=env, check=True)
+    lines = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert [line["argv"] for line in lines] == [["--junit-xml=r.xml"]] * 2
+    assert lines[0]["pytest"] == pytest.__version__
+    del env[PYTEST_SEEN_ENV]
+    seen.unlink()
+    subprocess.run(command, env=env, check=True)
+    assert not seen.exists()
+
+
+def test_a_junit_child_gets_no_results_file_and_others_no_presence_file(tmp_path: Path) -> None:
+    pin = FixturePin.from_json(
+        {"pin_id": "fixpin-a", "algorithm": "sha256", "files": ["fixtures/a.json"]},
+        tmp_path / "pins/fixtures.json",
+    )
+    child = Child(
+        command=["npm", "test"],
+        root=tmp_path,
+        fixture_pin=pin,
+        enforcement=Enforcement.NONE,
+        timeout_s=1,
+        log_path=tmp_path / "log",
+        plugin=stage_plugin(tmp_path / "private"),
+        results_path=None,
+        extra_env={PYTEST_SEEN_ENV: "/private/seen"},
+    )
+    inherited = {RESULTS_ENV: "/elsewhere/results", PYTEST_SEEN_ENV: "/elsewhere/seen"}
+    junit = child_environment(child, inherited)
+    assert RESULTS_ENV not in junit
+    assert junit[PYTEST_SEEN_ENV] == "/private/seen"
+    plugin = child_environment(replace(child, results_path=tmp_path / "r", extra_env={}), inherited)
+    assert plugin[RESULTS_ENV] == str(tmp_path / "r")
+    assert PYTEST_SEEN_ENV not in plugin

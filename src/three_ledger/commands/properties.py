@@ -61,10 +61,17 @@ class Request:
 def properties(request: Request) -> int:
     log_path = request.log()
     outputs = [Output("--out", request.out), Output("--log", log_path)]
-    if request.junit_xml is not None:  # the gate removes what is there before the run
+    if request.junit_xml is not None:  # the gate empties the report's folder before the run
         outputs.append(Output("--junit-xml", request.junit_xml))
     refuse_unwritable(outputs, pins=request.pins())
-    run = ScoredRun(request.command, request.root, request.timeout_s, log_path, request.junit_xml)
+    run = ScoredRun(
+        request.command,
+        request.root,
+        request.timeout_s,
+        log_path,
+        request.junit_xml,
+        out=request.out,
+    )
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         # The namespace probe is a child process of its own: start it now, so that it
         # overlaps the pin and tree checks instead of adding to the gate's cost.

@@ -18,6 +18,7 @@ import pytest
 # (run/staging.py), and the copy must import the copy.
 from . import harness, reads, shard, tripwire
 from .collect import register_collection_recorder, skip_reason
+from .presence import record_presence
 from .socket_guard import install_socket_guard_if_banned
 from .wire import (
     ID_KEY,
@@ -168,3 +169,5 @@ def report_outcome(report: pytest.TestReport) -> Outcome:
 # At import as well as at configure: PYTEST_PLUGINS and entry points are imported before any
 # conftest.py, so a conftest that touches the network at import is caught too.
 install_socket_guard_if_banned()
+# At import too, for the same reason: under --junit-xml, no conftest can hide that pytest ran.
+record_presence(pytest.__version__)

@@ -24,6 +24,7 @@ from three_ledger.plugin.wire import (
     NETWORK_BANNED,
     NETWORK_ENV,
     PIN_ID_ENV,
+    PYTEST_SEEN_ENV,
     RESULTS_ENV,
 )
 from three_ledger.results import TestResult, read_results_file
@@ -50,7 +51,8 @@ class Child:
     log_path: Path
     plugin: StagedPlugin
     # Where the plugin writes one line per test; with COLLECT_INTO, the run only collects.
-    results_path: Path
+    # None: the run is scored from a JUnit report, and the plugin records nothing.
+    results_path: Path | None
     collect_into: Path | None = None
     # The pin's `plugins`: autoload off, and exactly those loaded. None: pytest's autoload.
     plugins: tuple[str, ...] | None = None
@@ -89,14 +91,16 @@ def run_child(child: Child) -> RunResult:
 def child_environment(child: Child, inherited: Mapping[str, str] = os.environ) -> dict[str, str]:
     """INHERITED plus what the plugin and the property tests read (SPEC 6)."""
     env = dict(inherited)
-    env[RESULTS_ENV] = str(child.results_path)
+    env.pop(RESULTS_ENV, None)
+    if child.results_path is not None:
+        env[RESULTS_ENV] = str(child.results_path)
     env[FIXTURES_ENV] = str((child.root / child.fixture_pin.fixtures_dir).resolve())
     env[PIN_ID_ENV] = child.fixture_pin.pin_id
     env.pop(NETWORK_ENV, None)
     if child.enforcement is Enforcement.SOCKET_GUARD:
         env[NETWORK_ENV] = NETWORK_BANNED
     if child.collect_into is not None:
-        del env[RESULTS_ENV]
+        env.pop(RESULTS_ENV, None)
         env[COLLECT_ENV] = str(child.collect_into)
     env = plugin_environment(env, child.plugin)
     # The run writes no bytecode: none lands in the tree (a fixtures folder that holds the
@@ -106,6 +110,7 @@ def child_environment(child: Child, inherited: Mapping[str, str] = os.environ) -
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop(MEASURE_ENV, None)
     env.pop(MEASURE_ROOT_ENV, None)
+    env.pop(PYTEST_SEEN_ENV, None)  # set again, by the caller, only in a JUnit run
     if child.measurement is not None:
         # First on the path: `site` imports this `sitecustomize` before anything of ROOT.
         paths = [child.measurement.hook_folder, *env["PYTHONPATH"].split(os.pathsep)]

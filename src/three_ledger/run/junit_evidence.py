@@ -1,21 +1,28 @@
 """`properties --junit-xml`: a report is evidence only when this run wrote it.
 
-Before the command: the report path may not be tracked by git, nor be a folder or lie among
-the fixtures (nor, as `outputs` checks, be a pin or another output); whatever file sits
-there is removed. After it: the report must exist, be a regular file with one link, and be
-no older than the run. Its statuses then stand for any exit code the runner may give for
-failing tests, except the few that mean "the command could not run" (`docs/runners.md`
-states the rule).
+Before the command: the report path may not be tracked by git, nor be a folder, lie among
+the fixtures or directly in ROOT (nor, as `outputs` checks, be a pin or another output); its
+folder is emptied (`report_folder.py` says of what), and a probe file there reads the file
+system's clock. After it: pytest must not have run (it has the plugin); the report must
+exist, be a regular file with one link, and be created and modified after the probe, so that
+neither a file left there nor a copy that kept an older file's times passes; the timestamps
+the runner wrote inside must not predate the start either. Its statuses then stand for any
+exit code the runner may give for failing tests, except the few that mean "the command could
+not run" (`docs/runners.md` states the rule).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from three_ledger import git
@@ -24,10 +31,15 @@ from three_ledger.junit_report import MAX_JUNIT_BYTES, parse_report
 from three_ledger.ledgers import FileEntry
 from three_ledger.paths import is_under
 from three_ledger.results import TestResult
+from three_ledger.run import report_folder
 from three_ledger.vocabulary import Outcome
 
-# File systems stamp files with a coarse clock, some to the second or two: allow that much.
+# Runners write timestamps to the second, truncated (mocha-junit-reporter, jest-junit,
+# gotestsum), from the same clock as the gate's: a suite that starts in the second the command
+# started may be stamped up to a second before it. Twice that, for a clock read a little late.
 TIMESTAMP_SLACK_NS = 2_000_000_000
+# jest-junit stamps a test file that failed to load with the Unix epoch: no time at all.
+_NO_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 # Codes that say the command did not run, from the namespace launcher (`network_namespace`)
 # and from shells; a runner that happens to exit with one cannot be told apart.
 RESERVED_EXITS = {
@@ -68,18 +80,29 @@ def _exists(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-def prepare(given: Path, root: Path, fixtures_dir: str) -> ReportPlace:
-    """Refuse an unusable report path (exit 2), then remove any file already there.
+@dataclass(frozen=True)
+class Start:
+    """When the command started: by the machine's clock, which the runner's timestamps
+    follow, and by the clock of the file system the report lands on, which stamps the report
+    (read from a probe file made in the report's folder just before the command)."""
+
+    wall_ns: int
+    file_ns: int
+
+
+def prepare(given: Path, root: Path, fixtures_dir: str, outputs: Iterable[Path]) -> ReportPlace:
+    """Refuse an unusable report path (exit 2), then empty the report's folder.
 
     The output guards (`outputs.refuse_unwritable`) have already kept it off the pins and
-    the gate's other outputs. Returns the place, for `read_after_run` once the command exits.
+    the gate's other outputs; OUTPUTS (`--out`, `--log`) may not share its folder either.
+    Returns the place, for `read_after_run` once the command exits.
     """
     place = ReportPlace(given, Path(os.path.abspath(given)), root)
-    refuse_unusable(place, fixtures_dir)
-    return remove_stale(place)
+    refuse_unusable(place, fixtures_dir, outputs)
+    return empty_folder(place)
 
 
-def refuse_unusable(place: ReportPlace, fixtures_dir: str) -> None:
+def refuse_unusable(place: ReportPlace, fixtures_dir: str, outputs: Iterable[Path] = ()) -> None:
     where = place.label
     if place.absolute.is_dir() and not place.absolute.is_symlink():
         raise Refused(f"--junit-xml {where} is a folder, not a report file")
@@ -90,6 +113,7 @@ def refuse_unusable(place: ReportPlace, fixtures_dir: str) -> None:
             f"--junit-xml {where} is tracked by git: a committed report is not evidence of "
             "this run; write the report to an untracked path (and list it in .gitignore)"
         )
+    report_folder.refuse_shared_folder(where, place.absolute, place.root, outputs)
 
 
 def _inside_fixtures(place: ReportPlace, fixtures_dir: str) -> bool:
@@ -97,27 +121,70 @@ def _inside_fixtures(place: ReportPlace, fixtures_dir: str) -> bool:
     return not relative.startswith("../") and is_under(relative, fixtures_dir)
 
 
-def remove_stale(place: ReportPlace) -> ReportPlace:
-    """Remove what an earlier run left at the report path, so that only this run can fill it."""
+def empty_folder(place: ReportPlace) -> ReportPlace:
+    """Remove what an earlier run left in the report's folder, so that only this run can fill
+    it; refused (exit 2, nothing removed) when the folder holds what the gate may not remove."""
+    stale = report_folder.disposable_files(place.label, place.absolute, place.root)
+    report_folder.remove(place.label, stale)
+    return replace(place, removed_stale=place.absolute in stale)
+
+
+def started(place: ReportPlace) -> Start:
+    """The clocks every report of this run must not predate, read just before the command.
+
+    The report's folder is made if missing (node's test runner does not make it), and a probe
+    file there, removed at once, gives the file system's own clock: the report is stamped by
+    it, to its granularity, and a network file system's clock may differ from the machine's.
+    """
+    folder = place.absolute.parent
+    probe = folder / f".three-ledger-clock-{os.urandom(6).hex()}"
     try:
-        os.unlink(place.absolute)
-    except FileNotFoundError:
-        return place
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            status = os.fstat(descriptor)
+        finally:
+            os.close(descriptor)
+            os.unlink(probe)
     except OSError as error:
         raise InfraFailure(
-            f"{place.label}: cannot remove the file left there before the run "
+            f"{place.label}: cannot write in the report's folder before the run "
             f"({error.strerror}); no property ledger written"
         ) from None
-    return replace(place, removed_stale=True)
+    return Start(time.time_ns(), min(status.st_mtime_ns, status.st_ctime_ns))
 
 
-def started_at() -> int:
-    """The clock reading every report of this run must not predate."""
-    return time.time_ns()
+def refuse_pytest(seen: Path, log_path: Path) -> None:
+    """InfraFailure when pytest loaded the staged plugin during the run (`plugin/presence.py`).
+
+    pytest is scored through its plugin, with the tripwire and the measured harness; its own
+    `--junit-xml` report has neither.
+    """
+    try:
+        lines = seen.read_text("utf-8", "replace").splitlines()
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise InfraFailure(f"{seen}: {error.strerror}; no property ledger written") from None
+    raise InfraFailure(
+        "pytest ran under --junit-xml: use the plugin (drop --junit-xml: the gate reads "
+        "pytest's results through its plugin, with the tripwire and the harness it measures); "
+        f"no property ledger written (log: {log_path})",
+        [_pytest_seen(line) for line in lines[:3]],
+    )
+
+
+def _pytest_seen(line: str) -> str:
+    try:
+        record = json.loads(line)
+        version, argv = str(record["pytest"]), [str(word) for word in record["argv"]]
+    except (ValueError, KeyError, TypeError):
+        return "pytest loaded the plugin"
+    return f"pytest {version} loaded the plugin, with the arguments {argv}"
 
 
 def read_after_run(
-    place: ReportPlace, started_ns: int, exit_code: int, log_path: Path
+    place: ReportPlace, start: Start, exit_code: int, log_path: Path
 ) -> tuple[list[TestResult], FileEntry]:
     """The results of a report this run wrote, and its ledger entry; else InfraFailure.
 
@@ -130,8 +197,9 @@ def read_after_run(
             "says; with --junit-xml this code is an infrastructure failure whatever the report "
             f"holds; no property ledger written (log: {log_path})"
         )
-    data = fresh_bytes(place, started_ns, log_path)
+    data = fresh_bytes(place, start, log_path)
     reading = parse_report(place.label, data, place.root)
+    refuse_earlier_stamps(place.label, reading.timestamps, start)
     for warning in reading.warnings:
         print(f"three-ledger: warning: {warning}", file=sys.stderr)
     if exit_code != 0 and not _any_failure(reading.results):
@@ -149,7 +217,7 @@ def _any_failure(results: list[TestResult]) -> bool:
     return any(result.outcome in (Outcome.FAIL, Outcome.ERROR) for result in results)
 
 
-def fresh_bytes(place: ReportPlace, started_ns: int, log_path: Path) -> bytes:
+def fresh_bytes(place: ReportPlace, start: Start, log_path: Path) -> bytes:
     """The bytes of the report, once it is shown to be a regular file written by this run."""
     label = place.label
     try:
@@ -163,11 +231,11 @@ def fresh_bytes(place: ReportPlace, started_ns: int, log_path: Path) -> bytes:
         ) from None
     except OSError as error:
         raise InfraFailure(f"{label}: {error.strerror}, so no results could be read") from None
-    _refuse_unfresh(label, status, started_ns)
+    _refuse_unfresh(label, status, start)
     return _read_same_file(label, place.absolute, status)
 
 
-def _refuse_unfresh(label: str, status: os.stat_result, started_ns: int) -> None:
+def _refuse_unfresh(label: str, status: os.stat_result, start: Start) -> None:
     if stat.S_ISLNK(status.st_mode):
         raise InfraFailure(f"{label}: a symbolic link, not a report this run wrote")
     if not stat.S_ISREG(status.st_mode):
@@ -176,15 +244,69 @@ def _refuse_unfresh(label: str, status: os.stat_result, started_ns: int) -> None
         raise InfraFailure(
             f"{label}: has {status.st_nlink} hard links, so it is not a report this run wrote"
         )
-    oldest = min(status.st_mtime_ns, status.st_ctime_ns)
-    if oldest < started_ns - TIMESTAMP_SLACK_NS:
-        age_s = (started_ns - oldest) / 1e9
+    # The change time cannot be set from user space: a file made or moved into place before
+    # the probe keeps an earlier one. A copy made during the run (`cp -p old.xml`) has a new
+    # change time but may keep the old modification time: that is refused too.
+    if status.st_ctime_ns < start.file_ns:
         raise InfraFailure(
-            f"{label}: dated {age_s:.0f} s before the command started, so it is not a "
-            "report this run wrote"
+            f"{label}: created {_age(start.file_ns - status.st_ctime_ns)} before the command "
+            "started, so it is not a report this run wrote"
+        )
+    if status.st_mtime_ns < start.file_ns:
+        raise InfraFailure(
+            f"{label}: dated {_age(start.file_ns - status.st_mtime_ns)} before the command "
+            "started (a copy that kept an older file's times?), so it is not a report this run "
+            "wrote"
         )
     if status.st_size > MAX_JUNIT_BYTES:
         raise InfraFailure(f"{label}: {status.st_size} bytes, over the 64 MiB limit")
+
+
+def _age(nanoseconds: int) -> str:
+    seconds = nanoseconds / 1e9
+    return f"{seconds:.3f} s" if seconds < 10 else f"{seconds:.0f} s"
+
+
+def refuse_earlier_stamps(label: str, stamps: Sequence[str], start: Start) -> None:
+    """InfraFailure when a timestamp the runner wrote in the report predates the command.
+
+    A stamp without a time zone is read both as local time and as UTC, and the later reading
+    counts: pytest 7 writes local time without a zone, mocha-junit-reporter and jest-junit
+    write UTC without one. Stamps that cannot be read, and the Unix epoch, say nothing.
+    """
+    earliest = start.wall_ns - TIMESTAMP_SLACK_NS
+    for stamp in stamps:
+        instant = stamp_ns(stamp)
+        if instant is not None and instant < earliest:
+            raise InfraFailure(
+                f"{label}: its timestamp {stamp!r} is {_age(start.wall_ns - instant)} before "
+                "the command started, so it is not a report this run wrote"
+            )
+
+
+def stamp_ns(stamp: str) -> int | None:
+    """The latest instant STAMP (ISO 8601 or RFC 1123) can mean, in ns; None if it says none."""
+    text = stamp.strip()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        try:
+            moment = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+    readings: list[datetime | None] = (
+        [moment] if moment.tzinfo else [moment.replace(tzinfo=UTC), _local(moment)]
+    )
+    if readings[0] == _NO_TIME:
+        return None
+    return max(int(reading.timestamp() * 1e9) for reading in readings if reading is not None)
+
+
+def _local(moment: datetime) -> datetime | None:
+    try:
+        return moment.astimezone()
+    except (OverflowError, OSError, ValueError):  # a year the platform's clock cannot place
+        return None
 
 
 def _read_same_file(label: str, path: Path, checked: os.stat_result) -> bytes:

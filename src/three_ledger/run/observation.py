@@ -2,7 +2,8 @@
 
 With the plugin, the run's results count only once the tripwire's sentinels are shown to
 have their required outcomes, and the measured harness is compared with the base. With a
-JUnit report (another runner), the report must be this run's (`junit_evidence.py`).
+JUnit report (another runner), the report must be this run's (`junit_evidence.py`), pytest
+must not have run, and the oracles are those `junit_oracles.py` names.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from three_ledger.ledgers import (
     ledger_text,
     new_ledger_id,
 )
-from three_ledger.plugin.wire import HARNESS_ENV, ROOT_ENV, SHARD_IDS_ENV
+from three_ledger.plugin.wire import HARNESS_ENV, PYTEST_SEEN_ENV, ROOT_ENV, SHARD_IDS_ENV
 from three_ledger.results import TestResult, pinned, scored_fields
 from three_ledger.run import measurement
 from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
@@ -62,18 +63,15 @@ class ScoredRun:
     junit_xml: Path | None = None
     # A shard's slice: a file of the node ids that run; the others are deselected.
     shard_ids: Path | None = None
+    # The ledger's path: with a JUnit report, its folder is not the report's, and it is the
+    # gate's own output, never an oracle.
+    out: Path | None = None
 
 
 def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Observed:
     """Run the command and read its results; a run that is not evidence is InfraFailure."""
-    report, started_ns = None, 0
     if run.junit_xml is not None:
-        # Imported only here: a pytest run (the common case) never reads a JUnit report.
-        from three_ledger.run import junit_evidence
-
-        fixtures_dir = checked.fixture_pin.fixtures_dir
-        report = junit_evidence.prepare(run.junit_xml, run.root, fixtures_dir)
-        started_ns = junit_evidence.started_at()
+        return _observe_report(run, run.junit_xml, checked, enforcement)
     sentinels = Sentinels.fresh()
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
@@ -81,11 +79,10 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
         extra_env: dict[str, str] = {}
         if run.shard_ids is not None:
             extra_env[SHARD_IDS_ENV] = str(run.shard_ids)
-        if run.junit_xml is None:
-            extra_env.update(sentinels.environment())
-            extra_env[HARNESS_ENV] = str(harness_path)
-            extra_env[ROOT_ENV] = str(run.root.resolve())
-        closed = run.junit_xml is None and checked.properties_pin.product_paths is not None
+        extra_env.update(sentinels.environment())
+        extra_env[HARNESS_ENV] = str(harness_path)
+        extra_env[ROOT_ENV] = str(run.root.resolve())
+        closed = checked.properties_pin.product_paths is not None
         measuring = measurement.prepare(Path(private)) if closed else None
         child = Child(
             command=run.command,
@@ -96,7 +93,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             log_path=run.log_path,
             plugin=stage_plugin(Path(private)),
             results_path=results_path,
-            plugins=checked.properties_pin.plugins if run.junit_xml is None else None,
+            plugins=checked.properties_pin.plugins,
             extra_env=extra_env,
             measurement=measuring,
         )
@@ -105,13 +102,6 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
         if failure is not None:
             raise InfraFailure(f"{failure}; no property ledger written (log: {run.log_path})")
         assert ran.exit_code is not None  # no failure means the command exited
-        if report is not None:
-            from three_ledger.run import junit_evidence
-
-            results, entry = junit_evidence.read_after_run(
-                report, started_ns, ran.exit_code, run.log_path
-            )
-            return Observed(results, ran.exit_code, ran.duration_ms, entry, Tripwire.NONE)
         if ran.exit_code not in (0, 1):
             raise InfraFailure(f"{exit_meaning(ran.exit_code, enforcement)} (log: {run.log_path})")
         recorded = read_plugin_results(results_path, run.log_path)
@@ -152,6 +142,71 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
         model,
         world.untracked_reads,
     )
+
+
+def _observe_report(
+    run: ScoredRun, report_path: Path, checked: Preflight, enforcement: Enforcement
+) -> Observed:
+    """A run scored from the JUnit report at REPORT_PATH (`junit_evidence.py`).
+
+    The plugin is staged all the same, with one task: to record that pytest ran, which is
+    refused. The oracles are computed before the command starts (`junit_oracles.py`).
+    """
+    # Imported only here: a pytest run (the common case) never reads a JUnit report.
+    from three_ledger.run import junit_evidence
+
+    outputs = [path for path in (run.out, run.log_path) if path is not None]
+    fixture_pin = checked.fixture_pin
+    report = junit_evidence.prepare(report_path, run.root, fixture_pin.fixtures_dir, outputs)
+    changes = _report_oracles(run, checked, report.ledger_path(), outputs)
+    with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
+        seen = Path(private) / "pytest-seen.jsonl"
+        child = Child(
+            command=run.command,
+            root=run.root,
+            fixture_pin=fixture_pin,
+            enforcement=enforcement,
+            timeout_s=run.timeout_s,
+            log_path=run.log_path,
+            plugin=stage_plugin(Path(private)),
+            results_path=None,
+            extra_env={PYTEST_SEEN_ENV: str(seen)},
+        )
+        start = junit_evidence.started(report)
+        ran = run_child(child)
+        failure = ran.failure()
+        if failure is not None:
+            raise InfraFailure(f"{failure}; no property ledger written (log: {run.log_path})")
+        assert ran.exit_code is not None  # no failure means the command exited
+        junit_evidence.refuse_pytest(seen, run.log_path)
+    results, entry = junit_evidence.read_after_run(report, start, ran.exit_code, run.log_path)
+    model = OracleModel.INFERRED
+    if checked.properties_pin.product_paths is not None:
+        model = OracleModel.CLOSED
+    return Observed(
+        results, ran.exit_code, ran.duration_ms, entry, Tripwire.NONE, None, changes, model
+    )
+
+
+def _report_oracles(
+    run: ScoredRun, checked: Preflight, report: str, outputs: Sequence[Path]
+) -> dict[str, str]:
+    """With `product_paths`, every changed file but the product, fixtures, pins and outputs;
+    without, the launch chain. Either way before the command runs."""
+    from three_ledger.run import junit_oracles
+
+    facts = checked.base()
+    pin = checked.properties_pin
+    if pin.product_paths is None:
+        return junit_oracles.launch_chain_changes(
+            run.root, facts.base_revision, run.command, [report]
+        )
+    pins = [checked.fixture_pin.source, pin.source]
+    if checked.flake_pin is not None:
+        pins.append(checked.flake_pin.source)
+    fixture_files = checked.fixture_pin.files
+    exempted = junit_oracles.exempt(run.root, fixture_files, pins, [*outputs, run.root / report])
+    return junit_oracles.declared_product_changes(run.root, facts.before, pin, exempted)
 
 
 def _scores(result: TestResult, checked: Preflight) -> bool:

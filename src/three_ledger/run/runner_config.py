@@ -147,15 +147,20 @@ def analyse(command: Sequence[str], package: Mapping[str, Any]) -> RunnerCommand
         if name in names or len(names) > 20:
             continue
         names.append(name)
-        script_words = [
-            word
-            for hook in ("pre" + name, name, "post" + name)
-            for word in str(scripts.get(hook, "")).split()
-        ]
+        script_words = hook_words(scripts, name)
         words.extend(script_words)
         pending.extend(npm_scripts(script_words, scripts))
     runners = frozenset(runner for word in words if (runner := program_runner(word)))
     return RunnerCommand(runners, tuple(names), tuple(words))
+
+
+def hook_words(scripts: Mapping[str, Any], name: str) -> list[str]:
+    """The words of script NAME with its `pre` and `post` scripts, which npm runs around it."""
+    return [word for hook in script_hooks(name) for word in str(scripts.get(hook, "")).split()]
+
+
+def script_hooks(name: str) -> tuple[str, str, str]:
+    return ("pre" + name, name, "post" + name)
 
 
 def program_runner(word: str) -> str | None:
@@ -206,7 +211,7 @@ def implicit_oracle_paths(
     paths: set[str] = set(NPM_FILES)
     for runner in sorted(run.runners):
         paths.update(CONFIG_FILES[runner])
-    referenced = list(flag_values(run.words)) + list(_npmrc_values(root))
+    referenced = list(flag_values(run.words)) + list(npmrc_values(root))
     for name in sorted(paths) + [value for value in referenced if _is_path_like(value)]:
         referenced.extend(config_values(root, name))
     referenced.extend(_package_key_values(run, package))
@@ -230,7 +235,8 @@ def flag_values(words: Sequence[str]) -> Iterator[str]:
             yield words[index + 1]
 
 
-def _npmrc_values(root: Path) -> Iterator[str]:
+def npmrc_values(root: Path) -> Iterator[str]:
+    """The files and packages `.npmrc`'s `node-options` loads into every node npm starts."""
     text = _read_text(root / ".npmrc")
     for line in text.splitlines():
         key, _, value = line.partition("=")
@@ -321,12 +327,8 @@ def package_changes(
     root: Path, base: str, run: RunnerCommand, package: Mapping[str, Any]
 ) -> list[str]:
     """The package.json and lockfile entries that steer RUN and differ from BASE."""
-    base_package = _json_at(root, base, "package.json")
-    changes = [
-        f"package.json:{key}"
-        for key in sorted(package_keys(run, package, base_package))
-        if _entry(package, key) != _entry(base_package, key)
-    ]
+    base_package = base_package_json(root, base)
+    changes = changed_entries(package_keys(run, package, base_package), package, base_package)
     for lockfile in LOCKFILES:
         current, before = _read_json(root / lockfile), _json_at(root, base, lockfile)
         changes.extend(
@@ -337,13 +339,29 @@ def package_changes(
     return changes
 
 
+def base_package_json(root: Path, base: str) -> dict[str, Any]:
+    """package.json at BASE; {} where it has none."""
+    return _json_at(root, base, "package.json")
+
+
+def changed_entries(
+    keys: Iterable[str], package: Mapping[str, Any], base_package: Mapping[str, Any]
+) -> list[str]:
+    """`package.json:KEY` for each dotted KEY whose value differs between the two, sorted."""
+    return [
+        f"package.json:{key}"
+        for key in sorted(keys)
+        if _entry(package, key) != _entry(base_package, key)
+    ]
+
+
 def package_keys(
     run: RunnerCommand, package: Mapping[str, Any], base_package: Mapping[str, Any]
 ) -> set[str]:
     """Dotted keys of package.json that steer RUN."""
     keys = {key for runner in run.runners for key in PACKAGE_KEYS[runner]}
     for name in run.scripts:
-        keys.update(f"scripts.{hook}{name}" for hook in ("pre", "", "post"))
+        keys.update(f"scripts.{hook}" for hook in script_hooks(name))
     for name in dependency_names(run, package, base_package):
         keys.update(f"{section}.{name}" for section in DEPENDENCY_KEYS)
     return keys
