@@ -8,15 +8,14 @@ to tests/e2e/ with the others of its kind.)
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from helpers import RunCli, git, make_tree, write_json
+from helpers.junit_gate import ORDERS_JSON, TOTAL_JS, Gate, junit_gate
 
 MOCHA = "mocha@11.8.0"
 REPORTER = "mocha-junit-reporter@2.2.1"
@@ -24,12 +23,6 @@ NPM_TIMEOUT_S = 600
 REPORT_OPTIONS = "mochaFile=test-results/junit.xml,jenkinsMode=true,includePending=true"
 TEST_SCRIPT = f"mocha --reporter mocha-junit-reporter --reporter-options {REPORT_OPTIONS}"
 
-LIBRARY = b"""\
-function total(order) {
-  return order.lines.reduce((sum, line) => sum + line.quantity * line.price, 0);
-}
-module.exports = { total };
-"""
 TESTS = b"""\
 const assert = require('assert');
 const fs = require('fs');
@@ -48,10 +41,6 @@ describe('total', function () {
   });
 });
 """
-ORDERS = [
-    {"id": "ord-0001", "lines": [{"quantity": 2, "price": 3}], "total": 6},
-    {"id": "ord-0002", "lines": [], "total": 0},
-]
 PROPERTIES = {
     "pin_id": "proppin-js",
     "fixture_pins": ["fixpin-js"],
@@ -105,9 +94,9 @@ def js_repo(tmp_path: Path, mocha_modules: Path) -> Path:
     make_tree(
         repo,
         {
-            "lib/total.js": LIBRARY,
+            "lib/total.js": TOTAL_JS,
             "test/total.spec.js": TESTS,
-            "fixtures/orders.json": json.dumps(ORDERS).encode(),
+            "fixtures/orders.json": ORDERS_JSON,
             ".gitignore": b"node_modules\ntest-results/\n",
         },
     )
@@ -125,37 +114,9 @@ def js_repo(tmp_path: Path, mocha_modules: Path) -> Path:
     return repo
 
 
-@dataclass(frozen=True)
-class Gate:
-    properties_exit: int
-    stderr: str
-    row: int
-    posture: str
-    ledger: dict[str, object] | None
-
-
 def gate(run_cli: RunCli, repo: Path, command: str = "npm test") -> Gate:
     """digest, properties --junit-xml, merge: as a CI job runs them."""
-    ledgers = repo.parent / "ledgers"
-    digest = run_cli(
-        "digest", "--pin", repo / "pins/fixtures.json", "--root", repo,
-        "--out", ledgers / "f.json",
-    )  # fmt: skip
-    assert digest.code == 0, digest.err
-    scored = run_cli(
-        "properties", "--pin", repo / "pins/fixtures.json", "--expect-digest", digest.out.strip(),
-        "--properties", repo / "pins/properties.json", "--command", command, "--root", repo,
-        "--base", "main", "--junit-xml", repo / "test-results/junit.xml",
-        "--out", ledgers / "p.json",
-    )  # fmt: skip
-    run_cli(
-        "merge", "--fixture-ledger", ledgers / "f.json", "--property-ledger", ledgers / "p.json",
-        "--out", ledgers / "d.json",
-    )  # fmt: skip
-    decision = json.loads((ledgers / "d.json").read_text())
-    ledger_path = ledgers / "p.json"
-    ledger = json.loads(ledger_path.read_text()) if ledger_path.exists() else None
-    return Gate(scored.code, scored.err, decision["row"], decision["posture"], ledger)
+    return junit_gate(run_cli, repo, repo / "test-results/junit.xml", command)
 
 
 def patch(repo: Path, path: str, edit: tuple[bytes, bytes]) -> None:
@@ -225,7 +186,7 @@ def test_a_mocharc_that_neuters_assert_moves_the_oracles(run_cli: RunCli, js_rep
     assert result.ledger is not None
     assert result.ledger["oracle_changes"] == [".mocharc.json", "support/quiet.js"]
     # Without the implicit oracles the forged run would have passed:
-    assert set(result.ledger["status_by_id"].values()) == {"pass"}  # type: ignore[attr-defined]
+    assert set(result.ledger["status_by_id"].values()) == {"pass"}
 
 
 def test_a_failing_after_each_hook_counts_against_its_test(run_cli: RunCli, js_repo: Path) -> None:
