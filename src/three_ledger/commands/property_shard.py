@@ -75,6 +75,7 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
             oracle_paths_unmatched=whole.oracle_paths_unmatched,
             oracle_model=whole.oracle_model,
             untracked_reads=whole.untracked_reads,
+            unscored_new_files=whole.unscored_new_files,
             base_revision=whole.base_revision,
             base_resolution=whole.base_resolution,
             head_revision=whole.head_revision,

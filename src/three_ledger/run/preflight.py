@@ -32,6 +32,7 @@ from three_ledger.pins import (
 from three_ledger.run.measured_oracles import BeforeRun, before_run, unmatched_oracle_paths
 from three_ledger.run.oracles import rewriting_flag
 from three_ledger.run.runner_config import runner_oracle_changes
+from three_ledger.test_changes import new_test_modules
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,9 @@ class BaseFacts:
     # What differed from the base when the command started, for the measured comparison.
     before: BeforeRun
     oracle_paths_unmatched: list[str]
+    # New files pytest would collect as test modules, outside product_paths: the run leaves
+    # them out (`--ignore`), and they move no oracle unless the run loads them anyway.
+    unscored_new_files: tuple[str, ...] = ()
 
     @property
     def base_revision(self) -> str:
@@ -179,6 +183,11 @@ def _against_base(
         reasons = {path: "runner configuration" for path in runner_oracle_changes(
             root, base_revision, command
         )}  # fmt: skip
+        differing = before.result()
+        unscored = new_test_modules(root, base_revision, differing.differing, properties_pin)
         for path in listed.result():
-            reasons[path] = "listed in oracle_paths"
-        return BaseFacts(resolution, head_revision, reasons, before.result(), unmatched.result())
+            if path not in unscored:
+                reasons[path] = "listed in oracle_paths"
+        return BaseFacts(
+            resolution, head_revision, reasons, differing, unmatched.result(), unscored
+        )
