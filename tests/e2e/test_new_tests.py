@@ -99,9 +99,7 @@ def test_new_tests_do_not_hide_a_broken_product(repo: Repo) -> None:
 
 
 @pytest.mark.parametrize("model", ["closed", "inferred"])
-def test_a_new_test_module_the_run_loads_anyway_moves_the_oracles(
-    repo: Repo, model: str
-) -> None:
+def test_a_new_test_module_the_run_loads_anyway_moves_the_oracles(repo: Repo, model: str) -> None:
     if model == "inferred":
         repo = inferred(repo)
     # The base test module imports a sibling that the change adds: it weakens nothing itself,
@@ -137,8 +135,7 @@ def test_gate_sends_a_new_test_file_alone_to_the_test_owners(repo: Repo) -> None
     decision = gate(repo)
     assert posture(decision) == ("human_review", 0)
     assert decision["reason"] == (
-        "oracle change: the test owners review it: "
-        "properties/test_free_orders.py (new test module)"
+        "oracle change: the test owners review it: properties/test_free_orders.py (new test module)"
     )
     assert not (repo.ledgers / "gate" / "property-a.json").exists()
     assert "**Tests changed**" in summary(repo)
@@ -146,12 +143,13 @@ def test_gate_sends_a_new_test_file_alone_to_the_test_owners(repo: Repo) -> None
 
 def test_gate_sends_an_edit_of_existing_tests_to_the_test_owners(repo: Repo) -> None:
     test = repo.root / "properties/test_orders.py"
-    test.write_text(test.read_text().replace('order["id"]', 'f"order {order[\'id\']}"'))
+    test.write_text(test.read_text().replace('order["id"]', "f\"order {order['id']}\""))
     repo.commit("clearer assertion messages")
     decision = gate(repo)
     assert posture(decision) == ("human_review", 0)
-    assert "properties/test_orders.py (test module; properties orders.total.non_negative" in (
-        decision["reason"]
+    assert (
+        "properties/test_orders.py (test module; properties orders.total.non_negative"
+        in (decision["reason"])
     )
 
 

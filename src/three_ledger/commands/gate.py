@@ -152,7 +152,7 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
         verdict = Verdict(Posture.REJECT, GATE_ROW, f"gate inputs unusable: {exc}")
         return _finish(request, out, GateOutcome(verdict, None, None, None, []), env)
     if tests is not None:
-        return _finish(request, out, _test_change(request, out, change, plan, tests), env)
+        return _finish(request, out, _test_change(request, out, change, tests), env)
     return _finish(request, out, _scored(request, out, change, plan, env), env)
 
 
@@ -384,9 +384,22 @@ def _redirected(log: Path) -> Iterator[TextIO]:
 def _pin_change(request: GateRequest, out: OutDir, change: Change) -> GateOutcome:
     """Pins move in reviewed changes of their own: validated, never scored, never `review`."""
     chain = Chain(InProcess(request, out, change.base, change.resolution.given, {}))
-    checked = chain.step("check-pins", CheckPins(request.pins_dir))
+    refused = _checked_and_vetted(request, out, change, chain)
+    if refused is not None:
+        return refused
     changed = ", ".join(change.changed_pins())
+    verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, f"{PIN_CHANGE_REASON} ({changed})")
+    # No plan in the outcome: nothing was scored, so no property is reported as missing.
+    return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
+
+
+def _checked_and_vetted(
+    request: GateRequest, out: OutDir, change: Change, chain: Chain
+) -> GateOutcome | None:
+    """check-pins, then vet each side whose pin moved; the reject when check-pins refuses."""
+    checked = chain.step("check-pins", CheckPins(request.pins_dir))
     if checked.exit_code != ExitCode.OK:
+        changed = ", ".join(change.changed_pins())
         reason = f"pin change: check-pins refused the pins ({changed}): {checked.note}"
         verdict = Verdict(Posture.REJECT, GATE_ROW, reason)
         return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
@@ -397,9 +410,7 @@ def _pin_change(request: GateRequest, out: OutDir, change: Change) -> GateOutcom
     else:
         for call in vet_calls(change, plan, out):
             chain.step(side_step_name(call), call)
-    verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, f"{PIN_CHANGE_REASON} ({changed})")
-    # No plan in the outcome: nothing was scored, so no property is reported as missing.
-    return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
+    return None
 
 
 # --- test changes --------------------------------------------------------------------------
@@ -425,20 +436,18 @@ def _test_side(request: GateRequest, change: Change, plan: Plan) -> list[TestSid
 
 
 def _test_change(
-    request: GateRequest, out: OutDir, change: Change, plan: Plan, tests: list[TestSideChange]
+    request: GateRequest, out: OutDir, change: Change, tests: list[TestSideChange]
 ) -> GateOutcome:
     """Tests, conftests and pytest's settings move in changes of their own, which the test
     owners review: nothing is scored, since what judges the change is what changed. Pins
-    changed beside them are checked as in a pin change."""
+    changed beside them are checked and vetted as in a pin change."""
     chain = Chain(InProcess(request, out, change.base, change.resolution.given, {}))
-    listed = ", ".join(test.describe() for test in tests)
-    reason = f"{TEST_CHANGE_REASON}: {listed}"
-    if pins := change.changed_pins():
-        checked = chain.step("check-pins", CheckPins(request.pins_dir))
-        if checked.exit_code != ExitCode.OK:
-            refused = f"pin change: check-pins refused the pins ({', '.join(pins)}): {checked.note}"
-            verdict = Verdict(Posture.REJECT, GATE_ROW, refused)
-            return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
+    reason = f"{TEST_CHANGE_REASON}: {', '.join(test.describe() for test in tests)}"
+    pins = change.changed_pins()
+    if pins:
+        refused = _checked_and_vetted(request, out, change, chain)
+        if refused is not None:
+            return refused
         reason += f"; {PIN_CHANGE_REASON} ({', '.join(pins)})"
     verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, reason)
     return GateOutcome(
