@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from helpers import CI_VARIABLES, RunCli
+from helpers import CI_VARIABLES, CliResult, RunCli
 from helpers.patches import Repo, break_total, example_repo, posture
 
 pytestmark = pytest.mark.pytest_child
@@ -191,3 +191,64 @@ def test_gate_sends_data_under_oracle_paths_to_the_test_owners(repo: Repo) -> No
     decision = gate(repo)
     assert posture(decision) == ("human_review", 0)
     assert "properties/limits.txt (listed in oracle_paths)" in decision["reason"]
+
+
+# --- sharded runs ------------------------------------------------------------------------------
+
+
+def shard_cli(repo: Repo, plan: Path, index: int) -> tuple[CliResult, Path]:
+    digest = repo.run_cli(
+        "digest", "--pin", repo.root / "pins/fixtures.json", "--root", repo.root,
+        "--out", repo.ledgers / "f.json",
+    ).out.strip()  # fmt: skip
+    out = repo.ledgers / f"shard-{index}.json"
+    result = repo.run_cli(
+        "properties", "--pin", repo.root / "pins/fixtures.json", "--expect-digest", digest,
+        "--properties", repo.root / "pins/properties.json", "--command", FOLDER,
+        "--root", repo.root, "--base", repo.base, "--shard-plan", plan, "--shard", str(index),
+        "--out", out,
+    )  # fmt: skip
+    return result, out
+
+
+def make_plan(repo: Repo, *base: str) -> tuple[Path, str]:
+    plan = repo.ledgers / "plan.json"
+    result = repo.run_cli(
+        "shard-plan", "--pin", repo.root / "pins/fixtures.json",
+        "--properties", repo.root / "pins/properties.json", "--command", FOLDER,
+        "--root", repo.root, "--shards", "2", "--all", "--out", plan, *base,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    return plan, plan.read_text()
+
+
+def test_a_sharded_run_with_a_new_test_file_combines(repo: Repo) -> None:
+    repo.write("properties/test_free_orders.py", NEW_TEST)
+    repo.commit("a test for free orders")
+    plan, text = make_plan(repo, "--base", repo.base)
+    assert "test_free_orders" not in text
+    shards = []
+    for index in range(2):
+        result, out = shard_cli(repo, plan, index)
+        assert result.code == 0, result.err
+        assert json.loads(out.read_text())["unscored_new_files"] == [
+            "properties/test_free_orders.py"
+        ]
+        shards.append(out)
+    combined = repo.ledgers / "combined.json"
+    result = repo.run_cli("combine", "--plan", plan, "--out", combined, *shards)
+    assert result.code == 0, result.err
+    ledger = json.loads(combined.read_text())
+    assert ledger["unscored_new_files"] == ["properties/test_free_orders.py"]
+    assert set(ledger["status_by_id"].values()) == {"pass"}
+
+
+def test_a_shard_plan_holding_new_tests_is_refused_by_name(repo: Repo) -> None:
+    repo.write("properties/test_free_orders.py", NEW_TEST)
+    repo.commit("a test for free orders")
+    plan, text = make_plan(repo)
+    assert "test_free_orders" in text
+    result, out = shard_cli(repo, plan, 0)
+    assert result.code == 2
+    assert "the plan holds tests of properties/test_free_orders.py, new against" in result.err
+    assert not out.exists()

@@ -311,6 +311,7 @@ class InProcess:
             per_file=None,
             timeout_s=self.request.timeout_s,
             strict=False,
+            base=self.base,
         )
         return vet.vet(request)
 

@@ -35,7 +35,7 @@ from three_ledger.results import TestResult, hashed_ids, ids_sha256, merge_worst
 from three_ledger.run import network_namespace
 from three_ledger.run.child import Child, exit_meaning, run_child
 from three_ledger.run.network_ban import choose_enforcement
-from three_ledger.run.preflight import Checks, preflight
+from three_ledger.run.preflight import Checks, new_tests_left_out, preflight
 from three_ledger.run.staging import stage_plugin
 from three_ledger.vocabulary import Enforcement, Outcome
 
@@ -55,6 +55,8 @@ class PlanRequest:
     as_json: bool
     # A JUnit report from an earlier run, read instead of collecting (`--from-report`).
     report: Path | None = None
+    # New test modules against this base are left out of the collection, as in `properties`.
+    base: str | None = None
 
     def checks(self) -> Checks:
         """The checks `properties` makes before it runs, but those of the base and digest:
@@ -86,7 +88,8 @@ def plan(request: PlanRequest) -> int:
             probe = background.submit(network_namespace.namespace_available)
             pins = preflight(request.checks())
             enforcement = choose_enforcement(pins.properties_pin.network, request.command, probe)
-        tests = collect(request, pins.fixture_pin, enforcement)
+        ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)
+        tests = collect(request, pins.fixture_pin, enforcement, ignore)
         source = request.command
     match = match_pin(pins.properties_pin, pins.flake_selectors(), tests)
     modules = sorted({test.id.split("::", 1)[0] for test in tests})
@@ -130,9 +133,13 @@ def ambiguous_titles(tests: Sequence[TestResult]) -> list[str]:
 
 
 def collect(
-    request: PlanRequest, fixture_pin: FixturePin, enforcement: Enforcement
+    request: PlanRequest,
+    fixture_pin: FixturePin,
+    enforcement: Enforcement,
+    ignore: tuple[str, ...] = (),
 ) -> list[TestResult]:
-    """Run the command with `--collect-only`; the collected tests, one per node id."""
+    """Run the command with `--collect-only`; the collected tests, one per node id. The new
+    test modules IGNORE names are left out, as the scored run leaves them out."""
     with (
         tempfile.TemporaryDirectory(prefix="three-ledger-plan-") as private,
         open(os.devnull, "wb") as quiet,
@@ -151,6 +158,7 @@ def collect(
             results_path=folder / "unused.jsonl",
             collect_into=collected,
             console=quiet,
+            ignore=ignore,
         )
         run = run_child(child)
         failure = run.failure()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
-from three_ledger.base_resolution import BaseResolution
+from three_ledger.base_resolution import BaseResolution, choose_base
 from three_ledger.bytecode import refuse_new_bytecode, refuse_sourceless_bytecode
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
@@ -129,6 +129,20 @@ def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
         if flag is not None:
             raise Refused(f"--command carries {flag!r}, which rewrites the oracles it is judged by")
     return Preflight(fixture_pin, properties_pin, flake_pin, live.digest, facts)
+
+
+def new_tests_left_out(
+    root: Path, base: str | None, pin: PropertiesPin, env: Mapping[str, str] = os.environ
+) -> tuple[str, ...]:
+    """The new test modules a collection or run leaves out, as `properties` does: against
+    BASE, else the environment's or the CI event's base; none where nothing names a base."""
+    if choose_base(base, env) is None:
+        return ()
+    try:
+        used = git.resolve_base(root, base, env).used
+        return new_test_modules(root, used, before_run(root, used).differing, pin)
+    except git.GitHung as hung:
+        raise InfraFailure(hung.message, hung.details) from None
 
 
 def _refuse_other_digest(
