@@ -252,3 +252,43 @@ def test_a_shard_plan_holding_new_tests_is_refused_by_name(repo: Repo) -> None:
     assert result.code == 2
     assert "the plan holds tests of properties/test_free_orders.py, new against" in result.err
     assert not out.exists()
+
+
+# --- plan ----------------------------------------------------------------------------------------
+
+
+def plan_json(repo: Repo, *extra: str) -> dict[str, Any]:
+    result = repo.run_cli(
+        "plan", "--pin", repo.root / "pins/fixtures.json",
+        "--properties", repo.root / "pins/properties.json", "--command", FOLDER,
+        "--root", repo.root, "--json", *extra,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    document: dict[str, Any] = json.loads(result.out)
+    return document
+
+
+def test_plan_leaves_new_test_modules_out_against_the_base(repo: Repo) -> None:
+    repo.write("properties/test_free_orders.py", NEW_TEST)
+    repo.commit("a test for free orders")
+    assert plan_json(repo)["tests"] == plan_json(repo, "--base", repo.base)["tests"] + 1
+
+
+def test_plan_prints_the_measured_oracles_as_a_codeowners_block(repo: Repo) -> None:
+    repo = with_helper_module(repo)
+    owners = plan_json(repo)["codeowners"]
+    # The helper the tests import is measured; the product and the fixtures are not oracles.
+    assert {"/testsupport/checks.py", "/properties/test_orders.py", "/pytest.ini"} <= set(owners)
+    assert not {"/orders.py", "/fixtures/orders_min.json"} & set(owners)
+
+
+def with_helper_module(repo: Repo) -> Repo:
+    repo.write("testsupport/__init__.py", "")
+    repo.write("testsupport/checks.py", "def non_negative(total):\n    return total >= 0\n")
+    test = repo.root / "properties/test_orders.py"
+    test.write_text(
+        test.read_text().replace(
+            "import pytest\n", "import pytest\nfrom testsupport.checks import non_negative\n", 1
+        )
+    )
+    return repo.as_base("tests import a helper")
