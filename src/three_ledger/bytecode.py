@@ -9,13 +9,12 @@ child imports from: Python imports such a file without its source, prefix or not
 
 from __future__ import annotations
 
-import configparser
 import os
-import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from three_ledger.errors import Refused
+from three_ledger.pytest_config import entries, pytest_settings
 
 BYTECODE_SUFFIXES = (".pyc", ".pyo")
 # Python 3 imports a `.pyc` without its source; it never reads a `.pyo`.
@@ -23,17 +22,6 @@ SOURCELESS_SUFFIX = ".pyc"
 PYCACHE = "__pycache__"
 # Never walked for sourceless bytecode: version control, and Python's own bytecode folders.
 _NOT_WALKED = frozenset({".git", ".hg", ".svn", PYCACHE})
-# Where pytest finds its settings, in its order of precedence, and the section that holds them.
-_PYTEST_CONFIGS = (
-    ("pytest.toml", "pytest"),
-    (".pytest.toml", "pytest"),
-    ("pytest.ini", "pytest"),
-    (".pytest.ini", "pytest"),
-    ("pyproject.toml", "tool.pytest.ini_options"),
-    ("pyproject.toml", "tool.pytest"),
-    ("tox.ini", "pytest"),
-    ("setup.cfg", "tool:pytest"),
-)
 _REMEDY = "delete it (`git rm` where git tracks it)"
 
 
@@ -137,38 +125,11 @@ def _sourceless_under(folder: Path) -> Iterator[Path]:
 def pytest_pythonpath(root: Path) -> list[str]:
     """The `pythonpath` entries of the pytest config file in ROOT, the first that pytest reads;
     none where there is no such file or it cannot be read (pytest then refuses to start)."""
-    for name, section in _PYTEST_CONFIGS:
-        path = root / name
-        if not path.is_file():
-            continue
-        try:
-            settings = _pytest_settings(path, section)
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, configparser.Error):
-            return []
-        if settings is not None:
-            return _entries(settings.get("pythonpath", []))
-    return []
+    return entries(pytest_settings(lambda name: _read_file(root / name)).get("pythonpath", []))
 
 
-def _pytest_settings(path: Path, section: str) -> Mapping[str, object] | None:
-    """SECTION of the config file at PATH; None where it has none (pytest looks further)."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".toml":
-        table: object = tomllib.loads(text)
-        for key in section.split("."):
-            table = table.get(key) if isinstance(table, dict) else None
-        return table if isinstance(table, dict) else None
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(text)
-    if parser.has_section(section):
-        return dict(parser[section])
-    # A pytest.ini is pytest's config file even without a [pytest] section.
-    return {} if path.name in ("pytest.ini", ".pytest.ini") else None
-
-
-def _entries(value: object) -> list[str]:
-    if isinstance(value, str):
-        return value.split()
-    if isinstance(value, list):
-        return [str(item) for item in value]
-    return []
+def _read_file(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError:
+        return None

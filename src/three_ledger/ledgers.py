@@ -285,6 +285,8 @@ class PropertyLedger(_Encoded):
     oracle_model: OracleModel = OracleModel.INFERRED
     # Closed model: ignored files the run read; they move no oracle.
     untracked_reads: tuple[str, ...] = ()
+    # New test modules the run left out (`--ignore`) and never loaded: nothing scored them.
+    unscored_new_files: tuple[str, ...] = ()
     base_revision: str
     # The base asked for, the commit used (base_revision) and how: ancestor or merge-base.
     base_resolution: BaseResolution
@@ -455,6 +457,7 @@ class PropertyShardLedger(_Encoded):
     oracle_paths_unmatched: tuple[str, ...]
     oracle_model: OracleModel = OracleModel.INFERRED
     untracked_reads: tuple[str, ...] = ()
+    unscored_new_files: tuple[str, ...] = ()
     base_revision: str
     base_resolution: BaseResolution
     head_revision: str

@@ -16,6 +16,9 @@ from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, Prop
 from three_ledger.pins import FlakePin
 from three_ledger.vocabulary import Posture
 
+# Row 8 for a change that adds test modules beside what is scored: nothing ran them.
+UNSCORED_NEW_TESTS = "new tests land unscored: the test owners review them"
+
 
 @dataclass(frozen=True)
 class Reading(Generic[RecordT]):
@@ -131,6 +134,11 @@ def decide(evidence: Evidence) -> Verdict:
     if misses := sorted(prop.failing_ids()):
         listed = ", ".join(f"{prop_id} is {prop.status_by_id[prop_id]}" for prop_id in misses)
         return _reject(7, f"property miss stands: {listed}")
+
+    if prop.unscored_new_files:
+        listed = ", ".join(prop.unscored_new_files)
+        reason = f"{UNSCORED_NEW_TESTS}: {listed}{_flake_note(evidence)}"
+        return Verdict(Posture.HUMAN_REVIEW, 8, reason)
 
     dual = evidence.dual_pin.record if evidence.dual_pin else None
     if dual is None or not dual.run:

@@ -152,6 +152,8 @@ def test_an_edited_oracle_is_annotated(
     repo, base = project
     oracle = repo / TEST_FILE
     oracle.write_text(oracle.read_text() + "\n# weakened\n")
+    # Beside a product edit: an edit to tests alone goes to the test owners unscored.
+    (repo / "orders.py").write_text((repo / "orders.py").read_text() + "\n")
     git(repo, "commit", "-q", "-am", "an oracle edit")
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     code, stdout, out = gate(run_cli, repo, stand_in(PASSING), "--base", base)

@@ -263,6 +263,7 @@ PROPERTY_LEDGER = {
     "oracle_paths_unmatched": [],
     "oracle_model": "inferred",
     "untracked_reads": [],
+    "unscored_new_files": [],
     "base_revision": COMMIT,
     "base_resolution": {"given": "refs/remotes/origin/main", "used": COMMIT, "how": "ancestor"},
     "head_revision": COMMIT,

@@ -161,6 +161,38 @@ def test_an_autoloaded_entry_point_plugin_is_caught(
     assert "tripwire: sentinel" in repo.properties_stderr()
 
 
+# Puts a correct order_total into each test module: the sentinels' outcomes are untouched.
+TARGETED_PLUGIN = """\
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    module = getattr(item, "module", None)
+    if hasattr(module, "order_total"):
+        module.order_total = lambda order: order["total_cents"]
+"""
+
+
+def test_an_editable_plugin_under_root_is_compared_as_a_file_of_the_change(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The inferred model: only the harness names the plugin, by its file, not its distribution.
+    pin = json.loads((repo.root / "pins/properties.json").read_text())
+    del pin["product_paths"]
+    write_json(repo.root / "pins/properties.json", pin)
+    repo = repo.as_base("pins: no product_paths")
+    site = entry_point_install(repo, tmp_path)
+    repo.write("orders_tools.py", TARGETED_PLUGIN)
+    monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{repo.root}")
+    break_total(repo)
+    repo.commit("orders tools")
+    decision = repo.ci()
+    assert posture(decision) == ("reject", 5), decision["reason"]
+    reasons = repo.property_ledger()["oracle_change_reasons"]
+    assert reasons["orders_tools.py"] == "pytest plugin orders_tools"
+
+
 def test_pinned_plugins_keep_an_entry_point_plugin_out(
     repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -84,6 +84,7 @@ def _run_plan(args: argparse.Namespace) -> int:
             log_path=args.log,
             as_json=args.json,
             report=args.junit_xml,
+            base=args.base,
         )
     )
 
@@ -132,6 +133,7 @@ def _run_shard_plan(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             log_path=args.log,
             out=args.out,
+            base=args.base,
         )
     )
 
@@ -260,6 +262,7 @@ def _run_vet(args: argparse.Namespace) -> int:
             per_file=args.per_file,
             timeout_s=args.timeout,
             strict=args.strict,
+            base=args.base,
         )
     )
 

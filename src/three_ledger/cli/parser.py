@@ -86,6 +86,11 @@ class Opts:
     out = option("--out", type=Path, required=True)
     log = option("--log", type=Path, metavar="PATH")
     base = option("--base", metavar="REV")
+    # For the commands that run the suite without scoring it against a base.
+    new_tests_base = base.but(
+        help="leave out test modules new against REV, as properties does "
+        "(default: the CI event's base, if any)"
+    )
     flake_pin = option("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
     timeout = option(
         "--timeout",
@@ -180,6 +185,7 @@ def _add_plan(commands: Subparsers) -> None:
         Opts.timeout,
         Opts.log.but(help="keep the collection's output"),
         option("--json", action="store_true", help="print one JSON document"),
+        Opts.new_tests_base,
         help="show what each pinned property matches; no test runs",
         description="Run the test command as `properties` would, with --collect-only added "
         "through PYTEST_ADDOPTS, and print per property how many tests it matches (and the "
@@ -252,6 +258,7 @@ def _add_shard_plan(commands: Subparsers) -> None:
         Opts.timeout,
         Opts.log.but(help="keep the collection's output"),
         Opts.out.but(help="shard plan to write"),
+        Opts.new_tests_base,
         help="fix the tests to run and split them into N slices for sharded scoring",
         description="Collect the tests once, as `plan` does, keep those a pinned property or "
         "flake entry matches (or all, with --all), and split them into N slices, balanced by "
@@ -448,6 +455,7 @@ def _add_vet(commands: Subparsers) -> None:
             action="store_true",
             help="count a weak property (only malformed input kills it) as surviving",
         ),
+        Opts.new_tests_base,
         help="watch each pinned property fail on its own fixtures",
         description="Copy ROOT to a scratch folder, run the command once unmutated (every "
         "property must pass; which pinned files each test opens is recorded), then mutate "

@@ -50,6 +50,7 @@ _AGREED = (
     "tripwire",
     "harness",
     "oracle_model",
+    "unscored_new_files",
 )
 _FROM_PLAN = ("head_revision", "pin_id", "fixture_digest", "property_pin_sha256", "command")
 
@@ -217,6 +218,7 @@ def merged_ledger(
         oracle_paths_unmatched=tuple(unmatched),
         oracle_model=first.oracle_model,
         untracked_reads=tuple(sorted({p for s in shards for p in s.record.untracked_reads})),
+        unscored_new_files=first.unscored_new_files,
         base_revision=first.base_revision,
         base_resolution=first.base_resolution,
         head_revision=first.head_revision,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, assert_never
 
+from three_ledger.bytecode import is_bytecode
 from three_ledger.commands import merge as merge_command
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
@@ -34,6 +35,7 @@ from three_ledger.report.gate_summary import (
     step_line,
     summary_markdown,
 )
+from three_ledger.test_changes import TestSideChange, test_side_changes
 from three_ledger.vocabulary import Posture
 from three_ledger.workflow.chain import (
     Call,
@@ -61,6 +63,7 @@ from three_ledger.workflow.decision_files import (
 # Row 0: gate decided before the merge table (unusable inputs, or a change to pins only).
 GATE_ROW = 0
 PIN_CHANGE_REASON = "pin change: the pin owners review it"
+TEST_CHANGE_REASON = "oracle change: the test owners review it"
 # Variables through which merge would report on its own; gate reports for the whole chain.
 _REPORTING_VARIABLES = ("GITHUB_STEP_SUMMARY", "GITHUB_ACTIONS")
 
@@ -144,9 +147,12 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
         if change.pin_change_only:
             return _finish(request, out, _pin_change(request, out, change), env)
         plan = find_pins(request.pins_dir)
+        tests = _test_side(request, change, plan)
     except Unusable as exc:
         verdict = Verdict(Posture.REJECT, GATE_ROW, f"gate inputs unusable: {exc}")
         return _finish(request, out, GateOutcome(verdict, None, None, None, []), env)
+    if tests is not None:
+        return _finish(request, out, _test_change(request, out, change, tests), env)
     return _finish(request, out, _scored(request, out, change, plan, env), env)
 
 
@@ -305,6 +311,7 @@ class InProcess:
             per_file=None,
             timeout_s=self.request.timeout_s,
             strict=False,
+            base=self.base,
         )
         return vet.vet(request)
 
@@ -378,9 +385,22 @@ def _redirected(log: Path) -> Iterator[TextIO]:
 def _pin_change(request: GateRequest, out: OutDir, change: Change) -> GateOutcome:
     """Pins move in reviewed changes of their own: validated, never scored, never `review`."""
     chain = Chain(InProcess(request, out, change.base, change.resolution.given, {}))
-    checked = chain.step("check-pins", CheckPins(request.pins_dir))
+    refused = _checked_and_vetted(request, out, change, chain)
+    if refused is not None:
+        return refused
     changed = ", ".join(change.changed_pins())
+    verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, f"{PIN_CHANGE_REASON} ({changed})")
+    # No plan in the outcome: nothing was scored, so no property is reported as missing.
+    return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
+
+
+def _checked_and_vetted(
+    request: GateRequest, out: OutDir, change: Change, chain: Chain
+) -> GateOutcome | None:
+    """check-pins, then vet each side whose pin moved; the reject when check-pins refuses."""
+    checked = chain.step("check-pins", CheckPins(request.pins_dir))
     if checked.exit_code != ExitCode.OK:
+        changed = ", ".join(change.changed_pins())
         reason = f"pin change: check-pins refused the pins ({changed}): {checked.note}"
         verdict = Verdict(Posture.REJECT, GATE_ROW, reason)
         return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
@@ -391,9 +411,49 @@ def _pin_change(request: GateRequest, out: OutDir, change: Change) -> GateOutcom
     else:
         for call in vet_calls(change, plan, out):
             chain.step(side_step_name(call), call)
-    verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, f"{PIN_CHANGE_REASON} ({changed})")
-    # No plan in the outcome: nothing was scored, so no property is reported as missing.
-    return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
+    return None
+
+
+# --- test changes --------------------------------------------------------------------------
+
+
+def _test_side(request: GateRequest, change: Change, plan: Plan) -> list[TestSideChange] | None:
+    """Each test-side path of a change whose every path is test-side (or a pin, with at least
+    one test-side path), relative to ROOT; None for a change to score."""
+    from three_ledger import git
+
+    pins = set(change.changed_pins())
+    others = [path for path in change.changed if path not in pins]
+    if not others or any(is_bytecode(path) for path in change.changed):
+        return None
+    prefix = f"{change.root_in_top}/" if change.root_in_top else ""
+    if not all(path.startswith(prefix) for path in others):
+        return None
+    in_root = [path.removeprefix(prefix) for path in others]
+    try:
+        return test_side_changes(request.root, change.base, in_root, plan.properties_pin)
+    except git.GitHung as hung:
+        raise Unusable(hung.message) from None
+
+
+def _test_change(
+    request: GateRequest, out: OutDir, change: Change, tests: list[TestSideChange]
+) -> GateOutcome:
+    """Tests, conftests and pytest's settings move in changes of their own, which the test
+    owners review: nothing is scored, since what judges the change is what changed. Pins
+    changed beside them are checked and vetted as in a pin change."""
+    chain = Chain(InProcess(request, out, change.base, change.resolution.given, {}))
+    reason = f"{TEST_CHANGE_REASON}: {', '.join(test.describe() for test in tests)}"
+    pins = change.changed_pins()
+    if pins:
+        refused = _checked_and_vetted(request, out, change, chain)
+        if refused is not None:
+            return refused
+        reason += f"; {PIN_CHANGE_REASON} ({', '.join(pins)})"
+    verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, reason)
+    return GateOutcome(
+        verdict, None, change, None, chain.steps, pin_change=bool(pins), test_change=tuple(tests)
+    )
 
 
 # --- the end: decision, reports --------------------------------------------------------------

@@ -11,12 +11,13 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from three_ledger import git
 from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
 from three_ledger.junit_report import read_junit_xml
@@ -29,13 +30,14 @@ from three_ledger.matching import (
     warning_lines,
 )
 from three_ledger.outputs import Output, refuse_unwritable
+from three_ledger.paths import glob_matches
 from three_ledger.pins import FixturePin
 from three_ledger.product_guess import Proposal, propose
 from three_ledger.results import TestResult, hashed_ids, ids_sha256, merge_worst
-from three_ledger.run import network_namespace
+from three_ledger.run import measurement, network_namespace
 from three_ledger.run.child import Child, exit_meaning, run_child
 from three_ledger.run.network_ban import choose_enforcement
-from three_ledger.run.preflight import Checks, preflight
+from three_ledger.run.preflight import Checks, Preflight, new_tests_left_out, preflight
 from three_ledger.run.staging import stage_plugin
 from three_ledger.vocabulary import Enforcement, Outcome
 
@@ -55,6 +57,8 @@ class PlanRequest:
     as_json: bool
     # A JUnit report from an earlier run, read instead of collecting (`--from-report`).
     report: Path | None = None
+    # New test modules against this base are left out of the collection, as in `properties`.
+    base: str | None = None
 
     def checks(self) -> Checks:
         """The checks `properties` makes before it runs, but those of the base and digest:
@@ -86,16 +90,24 @@ def plan(request: PlanRequest) -> int:
             probe = background.submit(network_namespace.namespace_available)
             pins = preflight(request.checks())
             enforcement = choose_enforcement(pins.properties_pin.network, request.command, probe)
-        tests = collect(request, pins.fixture_pin, enforcement)
+        ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)
+        collection = collect_measured(request, pins.fixture_pin, enforcement, ignore)
+        tests = collection.tests
         source = request.command
     match = match_pin(pins.properties_pin, pins.flake_selectors(), tests)
     modules = sorted({test.id.split("::", 1)[0] for test in tests})
     products = propose(request.root, [m for m in modules if m.endswith(".py")])
+    owners = None
+    if request.report is None:
+        owners = oracle_owners(request.root, pins, collection, modules, products)
     if request.as_json:
         document = {**plan_document(match), "proposed_product_paths": _products(products)}
+        if owners is not None:
+            document["codeowners"] = owners.paths
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
-        sys.stdout.write(plan_text(match, source) + _product_lines(products))
+        text = plan_text(match, source) + _product_lines(products)
+        sys.stdout.write(text + (owners.text() if owners is not None else ""))
         # Only a JUnit title can hold a `::` that is not a boundary; pytest's ids are exact.
         for line in ambiguous_titles(tests) if request.report is not None else ():
             print(line)
@@ -129,10 +141,45 @@ def ambiguous_titles(tests: Sequence[TestResult]) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class Collection:
+    """What a collection found, and what it executed or read under ROOT (when measured)."""
+
+    tests: list[TestResult]
+    uses: Mapping[str, str]
+    # Why the collection's reads are not known, when they are not.
+    unmeasured: str | None = None
+
+
 def collect(
-    request: PlanRequest, fixture_pin: FixturePin, enforcement: Enforcement
+    request: PlanRequest,
+    fixture_pin: FixturePin,
+    enforcement: Enforcement,
+    ignore: tuple[str, ...] = (),
 ) -> list[TestResult]:
-    """Run the command with `--collect-only`; the collected tests, one per node id."""
+    """Run the command with `--collect-only`; the collected tests, one per node id. The new
+    test modules IGNORE names are left out, as the scored run leaves them out."""
+    return _collect(request, fixture_pin, enforcement, ignore, measure=False).tests
+
+
+def collect_measured(
+    request: PlanRequest,
+    fixture_pin: FixturePin,
+    enforcement: Enforcement,
+    ignore: tuple[str, ...] = (),
+) -> Collection:
+    """`collect`, with the audit hook of the closed oracle set armed in every process."""
+    return _collect(request, fixture_pin, enforcement, ignore, measure=True)
+
+
+def _collect(
+    request: PlanRequest,
+    fixture_pin: FixturePin,
+    enforcement: Enforcement,
+    ignore: tuple[str, ...],
+    *,
+    measure: bool,
+) -> Collection:
     with (
         tempfile.TemporaryDirectory(prefix="three-ledger-plan-") as private,
         open(os.devnull, "wb") as quiet,
@@ -140,6 +187,7 @@ def collect(
         folder = Path(private)
         collected = folder / "collected.jsonl"
         log_path = request.log_path or folder / "plan.log"
+        measuring = measurement.prepare(folder) if measure else None
         child = Child(
             command=request.command or (),
             root=request.root,
@@ -151,6 +199,8 @@ def collect(
             results_path=folder / "unused.jsonl",
             collect_into=collected,
             console=quiet,
+            ignore=ignore,
+            measurement=measuring,
         )
         run = run_child(child)
         failure = run.failure()
@@ -159,7 +209,13 @@ def collect(
             failure = exit_meaning(run.exit_code, enforcement)
         if failure is not None:
             raise _collection_failed(failure, log_path, request)
-        return read_collected(collected, log_path)
+        tests = read_collected(collected, log_path)
+        if measuring is None:
+            return Collection(tests, {})
+        try:
+            return Collection(tests, measurement.read_measured(measuring, request.root))
+        except InfraFailure as unmeasured:
+            return Collection(tests, {}, unmeasured.message)
 
 
 def _collection_failed(failure: str, log_path: Path, request: PlanRequest) -> InfraFailure:
@@ -303,6 +359,60 @@ def _selector_document(selector: SelectorMatch) -> dict[str, Any]:
         "matched": selector.matched,
         "did_you_mean": list(selector.did_you_mean),
     }
+
+
+@dataclass(frozen=True)
+class OracleOwners:
+    """The oracles the collection showed, as paths for a CODEOWNERS file (from the top of the
+    work tree), or why there are none."""
+
+    paths: list[str]
+    unmeasured: str | None = None
+
+    def text(self) -> str:
+        if self.unmeasured is not None:
+            return f"oracles: not measured ({self.unmeasured}): no CODEOWNERS block\n"
+        heading = (
+            "oracles the collection executed or read, as a CODEOWNERS block (name their "
+            "owners, and require code-owner review):"
+        )
+        lines = [heading, *(f"{path} @TEST-OWNERS" for path in self.paths)]
+        return "\n".join(lines) + "\n"
+
+
+def oracle_owners(
+    root: Path,
+    pins: Preflight,
+    collection: Collection,
+    modules: Sequence[str],
+    products: Sequence[Proposal],
+) -> OracleOwners:
+    """Every file the collection executed or read, but the product and the pinned fixtures,
+    with the collected test modules and the pin's `oracle_paths` (as folders or files).
+
+    The product is the pin's `product_paths`, or, without them, the globs proposed for it.
+    What the tests read only once they run is not seen here: `properties` measures that.
+    """
+    if collection.unmeasured is not None:
+        return OracleOwners([], collection.unmeasured)
+    pin = pins.properties_pin
+    proposed = [product.glob for product in products]
+    pinned = set(pins.fixture_pin.files)
+
+    def is_product(path: str) -> bool:
+        if pin.product_paths is not None:
+            return pin.is_product(path)
+        return any(glob_matches(glob, path) for glob in proposed)
+
+    found = {path for path in collection.uses if not is_product(path) and path not in pinned}
+    found.update(module for module in modules if module.endswith(".py"))
+    for entry in pin.oracle_paths:
+        folder = (root / entry).is_dir()
+        found.add(entry.rstrip("/") + ("/" if folder else ""))
+    top = git.work_tree_top(root)
+    prefix = Path(os.path.relpath(root.resolve(), top)).as_posix()
+    anchored = [f"/{path}" if prefix == "." else f"/{prefix}/{path}" for path in sorted(found)]
+    return OracleOwners(anchored)
 
 
 def _count(number: int, noun: str) -> str:

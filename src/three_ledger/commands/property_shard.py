@@ -75,6 +75,7 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
             oracle_paths_unmatched=whole.oracle_paths_unmatched,
             oracle_model=whole.oracle_model,
             untracked_reads=whole.untracked_reads,
+            unscored_new_files=whole.unscored_new_files,
             base_revision=whole.base_revision,
             base_resolution=whole.base_resolution,
             head_revision=whole.head_revision,
@@ -131,3 +132,17 @@ def refuse_other_plan(plan: ShardPlan, path: Path, scored: Preflight, request: R
                 f"{path}: $.{key}: the plan says {planned!r}, this run has {live!r}: make "
                 "the shard plan again on this tree"
             )
+    unscored = set(scored.base().unscored_new_files)
+    left_out = sorted({
+        module
+        for planned_slice in plan.slices
+        for test_id in planned_slice
+        if (module := test_id.split("::", 1)[0]) in unscored
+    })  # fmt: skip
+    if left_out:
+        raise Refused(
+            f"{path}: $.slices: the plan holds tests of {left_out[0]}, new against the base "
+            f"{scored.base().base_revision[:12]}: a scored run leaves new test modules out; "
+            "make the shard plan with the same --base",
+            left_out[1:],
+        )

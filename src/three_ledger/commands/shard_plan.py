@@ -20,7 +20,7 @@ from three_ledger.ledgers import ShardPlan, fresh_recorded_at, new_ledger_id, wr
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.run import network_namespace
 from three_ledger.run.network_ban import choose_enforcement
-from three_ledger.run.preflight import preflight
+from three_ledger.run.preflight import new_tests_left_out, preflight
 from three_ledger.shards import planned_ids, read_durations, split
 
 
@@ -37,6 +37,7 @@ class ShardPlanRequest:
     timeout_s: float
     log_path: Path | None
     out: Path
+    base: str | None = None
 
 
 def shard_plan(request: ShardPlanRequest) -> int:
@@ -64,7 +65,8 @@ def shard_plan(request: ShardPlanRequest) -> int:
         enforcement = choose_enforcement(pins.properties_pin.network, request.command, probe)
         digest = pins.digest
         head = git.head_revision(request.root)
-        tests = collect(collecting, pins.fixture_pin, enforcement)
+        ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)
+        tests = collect(collecting, pins.fixture_pin, enforcement, ignore)
         if request.all_tests:
             ids = [test.id for test in tests]
         else:

@@ -50,7 +50,7 @@ from three_ledger.run import network_namespace
 from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
 from three_ledger.run.harness import read_harness
 from three_ledger.run.network_ban import choose_enforcement
-from three_ledger.run.preflight import Checks, Preflight, preflight
+from three_ledger.run.preflight import Checks, Preflight, new_tests_left_out, preflight
 from three_ledger.run.staging import StagedPlugin, stage_plugin
 from three_ledger.run.tripwire import Sentinels, checked_and_removed
 from three_ledger.vet import scratch
@@ -86,6 +86,8 @@ class Request:
     per_file: int | None
     timeout_s: float
     strict: bool
+    # New test modules against this base are left out of every run, as in `properties`.
+    base: str | None = None
 
     def checks(self) -> Checks:
         """The refusals (exit 2): the gate's own code, pins, the tree, an oracle-rewriting flag."""
@@ -186,6 +188,8 @@ class Bench:
         self.requirements = checked.properties_pin.requirements()
         self.command = scratch.command_for_copy(request.command, request.root)
         self.runs = 0
+        # New test modules (relative to the tree) that no run collects.
+        self.ignore: tuple[str, ...] = ()
         self._stack = contextlib.ExitStack()
         self._log: BinaryIO | None = None
         self._quiet: BinaryIO | None = None
@@ -208,7 +212,9 @@ class Bench:
                 "the tree changed while it was copied"
             )
         plugin = stage_plugin(private)
-        return cls(request, checked, enforcement, private, log_path, plugin)
+        bench = cls(request, checked, enforcement, private, log_path, plugin)
+        bench.ignore = new_tests_left_out(request.root, request.base, checked.properties_pin)
+        return bench
 
     def __enter__(self) -> Bench:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,6 +251,7 @@ class Bench:
             plugins=self.checked.properties_pin.plugins,
             extra_env={**bytecode, **sentinels.environment(), **extra_env},
             console=self._quiet,
+            ignore=self.ignore,
         )
         run = run_child(child)
         ending = run.failure() or f"exit {run.exit_code}"

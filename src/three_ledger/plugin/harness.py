@@ -107,10 +107,14 @@ class HarnessRecorder:
             if plugin is None or _is_own(plugin):
                 continue
             dist = by_plugin.get(id(plugin))
-            if dist is not None:
+            module = _module_of(plugin)
+            file = getattr(module, "__file__", None)
+            # A distribution names a plugin only when its file lies outside ROOT: an
+            # editable install of the project's own plugin is a file of the change.
+            if dist is not None and not (file and _under(Path(os.path.realpath(file)), self.root)):
                 source = _source_of(dist)
             else:
-                source = self.shown_module(_module_of(plugin), known)
+                source = self.shown_module(module, known)
             if source.startswith(_PYTEST_SOURCE) or source == "<builtin>":
                 continue  # pytest's own plugins: its version is recorded once, in "pytest"
             listed[_plugin_name(name, plugin)] = source

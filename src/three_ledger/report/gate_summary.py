@@ -23,6 +23,7 @@ from three_ledger.merge_table import Evidence, Verdict
 from three_ledger.report.junit_verdict import PropertyCase, StepCase, property_cases
 from three_ledger.report.step_summary import StepRow, SummaryInput, VetRow, flake_owners, render
 from three_ledger.report.workflow_commands import Annotation, Level, annotations_of_kind
+from three_ledger.test_changes import TestSideChange
 from three_ledger.vet.report import finding
 from three_ledger.vocabulary import Posture
 
@@ -93,6 +94,8 @@ class GateOutcome:
     plan: Plan | None
     steps: Sequence[Step]
     pin_change: bool = False
+    # The test-side paths of a change gate sent to the test owners unscored.
+    test_change: tuple[TestSideChange, ...] | None = None
     # Paths under each pin's fixtures_dir that differ from the base, relative to ROOT.
     moved_fixtures: tuple[str, ...] = field(default=())
 
@@ -199,6 +202,11 @@ def summary_markdown(outcome: GateOutcome) -> str:
         steps=[_step_row(step) for step in outcome.steps],
         pinned_ids=outcome.pinned_ids() or [],
         pin_change=_changed_pins(outcome) if outcome.pin_change else None,
+        test_change=(
+            [test.describe() for test in outcome.test_change]
+            if outcome.test_change is not None
+            else None
+        ),
         problems=[detail for step in outcome.steps for detail in step.details],
         vet=[row for step in outcome.steps for row in _vet_rows(step.record)],
     )

@@ -69,6 +69,10 @@ NEXT_STEP_PIN_CHANGE = (
     "The pin owners (CODEOWNERS on the pins folder) review this pin change. Merge it on its "
     "own; changes that rely on it are scored once it has landed."
 )
+NEXT_STEP_TEST_CHANGE = (
+    "The test owners (CODEOWNERS on the tests, conftests and pytest's settings) review this "
+    "test change. Merge it on its own; product changes are scored against it once it has landed."
+)
 NEXT_STEP_PIN_REFUSED = "Fix the pins until `three-ledger check-pins` passes."
 
 
@@ -107,6 +111,8 @@ class SummaryInput:
     # Property ids to list as missing when no property ledger could be read.
     pinned_ids: Sequence[str] = ()
     pin_change: Sequence[str] | None = None
+    # A change to tests alone, sent to their owners unscored: each path with what it is.
+    test_change: Sequence[str] | None = None
     # What the steps refused for, one line each (check-pins lists every problem).
     problems: Sequence[str] = ()
     vet: Sequence[VetRow] = ()
@@ -154,6 +160,7 @@ def render(summary: SummaryInput) -> str:
         ),
         f"**Reason:** {text(reason)}" if cut != reason else "",
         f"**What to do next:** {_next_step(summary)}",
+        *_test_change(summary),
         *_pin_change(summary),
         *_problems(summary),
         *_vet(summary),
@@ -171,6 +178,8 @@ def _next_step(summary: SummaryInput) -> str:
     verdict = summary.verdict
     if verdict.row in NEXT_STEP:
         return NEXT_STEP[verdict.row]
+    if summary.test_change is not None and verdict.posture is not Posture.REJECT:
+        return NEXT_STEP_TEST_CHANGE
     if summary.pin_change is not None:
         return (
             NEXT_STEP_PIN_CHANGE if verdict.posture is not Posture.REJECT else NEXT_STEP_PIN_REFUSED
@@ -189,6 +198,13 @@ def _pin_change(summary: SummaryInput) -> list[str]:
         return []
     items = "\n".join(f"- {code(path)}" for path in summary.pin_change)
     return ["**Pins changed** (not scored: pins move in reviewed changes of their own):", items]
+
+
+def _test_change(summary: SummaryInput) -> list[str]:
+    if summary.test_change is None:
+        return []
+    items = "\n".join(f"- {text(line)}" for line in summary.test_change)
+    return ["**Tests changed** (not scored: what judges the change is what changed):", items]
 
 
 def _problems(summary: SummaryInput) -> list[str]:

@@ -9,6 +9,7 @@ for the collection.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,8 @@ class Child:
     console: BinaryIO | None = None
     # With a measurement: the staged hook's folder, and where each process writes its record.
     measurement: Measurement | None = None
+    # New test modules the run leaves out (relative to ROOT): pytest gets `--ignore` for each.
+    ignore: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,11 @@ def child_environment(child: Child, inherited: Mapping[str, str] = os.environ) -
     env.update(pinned_plugins_environment(env, child.plugins))
     if child.collect_into is not None:
         env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} --collect-only"
+    if child.ignore:
+        # Absolute paths: pytest reads `--ignore` relative to where it starts, not to ROOT.
+        top = child.root.resolve()
+        ignores = " ".join(shlex.quote(f"--ignore={top / path}") for path in child.ignore)
+        env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} {ignores}".strip()
     return env
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +50,8 @@ class Observed:
     measured_changes: dict[str, str] = field(default_factory=dict)
     oracle_model: OracleModel = OracleModel.INFERRED
     untracked_reads: tuple[str, ...] = ()
+    # New test modules the run left out and never loaded.
+    unscored_new_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,10 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
         extra_env[HARNESS_ENV] = str(harness_path)
         extra_env[ROOT_ENV] = str(run.root.resolve())
         closed = checked.properties_pin.product_paths is not None
-        measuring = measurement.prepare(Path(private)) if closed else None
+        # New test modules are left out of a pytest run; the measurement tells whether the
+        # run loaded one anyway, so it is armed for them in the inferred model too.
+        unscored = checked.base().unscored_new_files
+        measuring = measurement.prepare(Path(private)) if closed or unscored else None
         child = Child(
             command=run.command,
             root=run.root,
@@ -96,6 +101,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             plugins=checked.properties_pin.plugins,
             extra_env=extra_env,
             measurement=measuring,
+            ignore=unscored,
         )
         ran = run_child(child)
         failure = ran.failure()
@@ -111,12 +117,11 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             )
             harness = read_harness(harness_path)
             kept = [result for result in results if _scores(result, checked)]
-            if measuring is None:
-                world = ClosedWorld(
-                    measured_changes(run.root, checked.base().before, harness, kept), ()
-                )
+            uses = {} if measuring is None else measurement.read_measured(measuring, run.root)
+            if not closed:
+                changes = measured_changes(run.root, checked.base().before, harness, kept)
+                world = ClosedWorld(left_out(changes, unscored, uses), ())
             else:
-                uses = measurement.read_measured(measuring, run.root)
                 world = closed_changes(
                     run.root,
                     checked.base().before,
@@ -130,7 +135,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
         except InfraFailure as not_evidence:
             not_evidence.details.append(f"no property ledger written (log: {run.log_path})")
             raise
-    model = OracleModel.INFERRED if measuring is None else OracleModel.CLOSED
+    model = OracleModel.CLOSED if closed else OracleModel.INFERRED
     return Observed(
         results,
         ran.exit_code,
@@ -141,7 +146,20 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
         world.changes,
         model,
         world.untracked_reads,
+        tuple(path for path in unscored if path not in uses),
     )
+
+
+def left_out(
+    changes: dict[str, str], unscored: tuple[str, ...], uses: Mapping[str, str]
+) -> dict[str, str]:
+    """The inferred model's CHANGES, with each new test module the run left out dropped (a
+    folder of tests holds it), and each one the run loaded anyway counted, saying how."""
+    kept = {path: why for path, why in changes.items() if path not in unscored}
+    for path in unscored:
+        if path in uses:
+            kept[path] = f"new test module {uses[path]} by the run: loaded, it is an oracle"
+    return kept
 
 
 def _observe_report(
@@ -159,6 +177,9 @@ def _observe_report(
     fixture_pin = checked.fixture_pin
     report = junit_evidence.prepare(report_path, run.root, fixture_pin.fixtures_dir, outputs)
     changes = _report_oracles(run, checked, report.ledger_path(), outputs)
+    # Nothing is left out of a JUnit run: a new test module is an oracle move there.
+    for path in checked.base().unscored_new_files:
+        changes[path] = "new test module: a JUnit run cannot leave it out"
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         seen = Path(private) / "pytest-seen.jsonl"
         child = Child(
@@ -251,6 +272,7 @@ def property_ledger(
         oracle_paths_unmatched=ledger_text(facts.oracle_paths_unmatched),
         oracle_model=observed.oracle_model,
         untracked_reads=ledger_text(observed.untracked_reads),
+        unscored_new_files=ledger_text(observed.unscored_new_files),
         base_revision=facts.base_revision,
         base_resolution=dataclasses.replace(
             facts.base_resolution, given=ledger_text([facts.base_resolution.given])[0]

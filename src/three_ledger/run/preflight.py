@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
-from three_ledger.base_resolution import BaseResolution
+from three_ledger.base_resolution import BaseResolution, choose_base
 from three_ledger.bytecode import refuse_new_bytecode, refuse_sourceless_bytecode
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
@@ -32,6 +32,7 @@ from three_ledger.pins import (
 from three_ledger.run.measured_oracles import BeforeRun, before_run, unmatched_oracle_paths
 from three_ledger.run.oracles import rewriting_flag
 from three_ledger.run.runner_config import runner_oracle_changes
+from three_ledger.test_changes import new_test_modules
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,9 @@ class BaseFacts:
     # What differed from the base when the command started, for the measured comparison.
     before: BeforeRun
     oracle_paths_unmatched: list[str]
+    # New files pytest would collect as test modules, outside product_paths: the run leaves
+    # them out (`--ignore`), and they move no oracle unless the run loads them anyway.
+    unscored_new_files: tuple[str, ...] = ()
 
     @property
     def base_revision(self) -> str:
@@ -127,6 +131,20 @@ def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
     return Preflight(fixture_pin, properties_pin, flake_pin, live.digest, facts)
 
 
+def new_tests_left_out(
+    root: Path, base: str | None, pin: PropertiesPin, env: Mapping[str, str] = os.environ
+) -> tuple[str, ...]:
+    """The new test modules a collection or run leaves out, as `properties` does: against
+    BASE, else the environment's or the CI event's base; none where nothing names a base."""
+    if choose_base(base, env) is None:
+        return ()
+    try:
+        used = git.resolve_base(root, base, env).used
+        return new_test_modules(root, used, before_run(root, used).differing, pin)
+    except git.GitHung as hung:
+        raise InfraFailure(hung.message, hung.details) from None
+
+
 def _refuse_other_digest(
     checks: Checks, fixture_pin: FixturePin, live: str, env: Mapping[str, str]
 ) -> None:
@@ -179,6 +197,11 @@ def _against_base(
         reasons = {path: "runner configuration" for path in runner_oracle_changes(
             root, base_revision, command
         )}  # fmt: skip
+        differing = before.result()
+        unscored = new_test_modules(root, base_revision, differing.differing, properties_pin)
         for path in listed.result():
-            reasons[path] = "listed in oracle_paths"
-        return BaseFacts(resolution, head_revision, reasons, before.result(), unmatched.result())
+            if path not in unscored:
+                reasons[path] = "listed in oracle_paths"
+        return BaseFacts(
+            resolution, head_revision, reasons, differing, unmatched.result(), unscored
+        )

@@ -1,0 +1,68 @@
+"""pytest's settings as pytest finds them in a folder, read without pytest.
+
+The gate needs a few of them before any test runs: `pythonpath` (where the child imports
+from), `python_files` and `norecursedirs` (which files pytest would collect as test modules).
+pytest reads the first config file that holds its section, in the order below; so does this.
+"""
+
+from __future__ import annotations
+
+import configparser
+import tomllib
+from collections.abc import Callable, Mapping
+
+# Where pytest finds its settings, in its order of precedence, and the section that holds them.
+PYTEST_CONFIGS = (
+    ("pytest.toml", "pytest"),
+    (".pytest.toml", "pytest"),
+    ("pytest.ini", "pytest"),
+    (".pytest.ini", "pytest"),
+    ("pyproject.toml", "tool.pytest.ini_options"),
+    ("pyproject.toml", "tool.pytest"),
+    ("tox.ini", "pytest"),
+    ("setup.cfg", "tool:pytest"),
+)
+
+# Reads one file of the folder by name: its bytes, or None where there is no such file.
+Reader = Callable[[str], bytes | None]
+
+
+def pytest_settings(read: Reader) -> Mapping[str, object]:
+    """The settings of the first config file pytest would read; empty where there is none,
+    or where that file cannot be parsed (pytest then refuses to start)."""
+    for name, section in PYTEST_CONFIGS:
+        data = read(name)
+        if data is None:
+            continue
+        try:
+            settings = _section(name, data.decode("utf-8"), section)
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError, configparser.Error):
+            return {}
+        if settings is not None:
+            return settings
+    return {}
+
+
+def _section(name: str, text: str, section: str) -> Mapping[str, object] | None:
+    """SECTION of the config file NAME holding TEXT; None where it has none (pytest looks
+    further)."""
+    if name.endswith(".toml"):
+        table: object = tomllib.loads(text)
+        for key in section.split("."):
+            table = table.get(key) if isinstance(table, dict) else None
+        return table if isinstance(table, dict) else None
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text)
+    if parser.has_section(section):
+        return dict(parser[section])
+    # A pytest.ini is pytest's config file even without a [pytest] section.
+    return {} if name in ("pytest.ini", ".pytest.ini") else None
+
+
+def entries(value: object) -> list[str]:
+    """A list-valued setting: whitespace-separated in an ini file, a list in TOML."""
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    return []
