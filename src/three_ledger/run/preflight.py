@@ -111,9 +111,11 @@ def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
     live = live_digest(checks.root, fixture_pin)
     if checks.expect_digest is not None:
         _refuse_other_digest(checks, fixture_pin, live.digest, env)
-    # The tests read the fixture tree: it must be the pinned one, as for a real run.
-    refuse_unreviewed(checks.root, fixture_pin, live, checks.base if checks.against_base else None)
-    facts = _against_base(checks, properties_pin, env) if checks.against_base else None
+    resolution = git.resolve_base(checks.root, checks.base, env) if checks.against_base else None
+    # The tests read the fixture tree: it must be the reviewed one, as for a real run (for a
+    # pin without a reviewed digest, the base's bytes).
+    refuse_unreviewed(checks.root, fixture_pin, live, resolution.given if resolution else None)
+    facts = _against_base(checks, properties_pin, resolution) if resolution else None
     # Bytecode the run could load in place of its source (bytecode.py). The run itself keeps
     # its own in a private folder; without a base, only the sourceless kind can be told.
     if facts is not None:
@@ -164,10 +166,9 @@ def moved_since_base(checks: Checks, fixture_pin: FixturePin, env: Mapping[str, 
 
 
 def _against_base(
-    checks: Checks, properties_pin: PropertiesPin, env: Mapping[str, str]
+    checks: Checks, properties_pin: PropertiesPin, resolution: BaseResolution
 ) -> BaseFacts:
-    root, resolution = checks.root, git.resolve_base(checks.root, checks.base, env)
-    base_revision = resolution.used
+    root, base_revision = checks.root, resolution.used
     oracle_paths = properties_pin.oracle_paths
     # The git questions below only read, and are independent: their children overlap.
     with ThreadPoolExecutor(max_workers=3) as pool:
