@@ -428,11 +428,16 @@ def refuse_unreviewed(root: Path, pin: FixturePin, live: LiveDigest, base: str |
 
 
 def _refuse_moved_without_digest(root: Path, pin: FixturePin, base: str) -> None:
-    """Without a reviewed `digest`, a pinned file that differs from BASE moved unreviewed."""
+    """Without a reviewed `digest`, a pinned file that differs from BASE moved unreviewed.
+
+    As git tells a change from its base (committed, staged, unstaged, or new and not
+    ignored), from its index: a pinned file git ignores is not part of any change.
+    """
     from three_ledger import git
 
     commit = git.resolve_base_commit(root, base)
-    moved = git.paths_differing_from(root, commit, sorted(pin.files))
+    pinned = set(pin.files)
+    moved = [path for path in git.changed_paths(root, commit, [pin.fixtures_dir]) if path in pinned]
     if not moved:
         return
     more = f" (and {len(moved) - 1} more)" if len(moved) > 1 else ""

@@ -286,6 +286,18 @@ def test_without_a_reviewed_digest_a_file_new_since_the_base_is_refused(
     assert "pinned fixture fixtures/new.json differs from HEAD, and" in err.splitlines()[0]
 
 
+def test_without_a_reviewed_digest_a_pinned_file_git_ignores_is_no_move(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """Generated before the gate, say: no change can bring a file git ignores."""
+    make_tree(tmp_path, {".gitignore": b"fixtures/generated.json\n"})
+    committed(tmp_path, {"fixtures/a.json": b"{}"})
+    make_tree(tmp_path, {"fixtures/generated.json": b"[1]"})
+    pin = fixture_pin(tmp_path, ["fixtures/a.json", "fixtures/generated.json"])
+    git(tmp_path, "commit", "-q", "-am", "pin the generated file")
+    assert run_digest(run_cli, tmp_path, pin, "--base", "HEAD~1")[0] == 0
+
+
 def test_without_a_reviewed_digest_an_unchanged_tree_or_no_base_is_accepted(
     run_cli: RunCli, tmp_path: Path
 ) -> None:
