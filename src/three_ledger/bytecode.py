@@ -1,16 +1,17 @@
 """Bytecode the test child must not load: what counts as bytecode, and the refusals before a run.
 
-The child keeps its own bytecode in a private folder (`run/child.py`), so neither Python nor
-pytest reads a `__pycache__` in the tree. Two kinds are still refused before anything runs:
-bytecode that is new or changed against the base (a command that drops the private folder, a
-tox environment say, would read it again), and a `.pyc` outside `__pycache__` wherever the
-child imports from: Python imports such a file without its source, prefix or not.
+The child writes no bytecode (`run/child.py`), but Python still reads what the tree holds.
+Three kinds are refused before anything runs: bytecode that is new or changed against the
+base; a `.pyc` outside `__pycache__` wherever the child imports from, which Python imports
+without its source; and an unchecked-hash `.pyc` in any `__pycache__` under ROOT, which
+Python loads without comparing it with its source (PEP 552), ignored by git or not.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from three_ledger.errors import Refused
@@ -20,8 +21,14 @@ BYTECODE_SUFFIXES = (".pyc", ".pyo")
 # Python 3 imports a `.pyc` without its source; it never reads a `.pyo`.
 SOURCELESS_SUFFIX = ".pyc"
 PYCACHE = "__pycache__"
-# Never walked for sourceless bytecode: version control, and Python's own bytecode folders.
+# Never walked into: version control, and Python's own bytecode folders (only listed).
 _NOT_WALKED = frozenset({".git", ".hg", ".svn", PYCACHE})
+# A `.pyc` starts with 16 bytes: a magic number ending in CR LF, 32 bits of flags, then the
+# source's mtime and size, or its hash. Flags 0b01 (PEP 552): hash-based, and Python does not
+# check the hash against the source (unless it runs with --check-hash-based-pycs always).
+PYC_HEADER_BYTES = 16
+UNCHECKED_HASH_FLAGS = 0b01
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _REMEDY = "delete it (`git rm` where git tracks it)"
 
 
@@ -52,17 +59,26 @@ def refuse_new_bytecode(base: str, differing: Mapping[str, str | None]) -> None:
         )
 
 
-def refuse_sourceless_bytecode(root: Path, env: Mapping[str, str]) -> None:
-    """Refused when a `.pyc` lies outside `__pycache__` in a folder the child imports from.
+def refuse_bytecode_in_tree(root: Path, env: Mapping[str, str]) -> None:
+    """Refused when bytecode under ROOT, ignored by git or not, could be loaded in place of its
+    source: a `.pyc` outside `__pycache__` in a folder the child imports from, or an
+    unchecked-hash `.pyc` in a `__pycache__` folder.
 
     ENV is the environment the child inherits (its PYTHONPATH).
     """
-    found = sourceless_bytecode(root, env)
-    if found:
+    found = tree_bytecode(root, env)
+    if found.sourceless:
         raise _refusal(
             f"bytecode outside {PYCACHE} where the test child imports from",
-            {path: f"outside {PYCACHE} under {where}" for path, where in found.items()},
+            {path: f"outside {PYCACHE} under {where}" for path, where in found.sourceless.items()},
             f"Python imports such a file without its source, in place of the module; {_REMEDY}",
+        )
+    if found.unchecked:
+        raise _refusal(
+            "unchecked-hash bytecode under ROOT",
+            dict.fromkeys(found.unchecked, ""),
+            "Python loads such a file in place of its source without comparing the two, so the "
+            f"run would execute code other than the source under review; {_REMEDY}",
         )
 
 
@@ -75,15 +91,36 @@ def _refusal(what: str, found: Mapping[str, str], why: str) -> Refused:
     return Refused(f"{what}: {shown[0]}{more}: {why}", details)
 
 
-def sourceless_bytecode(root: Path, env: Mapping[str, str]) -> dict[str, str]:
-    """Each `.pyc` outside `__pycache__` under a folder of `import_folders`, relative to ROOT,
-    with the folder it was found under, ignored by git or not."""
-    found: dict[str, str] = {}
-    top = Path(os.path.abspath(root))
+@dataclass(frozen=True)
+class TreeBytecode:
+    """Bytecode in the tree that Python could load in place of its source; paths relative to
+    ROOT, sorted, ignored by git or not."""
+
+    # Each `.pyc` outside `__pycache__` under a folder of `import_folders`, with that folder.
+    sourceless: dict[str, str]
+    # Each unchecked-hash `.pyc` in a `__pycache__` folder under ROOT.
+    unchecked: list[str]
+
+
+def tree_bytecode(root: Path, env: Mapping[str, str]) -> TreeBytecode:
+    """What one walk of each import folder finds; ROOT's walk also reads the header of every
+    `.pyc` in its `__pycache__` folders (16 bytes each), and nothing else is read."""
+    sourceless: dict[str, str] = {}
+    unchecked: list[str] = []
+    top = os.path.abspath(root)
     for folder, where in import_folders(root, env).items():
-        for path in _sourceless_under(folder):
-            found.setdefault(path.relative_to(top).as_posix(), where)
-    return dict(sorted(found.items()))
+        # ROOT comes first, and holds every other folder but one inside a virtual environment.
+        # Paths are strings here: a tree may hold many thousands of `.pyc` files.
+        for path, cached in _bytecode_under(str(folder), caches=str(folder) == top):
+            if not cached:
+                sourceless.setdefault(_shown(path, top), where)
+            elif is_unchecked_hash(path):
+                unchecked.append(_shown(path, top))
+    return TreeBytecode(dict(sorted(sourceless.items())), sorted(unchecked))
+
+
+def _shown(path: str, top: str) -> str:
+    return Path(os.path.relpath(path, top)).as_posix()
 
 
 def import_folders(root: Path, env: Mapping[str, str]) -> dict[Path, str]:
@@ -107,19 +144,54 @@ def import_folders(root: Path, env: Mapping[str, str]) -> dict[Path, str]:
     }
 
 
-def _sourceless_under(folder: Path) -> Iterator[Path]:
-    """Every `.pyc` under FOLDER outside `__pycache__`; links are not followed, and a virtual
-    environment (a folder holding `pyvenv.cfg`) is left out: its site folder is trusted."""
-    for current, dirs, names in os.walk(folder):
-        here = Path(current)
+def _bytecode_under(folder: str, *, caches: bool) -> Iterator[tuple[str, bool]]:
+    """Every `.pyc` under FOLDER outside `__pycache__` (False), and with CACHES, every `.pyc`
+    directly in a `__pycache__` folder (True). Links are not followed, but for a `__pycache__`
+    folder that is one: Python follows it. A virtual environment (a folder holding
+    `pyvenv.cfg`) is left out: its site folder is trusted."""
+    for here, dirs, names in os.walk(folder):
+        if caches and PYCACHE in dirs:
+            yield from ((path, True) for path in _cache_files(os.path.join(here, PYCACHE)))
         dirs[:] = [
             name
             for name in dirs
-            if name not in _NOT_WALKED and not (here / name / "pyvenv.cfg").is_file()
+            if name not in _NOT_WALKED
+            and not os.path.isfile(os.path.join(here, name, "pyvenv.cfg"))
         ]
         for name in names:
             if name.endswith(SOURCELESS_SUFFIX):
-                yield here / name
+                yield os.path.join(here, name), False
+
+
+def _cache_files(cache: str) -> list[str]:
+    """The `.pyc` files of a `__pycache__` folder; none where it cannot be listed (nor can
+    Python list it)."""
+    try:
+        with os.scandir(cache) as entries:
+            return [entry.path for entry in entries if entry.name.endswith(SOURCELESS_SUFFIX)]
+    except OSError:
+        return []
+
+
+def is_unchecked_hash(path: str | Path) -> bool:
+    """Whether PATH starts like a `.pyc` whose flags say unchecked-hash (PEP 552).
+
+    Links are followed and FIFOs are not waited on; a file that cannot be read, or is too
+    short to be a `.pyc`, is one Python cannot load either.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return False
+    try:
+        header = os.read(fd, PYC_HEADER_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if len(header) != PYC_HEADER_BYTES or header[2:4] != b"\r\n":
+        return False
+    return int.from_bytes(header[4:8], "little") == UNCHECKED_HASH_FLAGS
 
 
 def pytest_pythonpath(root: Path) -> list[str]:

@@ -401,8 +401,16 @@ def _kind_of(mode: int) -> str:
 
 
 def refuse_unreviewed(root: Path, pin: FixturePin, live: LiveDigest, base: str | None) -> None:
-    """Refuse a live digest that differs from the pin's reviewed `digest`, naming moved files."""
-    if pin.digest is None or live.digest == pin.digest:
+    """Refuse pinned bytes that are not the reviewed ones, naming the files that moved.
+
+    The reviewed bytes are those of the pin's `digest`; for a pin without one, given BASE, the
+    base's: pinned fixtures are left out of the oracles only because their pin binds them.
+    """
+    if pin.digest is None:
+        if base is not None:
+            _refuse_moved_without_digest(root, pin, base)
+        return
+    if live.digest == pin.digest:
         return
     headline = (
         f"{pin.source}: live digest {live.digest} differs from the reviewed digest {pin.digest}"
@@ -417,3 +425,30 @@ def refuse_unreviewed(root: Path, pin: FixturePin, live: LiveDigest, base: str |
         f"{headline}; {len(moved)} pinned file(s) differ from {base}",
         [f"moved since {base}: {path}" for path in moved],
     )
+
+
+def _refuse_moved_without_digest(root: Path, pin: FixturePin, base: str) -> None:
+    """Without a reviewed `digest`, a pinned file that differs from BASE moved unreviewed.
+
+    As git tells a change from its base (committed, staged, unstaged, or new and not
+    ignored), from its index: a pinned file git ignores is not part of any change.
+    """
+    from three_ledger import git
+
+    commit = git.resolve_base_commit(root, base)
+    pinned = set(pin.files)
+    moved = [path for path in git.changed_paths(root, commit, [pin.fixtures_dir]) if path in pinned]
+    if not moved:
+        return
+    more = f" (and {len(moved) - 1} more)" if len(moved) > 1 else ""
+    refusal = Refused(
+        f"{pin.source}: pinned fixture {moved[0]} differs from {base}{more}, and the pin has "
+        "no reviewed digest: a fixture moved without review",
+        [f"moved since {base}: {path}" for path in moved] if len(moved) > 1 else [],
+    )
+    refusal.notes.append(
+        "fixtures change in a change of their own, which the pin owners review; a reviewed "
+        "`digest` in the pin (`three-ledger digest --pin PIN --out LEDGER` prints it) binds "
+        "the bytes without a base"
+    )
+    raise refusal

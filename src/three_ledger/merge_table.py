@@ -105,7 +105,8 @@ def decide(evidence: Evidence) -> Verdict:
         return _reject(1, f"do not score: {evidence.own_code}")
     fixture = evidence.fixture.record
     if fixture is None:
-        return _reject(1, f"do not score: fixture ledger {evidence.fixture.why_unusable()}")
+        why = f"{evidence.fixture.why_unusable()}{_live_problem(evidence.live)}"
+        return _reject(1, f"do not score: fixture ledger {why}")
     if (moved := _tree_moved(fixture, evidence.live)) is not None:
         return _reject(1, f"do not score: {moved}")
 
@@ -207,6 +208,13 @@ def _tree_moved(fixture: FixtureLedger, live: LiveTree | None) -> str | None:
     if live.digest != fixture.digest:
         return f"live digest {live.digest} no longer equals the fixture ledger's {fixture.digest}"
     return None
+
+
+def _live_problem(live: LiveTree | None) -> str:
+    """Why `--pin` refused the tree under ROOT, often why F is missing: it names the files."""
+    if live is None or live.problem is None:
+        return ""
+    return f"; the tree itself is refused: {live.problem}"
 
 
 def _property_unmatched(fixture: FixtureLedger, prop: PropertyLedger, path: Path) -> str | None:

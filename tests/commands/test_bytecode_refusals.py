@@ -1,9 +1,11 @@
 """Bytecode refused before anything runs, command by command: `properties` refuses bytecode new
-against the base and bytecode without its source; `plan` and `vet`, which have no base, the
-second kind only; bytecode in `__pycache__` that git ignores is never read, so never refused."""
+against the base, bytecode without its source and unchecked-hash bytecode in `__pycache__`;
+`plan` and `vet`, which have no base, the last two only. Timestamp and checked-hash bytecode
+in `__pycache__` that git ignores is checked against its source by Python: never refused."""
 
 from __future__ import annotations
 
+import py_compile
 import shlex
 import sys
 from collections.abc import Callable
@@ -105,12 +107,44 @@ def test_properties_refuses_bytecode_new_against_the_base(run_cli: RunCli, proje
     assert not (project / "ran").exists()
 
 
+def ignored_bytecode(project: Path, mode: py_compile.PycInvalidationMode) -> str:
+    """The test module's bytecode, as Python writes it in MODE, where git ignores it."""
+    pyc = f"properties/__pycache__/test_a.{sys.implementation.cache_tag}.pyc"
+    source = str(project / "properties/test_a.py")
+    py_compile.compile(source, cfile=str(project / pyc), doraise=True, invalidation_mode=mode)
+    return pyc
+
+
 @pytest.mark.parametrize("command", COMMANDS.values(), ids=COMMANDS.keys())
-def test_ignored_bytecode_in_pycache_is_no_refusal(
+def test_ignored_unchecked_hash_bytecode_in_pycache_is_refused(
     run_cli: RunCli, project: Path, command: Command
 ) -> None:
-    """The child never reads it; the run goes ahead (and fails for want of pytest)."""
-    make_tree(project, {"properties/__pycache__/test_a.cpython-311.pyc": b"\x00"})
+    pyc = ignored_bytecode(project, py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    code, first_line = command(run_cli, project)
+    assert code == 2
+    assert first_line.endswith(
+        f"unchecked-hash bytecode under ROOT: {pyc}: Python loads such a file in place of its "
+        "source without comparing the two, so the run would execute code other than the source "
+        "under review; delete it (`git rm` where git tracks it)"
+    )
+    assert not (project / "ran").exists()
+
+
+MODES = {
+    "timestamp": py_compile.PycInvalidationMode.TIMESTAMP,
+    "checked-hash": py_compile.PycInvalidationMode.CHECKED_HASH,
+}
+
+
+@pytest.mark.parametrize("mode", MODES.values(), ids=MODES.keys())
+@pytest.mark.parametrize("command", COMMANDS.values(), ids=COMMANDS.keys())
+def test_ignored_bytecode_in_pycache_python_checks_is_no_refusal(
+    run_cli: RunCli, project: Path, command: Command, mode: py_compile.PycInvalidationMode
+) -> None:
+    """Python compares it with its source and compiles the source where it is stale; the run
+    goes ahead (and fails for want of pytest)."""
+    ignored_bytecode(project, mode)
+    (project / "properties/test_a.py").write_text("def test_a(): assert True\n")
     code, first_line = command(run_cli, project)
     assert code == 4, first_line
     assert "bytecode" not in first_line

@@ -143,6 +143,21 @@ def test_an_expired_review_by_is_a_warning_only(project: Path, run_cli: RunCli) 
     assert "'orders.boundary.timeout' has review_by 2020-01-31, which has passed" in result.err
 
 
+def test_a_fixture_pin_without_a_reviewed_digest_is_a_warning_only(
+    project: Path, run_cli: RunCli
+) -> None:
+    edit_pin(project, "fixtures_b.json", lambda pin: pin.pop("digest"))
+    result = run_cli("check-pins", "--pins-dir", project / "pins", "--root", project)
+    assert result.code == 0, result.err
+    assert result.out == f"check-pins: 4 pin(s) in {project / 'pins'} are valid\n"
+    (warning,) = result.err.splitlines()
+    pin = project / "pins" / "fixtures_b.json"
+    assert warning.startswith(f"three-ledger: warning: {pin}: no reviewed `digest`: ")
+    assert "could change with the code unreviewed" in warning
+    assert f"`three-ledger digest --pin {pin} --out LEDGER`" in warning
+    assert "fixtures.json:" not in warning.replace(str(pin), "")
+
+
 def test_a_missing_pins_folder_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
     result = run_cli("check-pins", "--pins-dir", tmp_path / "pins", "--root", tmp_path)
     assert result.code == 2

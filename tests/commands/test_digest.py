@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, fixture_pin, git, make_tree, seed_digest
+from helpers import RunCli, fixture_pin, git, make_tree, seed_digest, write_json
 from three_ledger.digest import CHUNK_BYTES, THREADED_MIN_BYTES, _read_small, hash_files
 from three_ledger.errors import Refused
 from three_ledger.ledgers import FileEntry
@@ -230,6 +230,128 @@ def test_reviewed_digest_mismatch_names_moved_files_against_base(
     assert "  moved since HEAD: fixtures/b.json" in err.splitlines()
     assert "a.json" not in err
     assert "c.json" not in err
+
+
+def committed(root: Path, files: dict[str, bytes], *, digest: str | None = None) -> Path:
+    """FILES and their pin (with DIGEST, if given), committed as the base; the pin's path."""
+    make_tree(root, files)
+    pin = fixture_pin(root, list(files), **({"digest": digest} if digest else {}))
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return pin
+
+
+TWO_FILES = {"fixtures/a.json": b"{}", "fixtures/b.json": b"[]"}
+
+
+def test_without_a_reviewed_digest_a_file_that_differs_from_the_base_is_refused(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    pin = committed(tmp_path, TWO_FILES)
+    (tmp_path / "fixtures/b.json").write_bytes(b"[0]")
+    code, out, err = run_digest(run_cli, tmp_path, pin, "--base", "HEAD")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[0] == (
+        f"three-ledger: refused: {pin}: pinned fixture fixtures/b.json differs from HEAD, and "
+        "the pin has no reviewed digest: a fixture moved without review"
+    )
+    assert "a.json" not in err
+    assert "`three-ledger digest --pin PIN --out LEDGER` prints it" in err
+    assert not (tmp_path / "out/l.json").exists()
+
+
+def test_without_a_reviewed_digest_every_moved_file_is_named(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    pin = committed(tmp_path, TWO_FILES)
+    (tmp_path / "fixtures/a.json").write_bytes(b"{ }")
+    (tmp_path / "fixtures/b.json").write_bytes(b"[0]")
+    git(tmp_path, "commit", "-q", "-am", "both fixtures")
+    code, _, err = run_digest(run_cli, tmp_path, pin, "--base", "HEAD~1")
+    assert code == 2
+    assert "pinned fixture fixtures/a.json differs from HEAD~1 (and 1 more)" in err
+    assert "  moved since HEAD~1: fixtures/a.json" in err.splitlines()
+    assert "  moved since HEAD~1: fixtures/b.json" in err.splitlines()
+
+
+def test_without_a_reviewed_digest_a_file_new_since_the_base_is_refused(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    committed(tmp_path, {"fixtures/a.json": b"{}"})
+    make_tree(tmp_path, {"fixtures/new.json": b"1"})
+    pin = fixture_pin(tmp_path, ["fixtures/a.json", "fixtures/new.json"])
+    code, _, err = run_digest(run_cli, tmp_path, pin, "--base", "HEAD")
+    assert code == 2
+    assert "pinned fixture fixtures/new.json differs from HEAD, and" in err.splitlines()[0]
+
+
+def test_without_a_reviewed_digest_a_pinned_file_git_ignores_is_no_move(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """Generated before the gate, say: no change can bring a file git ignores."""
+    make_tree(tmp_path, {".gitignore": b"fixtures/generated.json\n"})
+    committed(tmp_path, {"fixtures/a.json": b"{}"})
+    make_tree(tmp_path, {"fixtures/generated.json": b"[1]"})
+    pin = fixture_pin(tmp_path, ["fixtures/a.json", "fixtures/generated.json"])
+    git(tmp_path, "commit", "-q", "-am", "pin the generated file")
+    assert run_digest(run_cli, tmp_path, pin, "--base", "HEAD~1")[0] == 0
+
+
+def test_without_a_reviewed_digest_an_unchanged_tree_or_no_base_is_accepted(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    pin = committed(tmp_path, TWO_FILES)
+    expected = seed_digest(tmp_path, list(TWO_FILES)) + "\n"
+    assert run_digest(run_cli, tmp_path, pin, "--base", "HEAD")[:2] == (0, expected)
+    (tmp_path / "fixtures/b.json").write_bytes(b"[0]")
+    moved = seed_digest(tmp_path, list(TWO_FILES)) + "\n"
+    # Without a base there is nothing to compare with: the bytes on disk are taken.
+    assert run_digest(run_cli, tmp_path, pin)[:2] == (0, moved)
+
+
+def test_a_reviewed_digest_binds_the_bytes_whatever_the_base_says(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """With a reviewed digest, a tree that matches it is accepted even where it differs from
+    the base: the digest, not the base, is what was reviewed."""
+    pin = committed(tmp_path, TWO_FILES, digest="0" * 64)
+    (tmp_path / "fixtures/b.json").write_bytes(b"[0]")
+    reviewed = seed_digest(tmp_path, list(TWO_FILES))
+    pin.write_text(pin.read_text().replace("0" * 64, reviewed))
+    assert run_digest(run_cli, tmp_path, pin, "--base", "HEAD")[:2] == (0, reviewed + "\n")
+
+
+@pytest.mark.parametrize("base_from", ["--base", "THREE_LEDGER_BASE"])
+def test_properties_refuses_a_moved_fixture_without_a_reviewed_digest_before_running(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_from: str
+) -> None:
+    root = tmp_path / "project"
+    make_tree(root, {"fixtures/a.json": b"{}", "fixtures/b.json": b"[]"})
+    write_json(
+        root / "pins/properties.json",
+        {
+            "pin_id": "proppin-test",
+            "fixture_pins": ["fixpin-test"],
+            "network": "allowed",
+            "properties": [{"id": "a", "claim": "a.", "domain": ["a.json"], "test": "test_a"}],
+        },
+    )
+    pin = committed(root, {"fixtures/a.json": b"{}", "fixtures/b.json": b"[]"})
+    (root / "fixtures/b.json").write_bytes(b"[0]")
+    monkeypatch.setenv("THREE_LEDGER_BASE", "HEAD")
+    base = ["--base", "HEAD"] if base_from == "--base" else []
+    live = seed_digest(root, ["fixtures/a.json", "fixtures/b.json"])
+    result = run_cli(
+        "properties", "--pin", pin, "--properties", root / "pins/properties.json",
+        "--expect-digest", live, "--command", "touch ran", "--root", root,
+        "--out", tmp_path / "p.json", *base,
+    )  # fmt: skip
+    assert result.code == 2
+    headline = f"{pin}: pinned fixture fixtures/b.json differs from HEAD, and"
+    assert headline in result.first_error_line
+    assert not (tmp_path / "p.json").exists()
+    assert not (root / "ran").exists()
 
 
 def test_stale_ledger_is_removed_on_refusal(run_cli: RunCli, tmp_path: Path) -> None:

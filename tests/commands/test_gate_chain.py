@@ -193,3 +193,64 @@ def test_no_base_is_a_reject_saying_why_with_every_report(
     assert failure is not None
     assert failure.get("message", "").startswith("reject (row 0): gate inputs unusable")
     assert "posture: reject (row 0)" in stdout
+
+
+def without_reviewed_digests(repo: Path) -> str:
+    """The demo's fixture pins with their reviewed `digest` removed, committed: the new base."""
+    for name in ("fixtures.json", "fixtures_b.json"):
+        pin = repo / "pins" / name
+        document = json.loads(pin.read_text(encoding="utf-8"))
+        del document["digest"]
+        pin.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "fixture pins without a reviewed digest")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def gate_on_a_moved_fixture(run_cli: RunCli, repo: Path, base: str) -> tuple[str, str]:
+    """A quantity changed in pin A's fixtures, committed, then gate: reject at row 1. Its stdout
+    and the decision's reason."""
+    moved = repo / "fixtures" / "orders_min.json"
+    moved.write_text(moved.read_text().replace('"quantity": 1', '"quantity": 2', 1))
+    git(repo, "commit", "-q", "-am", "a fixture moved with the code")
+    code, stdout, out = gate(run_cli, repo, stand_in(PASSING), "--base", base)
+    assert code == 1, stdout
+    posture, row, reason = decision(out)
+    assert (posture, row) == ("reject", 1), reason
+    return stdout, reason
+
+
+def test_without_reviewed_digests_a_moved_fixture_is_row_1_naming_it(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    repo, _ = project
+    stdout, reason = gate_on_a_moved_fixture(run_cli, repo, without_reviewed_digests(repo))
+    assert "digest A (fixpin-orders-a): exit 2: " in stdout
+    assert "pinned fixture fixtures/orders_min.json differs from" in stdout
+    assert "no reviewed digest" in stdout
+    assert "digest B (fixpin-orders-b): exit 0" in stdout
+    assert reason.startswith("do not score: fixture ledger ")
+    assert "the tree itself is refused: " in reason
+    assert "pinned fixture fixtures/orders_min.json differs from" in reason
+
+
+def test_with_reviewed_digests_a_moved_fixture_is_row_1_as_before(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    repo, base = project
+    stdout, reason = gate_on_a_moved_fixture(run_cli, repo, base)
+    assert "differs from the reviewed digest" in stdout
+    assert "no reviewed digest" not in stdout
+    assert "the tree itself is refused: " in reason
+    assert f"moved since {base}: fixtures/orders_min.json" in reason
+
+
+def test_without_reviewed_digests_a_change_that_leaves_the_fixtures_is_review(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    repo, _ = project
+    base = without_reviewed_digests(repo)
+    (repo / "orders.py").write_text((repo / "orders.py").read_text() + "\n# a comment\n")
+    git(repo, "commit", "-q", "-am", "a harmless edit")
+    code, stdout, out = gate(run_cli, repo, stand_in(PASSING), "--base", base)
+    assert code == 0, stdout
+    assert decision(out)[:2] == ("review", 9)

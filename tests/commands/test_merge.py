@@ -107,6 +107,25 @@ def test_row_1_tree_moved_after_scoring(work: Run, run_cli: RunCli, tree_change:
     assert "pins/fixtures.json" in decision["reason"]
 
 
+def test_row_1_without_a_reviewed_digest_names_the_fixture_that_differs_from_the_base(
+    work: Run, run_cli: RunCli
+) -> None:
+    pin = work.repo / "pins/fixtures.json"
+    document = json.loads(pin.read_text())
+    del document["digest"]
+    write_json(pin, document)
+    pinned = work.repo / "fixtures/orders_min.json"
+    pinned.write_bytes(pinned.read_bytes() + b"\n")
+    # The pin edit is a pin mutation too (row 4); row 1 comes first.
+    result, decision = merge(
+        run_cli, work, "--pin", pin, "--root", work.repo,
+        "--pins-dir", work.repo / "pins", "--base", work.base,
+    )  # fmt: skip
+    assert_row(result, decision, "reject", 1)
+    assert "pinned fixture fixtures/orders_min.json differs from" in decision["reason"]
+    assert "no reviewed digest" in decision["reason"]
+
+
 # --- row 2: P missing or invalid, or not scored on F's digest ------------------------------
 
 

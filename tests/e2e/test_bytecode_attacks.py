@@ -12,6 +12,7 @@ import marshal
 import py_compile
 import shutil
 import struct
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -153,6 +154,19 @@ def sourceless_pytest(root: Path) -> Path:
     return pyc
 
 
+def gate_refused_in_properties(run_cli: RunCli, root: Path, base: str, out: Path) -> CliResult:
+    """`gate` over ROOT against BASE, which must reject at row 2: `properties` refused, so there
+    is no property ledger and merge does not score. What gate printed."""
+    result = run_cli(
+        "gate", "--pins-dir", root / "pins", "--root", root, "--command", PYTEST,
+        "--base", base, "--out-dir", out,
+    )  # fmt: skip
+    decision = json.loads((out / "decision.json").read_text())
+    assert result.code == 1, result.out
+    assert posture(decision) == ("reject", 2), decision["reason"]
+    return result
+
+
 def based_on(root: Path, ledgers: Path, run_cli: RunCli) -> Repo:
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
@@ -265,14 +279,63 @@ def test_gate_scores_a_flake_pin_reworded_beside_bytecode_and_rejects(
     git(run.repo, "add", "-A")
     git(run.repo, "commit", "-qm", "flake pin: a clearer note")
     assert git(run.repo, "diff", "--name-only", run.base) == f"{planted}\npins/flakes.json"
-    out = tmp_path / "gate"
-    result = run_cli(
-        "gate", "--pins-dir", run.repo / "pins", "--root", run.repo, "--command", PYTEST,
-        "--base", run.base, "--out-dir", out,
-    )  # fmt: skip
-    decision = json.loads((out / "decision.json").read_text())
-    assert result.code == 1, result.out
-    # Refused in `properties`: no property ledger, so merge does not score (row 2).
-    assert posture(decision) == ("reject", 2), decision["reason"]
+    result = gate_refused_in_properties(run_cli, run.repo, run.base, tmp_path / "gate")
     assert "properties A (fixpin-orders-a): exit 2: bytecode" in result.out
     assert planted in result.out
+
+
+# --- bytecode git ignores, left in the tree before the gate ---------------------------------
+
+
+@pytest.fixture
+def ignoring_repo(tmp_path: Path, run_cli: RunCli) -> Repo:
+    """The example at its base, letting git ignore `__pycache__/` as almost every project does."""
+    root = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (root / "pins/flakes.json").unlink()
+    (root / ".gitignore").write_text("__pycache__/\n")
+    return based_on(root, tmp_path / "ledgers", run_cli)
+
+
+def ignored(repo: Repo) -> list[str]:
+    listing = git(repo.root, "ls-files", "--others", "--ignored", "--exclude-standard")
+    return sorted(listing.splitlines())
+
+
+def test_an_ignored_unchecked_hash_pyc_of_the_base_product_is_refused_and_gate_rejects(
+    ignoring_repo: Repo, tmp_path: Path
+) -> None:
+    """Left by a step before the gate (or planted by one): not part of the change, so the
+    comparison with the base never sees it, but Python would run it in place of orders.py."""
+    repo = ignoring_repo
+    planted = base_product_bytecode(repo.root).relative_to(repo.root).as_posix()
+    break_total(repo.root)
+    repo.commit("the broken product")
+    assert ignored(repo) == [planted]
+    refused = repo.properties("a", PINS[0])
+    assert refused.code == 2, refused.err
+    assert f"refused: unchecked-hash bytecode under ROOT: {planted}: " in refused.first_error_line
+    assert not (repo.ledgers / "p_a.json").exists()
+    assert not (repo.ledgers / "p_a.log").exists(), "refused before anything ran"
+    result = gate_refused_in_properties(repo.run_cli, repo.root, repo.base, tmp_path / "gate")
+    step = "properties A (fixpin-orders-a): exit 2: unchecked-hash bytecode under ROOT"
+    assert f"{step}: {planted}: " in result.out
+
+
+@pytest.mark.usefixtures("writing_bytecode")
+def test_an_honest_change_beside_the_bytecode_an_earlier_pytest_run_left_is_review(
+    ignoring_repo: Repo,
+) -> None:
+    """Plain pytest, run on the base where Python writes bytecode, leaves a timestamp pyc of
+    orders.py and pytest's rewrite cache of the tests (checked-hash under pytest 9); the change
+    then edits orders.py, so the first is stale. Python checks both: no refusal."""
+    repo = ignoring_repo
+    subprocess.run([*PYTEST.split(), "-p", "no:cacheprovider"], cwd=repo.root, check=True)
+    product = repo.root / "orders.py"
+    product.write_text(product.read_text() + "\n# a comment\n")
+    repo.commit("a harmless edit")
+    left = ignored(repo)
+    assert f"__pycache__/orders.{CACHE_TAG}.pyc" in left
+    assert any(path.startswith("properties/__pycache__/test_orders.") for path in left), left
+    decision = repo.ci()
+    assert posture(decision) == ("review", 9), decision["reason"]

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import py_compile
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,7 +98,7 @@ def test_what_git_lists_against_the_base_is_what_is_refused(tmp_path: Path) -> N
 def test_a_pyc_outside_pycache_at_root_is_refused(tmp_path: Path) -> None:
     make_tree(tmp_path, {"pytest.pyc": b"\x00", "orders.py": b""})
     with pytest.raises(Refused) as refused:
-        bytecode.refuse_sourceless_bytecode(tmp_path, {})
+        bytecode.refuse_bytecode_in_tree(tmp_path, {})
     assert refused.value.message.startswith(
         "bytecode outside __pycache__ where the test child imports from: pytest.pyc (outside "
         "__pycache__ under ROOT): Python imports such a file without its source"
@@ -112,12 +115,12 @@ def test_every_pyc_outside_pycache_is_listed_with_where_it_was_found(tmp_path: P
             "pkg/__pycache__/core.cpython-311.pyc": b"\x00",
         },
     )
-    assert bytecode.sourceless_bytecode(tmp_path, {}) == {
+    assert bytecode.tree_bytecode(tmp_path, {}).sourceless == {
         "pkg/core.pyc": "ROOT",
         "tests/helpers.pyc": "ROOT",
     }
     with pytest.raises(Refused) as refused:
-        bytecode.refuse_sourceless_bytecode(tmp_path, {})
+        bytecode.refuse_bytecode_in_tree(tmp_path, {})
     assert refused.value.details == [
         "pkg/core.pyc (outside __pycache__ under ROOT)",
         "tests/helpers.pyc (outside __pycache__ under ROOT)",
@@ -135,14 +138,14 @@ def test_bytecode_in_pycache_a_pyo_or_a_virtual_environment_is_no_refusal(tmp_pa
             ".git/objects/x.pyc": b"\x00",
         },
     )
-    bytecode.refuse_sourceless_bytecode(tmp_path, {})
+    bytecode.refuse_bytecode_in_tree(tmp_path, {})
 
 
 def test_a_link_to_a_folder_is_not_followed(tmp_path: Path) -> None:
     make_tree(tmp_path / "elsewhere", {"module.pyc": b"\x00"})
     (tmp_path / "root").mkdir()
     (tmp_path / "root" / "linked").symlink_to(tmp_path / "elsewhere")
-    assert bytecode.sourceless_bytecode(tmp_path / "root", {}) == {}
+    assert bytecode.tree_bytecode(tmp_path / "root", {}).sourceless == {}
 
 
 def test_import_folders_are_root_pytests_pythonpath_and_pythonpath_under_root(
@@ -166,7 +169,7 @@ def test_import_folders_are_root_pytests_pythonpath_and_pythonpath_under_root(
 def test_a_pythonpath_entry_inside_a_virtual_environment_is_walked(tmp_path: Path) -> None:
     site = ".venv/lib/python3.11/site-packages"
     make_tree(tmp_path, {".venv/pyvenv.cfg": b"", f"{site}/planted.pyc": b"\x00"})
-    found = bytecode.sourceless_bytecode(tmp_path, {"PYTHONPATH": str(tmp_path / site)})
+    found = bytecode.tree_bytecode(tmp_path, {"PYTHONPATH": str(tmp_path / site)}).sourceless
     assert found == {f"{site}/planted.pyc": f"PYTHONPATH entry {tmp_path / site}"}
 
 
@@ -194,6 +197,124 @@ def test_pytests_pythonpath_comes_from_the_config_file_pytest_reads(
 ) -> None:
     make_tree(tmp_path, {name: text.encode() for name, text in files.items()})
     assert bytecode.pytest_pythonpath(tmp_path) == expected
+
+
+# --- unchecked-hash bytecode in __pycache__ ------------------------------------------------------
+
+CACHED = f"__pycache__/orders.{sys.implementation.cache_tag}.pyc"
+
+
+def compiled(root: Path, pyc: str, mode: py_compile.PycInvalidationMode) -> Path:
+    """ROOT/orders.py's bytecode at ROOT/PYC, written by Python itself in MODE."""
+    source = root / "orders.py"
+    if not source.exists():
+        source.write_text("def order_total(order):\n    return 0\n")
+    py_compile.compile(str(source), cfile=str(root / pyc), doraise=True, invalidation_mode=mode)
+    return root / pyc
+
+
+@pytest.mark.parametrize(
+    ("mode", "unchecked"),
+    [
+        (py_compile.PycInvalidationMode.UNCHECKED_HASH, True),
+        (py_compile.PycInvalidationMode.CHECKED_HASH, False),
+        (py_compile.PycInvalidationMode.TIMESTAMP, False),
+    ],
+)
+def test_only_an_unchecked_hash_pyc_is_unchecked(
+    tmp_path: Path, mode: py_compile.PycInvalidationMode, unchecked: bool
+) -> None:
+    assert bytecode.is_unchecked_hash(compiled(tmp_path, CACHED, mode)) is unchecked
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"",  # empty
+        importlib.util.MAGIC_NUMBER + b"\x01\x00\x00\x00",  # too short: Python reads 16 bytes
+        b"\x00\x00\x00\x00" + b"\x01\x00\x00\x00" + bytes(8),  # no pyc magic
+        importlib.util.MAGIC_NUMBER + b"\x05\x00\x00\x00" + bytes(8),  # flags Python rejects
+    ],
+)
+def test_a_file_python_cannot_load_is_not_unchecked(tmp_path: Path, header: bytes) -> None:
+    (tmp_path / "x.pyc").write_bytes(header + b"code")
+    assert not bytecode.is_unchecked_hash(tmp_path / "x.pyc")
+
+
+def test_an_unchecked_hash_pyc_is_unchecked_whatever_python_wrote_it(tmp_path: Path) -> None:
+    """Another Python version's magic number: the child may run another interpreter."""
+    other_magic = b"\x42\x0d\x0d\x0a"
+    (tmp_path / "x.pyc").write_bytes(other_magic + b"\x01\x00\x00\x00" + bytes(8) + b"code")
+    assert bytecode.is_unchecked_hash(tmp_path / "x.pyc")
+
+
+def test_unchecked_hash_bytecode_in_any_pycache_under_root_is_refused_ignored_or_not(
+    tmp_path: Path,
+) -> None:
+    unchecked = py_compile.PycInvalidationMode.UNCHECKED_HASH
+    compiled(tmp_path, CACHED, unchecked)
+    (tmp_path / "pkg/deep").mkdir(parents=True)
+    (tmp_path / "pkg/deep/__pycache__").mkdir()
+    nested = compiled(tmp_path, "pkg/deep/__pycache__/core.cpython-311-pytest-9.2.0.pyc", unchecked)
+    compiled(
+        tmp_path, "pkg/__pycache__/honest.cpython-311.pyc", py_compile.PycInvalidationMode.TIMESTAMP
+    )
+    (tmp_path / ".gitignore").write_text("__pycache__/\n")
+    git(tmp_path, "init", "-q")
+    assert bytecode.tree_bytecode(tmp_path, {}).unchecked == [
+        CACHED,
+        nested.relative_to(tmp_path).as_posix(),
+    ]
+    with pytest.raises(Refused) as refused:
+        bytecode.refuse_bytecode_in_tree(tmp_path, {})
+    assert refused.value.message == (
+        f"unchecked-hash bytecode under ROOT: {CACHED} (and 1 more): Python loads such a file "
+        "in place of its source without comparing the two, so the run would execute code other "
+        "than the source under review; delete it (`git rm` where git tracks it)"
+    )
+    assert refused.value.details == [
+        CACHED,
+        "pkg/deep/__pycache__/core.cpython-311-pytest-9.2.0.pyc",
+    ]
+
+
+def test_timestamp_and_checked_hash_bytecode_is_no_refusal_stale_or_not(tmp_path: Path) -> None:
+    """Python checks both against their source, and compiles the source where they are stale."""
+    compiled(tmp_path, CACHED, py_compile.PycInvalidationMode.TIMESTAMP)
+    checked = f"__pycache__/orders.{sys.implementation.cache_tag}.opt-1.pyc"
+    compiled(tmp_path, checked, py_compile.PycInvalidationMode.CHECKED_HASH)
+    (tmp_path / "orders.py").write_text("def order_total(order):\n    return 1  # moved on\n")
+    assert bytecode.tree_bytecode(tmp_path, {}) == bytecode.TreeBytecode({}, [])
+    bytecode.refuse_bytecode_in_tree(tmp_path, {})
+
+
+def test_unchecked_hash_bytecode_in_a_virtual_environment_or_git_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    site = ".venv/lib/python3.11/site-packages"
+    make_tree(tmp_path, {".venv/pyvenv.cfg": b"", f"{site}/__pycache__/.keep": b""})
+    (tmp_path / ".git/__pycache__").mkdir(parents=True)
+    for pyc in (f"{site}/__pycache__/vendored.cpython-311.pyc", ".git/__pycache__/x.pyc"):
+        compiled(tmp_path, pyc, py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    assert bytecode.tree_bytecode(tmp_path, {}).unchecked == []
+
+
+def test_a_pycache_link_is_followed_as_python_follows_it_and_a_fifo_is_not_waited_on(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    planted = compiled(elsewhere, "planted.pyc", py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    root = tmp_path / "root"
+    (root / "pkg/__pycache__").mkdir(parents=True)
+    (root / "pkg/__pycache__/core.cpython-311.pyc").symlink_to(planted)
+    (root / "lib").mkdir()
+    (root / "lib/__pycache__").symlink_to(elsewhere)
+    os.mkfifo(root / "pkg/__pycache__/fifo.cpython-311.pyc")
+    assert bytecode.tree_bytecode(root, {}).unchecked == [
+        "lib/__pycache__/planted.pyc",
+        "pkg/__pycache__/core.cpython-311.pyc",
+    ]
 
 
 # --- a pin change holds no bytecode -----------------------------------------------------------

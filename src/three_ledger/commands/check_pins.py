@@ -4,7 +4,8 @@ Checked: each pin parses and matches its schema; there is one properties pin and
 one flake pin; fixture pin ids are unique; every `fixture_pins` id names a fixture pin of
 the folder; every domain entry names files that pin lists; every pinned path is a regular
 file under ROOT. An expired `review_by` is a warning only: such an entry already counts as
-not listed wherever it is read.
+not listed wherever it is read. So is a fixture pin without a reviewed `digest`: its bytes are
+then bound only by the base they are compared with.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def check_pins(*, pins_dir: Path, root: Path, today: datetime.date | None = None
         problems += reference_problems(properties_pin, fixtures)
     for fixture_pin in fixtures:
         problems += missing_file_problems(root, fixture_pin)
-    for warning in expiry_warnings(flakes, today or utc_today()):
+    for warning in [*digest_warnings(fixtures), *expiry_warnings(flakes, today or utc_today())]:
         print(f"three-ledger: warning: {warning}", file=sys.stderr)
     if problems:
         raise Refused(f"check-pins: {len(problems)} problem(s) in {pins_dir}", problems)
@@ -120,6 +121,17 @@ def missing_file_problems(root: Path, fixture_pin: FixturePin) -> list[str]:
         f"{fixture_pin.source}: $.files[{index}]: {path!r} {problem}"
         for index, path in enumerate(fixture_pin.files)
         if (problem := pinned_file_problem(root, path)) is not None
+    ]
+
+
+def digest_warnings(fixture_pins: Sequence[FixturePin]) -> list[str]:
+    return [
+        f"{pin.source}: no reviewed `digest`: its pinned fixtures could change with the code "
+        "unreviewed (only a comparison with the base catches it); add the digest that "
+        f"`three-ledger digest --pin {pin.source} --out LEDGER` prints as the pin's `digest`, "
+        "in a reviewed change"
+        for pin in fixture_pins
+        if pin.digest is None
     ]
 
 

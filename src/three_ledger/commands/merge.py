@@ -189,7 +189,7 @@ def gather(sources: Sources, flake_pin: FlakePinView | None) -> Evidence:
         prop=read_evidence(sources.prop, PropertyLedger),
         dual_pin=read_evidence(sources.dual_pin, DualPinLedger) if sources.dual_pin else None,
         flakes=tuple(read_evidence(path, FlakeLedger) for path in sources.flakes),
-        live=_live_tree(sources.pin, sources.root) if sources.pin else None,
+        live=_live_tree(sources.pin, sources.root, sources.base) if sources.pin else None,
         pin_changes=_pin_changes(sources),
         flake_pin=_accepted_at_base(flake_pin, sources),
         today=utc_today(),
@@ -258,11 +258,12 @@ def _one_line(error: Refused) -> str:
     return "; ".join([error.message, *error.details])
 
 
-def _live_tree(pin_path: Path, root: Path) -> LiveTree:
+def _live_tree(pin_path: Path, root: Path, base: str | None) -> LiveTree:
+    """The tree under ROOT as `digest --base BASE` sees it; a refusal is kept (merge row 1)."""
     try:
         pin = load_fixture_pin(pin_path)
         live = live_digest(root, pin)
-        refuse_unreviewed(root, pin, live, None)
+        refuse_unreviewed(root, pin, live, base)
     except Refused as exc:
         return LiveTree(pin_path, None, None, _one_line(exc))
     return LiveTree(pin_path, pin.pin_id, live.digest)

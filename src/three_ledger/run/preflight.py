@@ -2,7 +2,7 @@
 
 `properties` (and a shard of it) asks for all of them (SPEC 4.2 steps 1-4); `vet` for all but
 the digest it is handed and the base; `plan` for the pins, the tree and the bytecode it would
-import without source, since it writes no ledger. Whatever is asked, the order is the same,
+load in place of its source, since it writes no ledger. Whatever is asked, the order is the same,
 so the first refusal a user meets does not depend on the command. Nothing has run when this
 returns.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from three_ledger import git
 from three_ledger.base_resolution import BaseResolution, choose_base
-from three_ledger.bytecode import refuse_new_bytecode, refuse_sourceless_bytecode
+from three_ledger.bytecode import refuse_bytecode_in_tree, refuse_new_bytecode
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.isolation import refuse_code_from_root
@@ -53,7 +53,7 @@ class Checks:
     base: str | None = None
     # The test command: refused when it carries a flag that rewrites its own oracles.
     command: Sequence[str] | None = None
-    # The suite runs from ROOT: bytecode Python would import without its source is refused.
+    # The suite runs from ROOT: bytecode Python would load in place of its source is refused.
     runs_suite: bool = True
 
 
@@ -115,15 +115,17 @@ def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
     live = live_digest(checks.root, fixture_pin)
     if checks.expect_digest is not None:
         _refuse_other_digest(checks, fixture_pin, live.digest, env)
-    # The tests read the fixture tree: it must be the pinned one, as for a real run.
-    refuse_unreviewed(checks.root, fixture_pin, live, checks.base if checks.against_base else None)
-    facts = _against_base(checks, properties_pin, env) if checks.against_base else None
-    # Bytecode the run could load in place of its source (bytecode.py). The run itself keeps
-    # its own in a private folder; without a base, only the sourceless kind can be told.
+    resolution = git.resolve_base(checks.root, checks.base, env) if checks.against_base else None
+    # The tests read the fixture tree: it must be the reviewed one, as for a real run (for a
+    # pin without a reviewed digest, the base's bytes).
+    refuse_unreviewed(checks.root, fixture_pin, live, resolution.given if resolution else None)
+    facts = _against_base(checks, properties_pin, resolution) if resolution else None
+    # Bytecode the run could load in place of its source (bytecode.py). The run itself writes
+    # none; without a base, only what the tree holds (sourceless, unchecked-hash) can be told.
     if facts is not None:
         refuse_new_bytecode(facts.base_revision, facts.before.differing)
     if checks.runs_suite:
-        refuse_sourceless_bytecode(checks.root, env)
+        refuse_bytecode_in_tree(checks.root, env)
     if checks.command is not None:
         flag = rewriting_flag(checks.command, checks.root)
         if flag is not None:
@@ -182,10 +184,9 @@ def moved_since_base(checks: Checks, fixture_pin: FixturePin, env: Mapping[str, 
 
 
 def _against_base(
-    checks: Checks, properties_pin: PropertiesPin, env: Mapping[str, str]
+    checks: Checks, properties_pin: PropertiesPin, resolution: BaseResolution
 ) -> BaseFacts:
-    root, resolution = checks.root, git.resolve_base(checks.root, checks.base, env)
-    base_revision = resolution.used
+    root, base_revision = checks.root, resolution.used
     oracle_paths = properties_pin.oracle_paths
     # The git questions below only read, and are independent: their children overlap.
     with ThreadPoolExecutor(max_workers=3) as pool:
