@@ -146,6 +146,54 @@ def test_a_stdlib_shadow_that_hides_itself_is_still_measured(repo: Repo) -> None
     assert reasons(repo) == {"statistics.py": "imported by the run"}
 
 
+# A root conftest that puts a correct order_total into each test module and hides once the
+# session starts: its own __file__ deleted and its entry gone from sys.modules.
+HIDING_CONFTEST = """\
+import sys
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    module = getattr(item, "module", None)
+    if hasattr(module, "order_total"):
+        module.order_total = lambda order: order["total_cents"]
+
+
+
+def pytest_sessionstart(session):
+    globals().pop("__file__", None)
+    sys.modules.pop(__name__, None)
+"""
+
+
+def test_a_conftest_that_hides_itself_is_still_measured(repo: Repo) -> None:
+    # Not named in oracle_paths, and gone from the harness by the time it is read: only the
+    # measurement, armed before the conftest loaded, sees it.
+    path = repo.root / "pins/properties.json"
+    pin = json.loads(path.read_text())
+    pin["oracle_paths"] = ["properties"]
+    path.write_text(json.dumps(pin, indent=2) + "\n")
+    repo = repo.as_base("pins: the tests folder is the oracle path")
+    break_total(repo)
+    repo.write("conftest.py", HIDING_CONFTEST)
+    repo.commit("refunds go negative")
+    decision = repo.ci()
+    assert posture(decision) == ("reject", 5), decision["reason"]
+    assert reasons(repo) == {"conftest.py": "imported by the run"}
+    assert repo.property_ledger()["harness"]["conftests"] == []
+
+
+def test_a_gitattributes_edit_beside_an_honest_change_is_review(repo: Repo) -> None:
+    repo.write(".gitattributes", "*.json text eol=lf\n")
+    repo = repo.as_base("line endings")
+    repo.write(".gitattributes", "*.json text eol=lf\n*.md text\n")
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
+    repo.commit("markdown is text too")
+    assert posture(repo.ci()) == ("review", 9)
+
+
 def test_a_new_case_file_read_by_an_unchanged_test_moves_the_oracles(repo: Repo) -> None:
     repo.write("limits/base.json", '{"max": 1}\n')
     test = repo.root / "properties/test_orders.py"
