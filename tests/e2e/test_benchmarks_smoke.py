@@ -98,6 +98,21 @@ def test_properties_benchmark_runs_and_scores_every_test() -> None:
     assert "| the gate's own process (start-up, checks, results, ledger) | " in result.stdout
 
 
+def test_real_suite_benchmark_runs_the_trimmed_tomli_copy_under_both_pins() -> None:
+    result = run_script("bench_real_suite.py", "--suite", "tomli-trimmed", "--runs", "1")
+    assert result.returncode == 0, result.stderr
+    first, second = result.stdout.splitlines()[:2]
+    assert first == "Suite tomli-trimmed, from the copy tests/data/tomli/project."
+    assert second.startswith("42 case files pinned; plain pytest: 16 passed"), second
+    rows = {line.split(" | ")[0].lstrip("| ") for line in result.stdout.splitlines()}
+    assert {
+        "plain pytest",
+        "properties, inferred oracles",
+        "properties, closed oracles (audit hook)",
+        "closed / inferred: the audit hook and the closed set",
+    } <= rows
+
+
 def test_digest_profile_walks_every_step(tmp_path: Path) -> None:
     result = run_script("profile_digest.py", "--data", tmp_path, "--tiny", "--tracemalloc")
     assert result.returncode == 0, result.stderr
