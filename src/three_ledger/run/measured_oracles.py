@@ -60,9 +60,12 @@ def measured_changes(
     before: BeforeRun,
     harness: Harness,
     scored_results: Iterable[TestResult],
+    fixture_files: Iterable[str] = (),
 ) -> dict[str, str]:
     """Each measured oracle file that differs from the base, with why it counts.
 
+    The pinned fixtures (FIXTURE_FILES) a folder of tests holds are left out: the fixture pin
+    binds their bytes, and the digest was checked before the run.
     InfraFailure when one changed while the command ran.
     """
     candidates = harness_files(root, harness)
@@ -72,7 +75,12 @@ def measured_changes(
             candidates[path] = ".gitattributes"
         elif is_site_startup_file(path):
             candidates[path] = "a .pth file in a site folder: Python runs it at start-up"
-    files = _expand_folders(root, before.base, candidates)
+    pinned = frozenset(fixture_files)
+    files = {
+        path: why
+        for path, why in _expand_folders(root, before.base, candidates).items()
+        if path not in pinned
+    }
     changes = _compare(root, before, files)
     config_file = harness.config_file
     if config_file in changes and _same_pytest_section(root, before.base, str(config_file)):

@@ -58,8 +58,8 @@ def read_measured(measurement: Measurement, root: Path) -> dict[str, str]:
                 uses[line["path"]] = IMPORTED
     # Only an environment inside ROOT is left out: one that holds ROOT would hide it all.
     top = str(root.resolve())
-    prefixes = {prefix for prefix in prefixes if prefix.startswith(top + "/")}
-    return {p: how for p, how in uses.items() if not _left_out(p, root, prefixes)}
+    inside = tuple(prefix.rstrip("/") + "/" for prefix in prefixes if prefix.startswith(top + "/"))
+    return {p: how for p, how in uses.items() if not _left_out(p, top, inside)}
 
 
 def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, str]]]:
@@ -76,10 +76,12 @@ def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, str]]]:
     return header, lines
 
 
-def _left_out(path: str, root: Path, prefixes: set[str]) -> bool:
-    """Git's files, bytecode, and the interpreter's own environment (a `.venv` in ROOT)."""
+def _left_out(path: str, top: str, prefixes: tuple[str, ...]) -> bool:
+    """Git's files, bytecode, and the interpreter's own environment (a `.venv` in ROOT).
+
+    TOP is ROOT resolved, PREFIXES the environment folders inside it, each ending in `/`.
+    """
     parts = PurePosixPath(path).parts
     if _LEFT_OUT_FOLDERS & set(parts):
         return True
-    full = str(root.resolve() / path)
-    return any(full.startswith(prefix.rstrip("/") + "/") for prefix in prefixes)
+    return bool(prefixes) and f"{top}/{path}".startswith(prefixes)

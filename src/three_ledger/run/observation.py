@@ -119,7 +119,9 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             kept = [result for result in results if _scores(result, checked)]
             uses = {} if measuring is None else measurement.read_measured(measuring, run.root)
             if not closed:
-                changes = measured_changes(run.root, checked.base().before, harness, kept)
+                changes = measured_changes(
+                    run.root, checked.base().before, harness, kept, checked.fixture_pin.files
+                )
                 world = ClosedWorld(left_out(changes, unscored, uses), ())
             else:
                 world = closed_changes(
