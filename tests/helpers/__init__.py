@@ -44,7 +44,11 @@ class CliResult:
 
     @property
     def first_error_line(self) -> str:
-        return self.err.splitlines()[0] if self.err else ""
+        """The first line three-ledger itself wrote on stderr: progress lines (`vet: run 1
+        ...`, `properties: the command: ...`) say what ran before it, not what went wrong."""
+        lines = self.err.splitlines()
+        said = [line for line in lines if line.startswith("three-ledger")]
+        return (said or lines or [""])[0]
 
 
 RunCli = Callable[..., CliResult]

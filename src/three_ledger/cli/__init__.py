@@ -12,6 +12,7 @@ from pathlib import Path
 from three_ledger.cli.parser import PROG, build_parser
 from three_ledger.errors import GateError, UsageError
 from three_ledger.exit_codes import ExitCode
+from three_ledger.progress import set_quiet
 
 _LABELS = {
     ExitCode.REFUSED: "refused",
@@ -25,6 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        set_quiet(getattr(args, "quiet", False))
         return _dispatch(parser, args)
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else ExitCode.USAGE

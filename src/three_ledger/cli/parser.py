@@ -101,6 +101,7 @@ class Opts:
         help="leave out test modules new against REV, as properties does "
         "(default: the CI event's base, if any)"
     )
+    quiet = option("--quiet", action="store_true", help="no progress lines, only the results")
     flake_pin = option("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
     timeout = option(
         "--timeout",
@@ -234,6 +235,7 @@ def _add_properties(commands: Subparsers) -> None:
         Opts.root,
         Opts.base.but(help="base revision the oracles are compared to"),
         Opts.timeout,
+        Opts.quiet,
         option(
             "--junit-xml",
             type=Path,
@@ -287,6 +289,7 @@ def _add_shard_plan(commands: Subparsers) -> None:
         Opts.flake_pin,
         option("--all", action="store_true", help="every collected test, not only pinned"),
         Opts.timeout,
+        Opts.quiet,
         Opts.log.but(help="keep the collection's output"),
         Opts.out.but(help="shard plan to write"),
         Opts.new_tests_base,
@@ -411,6 +414,7 @@ def _add_gate(commands: Subparsers) -> None:
             help="the runner's JUnit report (not pytest)",
         ),
         Opts.timeout,
+        Opts.quiet,
         help="run the whole workflow (digest, properties, dual-pin, flake-observe, merge)",
         description="Find the properties pin, the fixture pins it names and the flake pin in "
         "--pins-dir; run digest and properties on each fixture pin, dual-pin (or --not-run), "
@@ -499,6 +503,7 @@ def _add_vet(commands: Subparsers) -> None:
             help="also mutate up to N domain files one at a time (a fixed sample)",
         ),
         Opts.timeout.but(help=f"per run of the command, default {DEFAULT_TIMEOUT_S:g}"),
+        Opts.quiet,
         option(
             "--strict",
             action="store_true",

@@ -25,6 +25,7 @@ from three_ledger.exit_codes import ExitCode
 from three_ledger.gate_plan import Change, FixtureSide, Plan, Unusable, find_change, find_pins
 from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
+from three_ledger.progress import progress
 from three_ledger.report.gate_summary import (
     GateOutcome,
     Step,
@@ -236,7 +237,10 @@ class InProcess:
 
     def run(self, name: str, call: Call) -> Ran:
         log = self.out.step_log(self.steps_done + 1, name)
-        code, message, details = run_step_logged(log, lambda: self._run(call))
+        # Taken before the step's output goes to its log: the lines reach the console.
+        reporter = progress("gate", sys.stdout)
+        with reporter.running(name):
+            code, message, details = run_step_logged(log, lambda: self._run(call))
         return Ran(code, log, message, tuple(details))
 
     def finished(self, step: Step) -> None:

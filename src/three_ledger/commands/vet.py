@@ -39,6 +39,7 @@ from three_ledger.ledgers import (
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FixturePin
 from three_ledger.plugin.wire import HARNESS_ENV, READS_ENV, ROOT_ENV, WATCHED_ENV
+from three_ledger.progress import progress
 from three_ledger.results import (
     PropertyScore,
     TestResult,
@@ -188,6 +189,7 @@ class Bench:
         self.requirements = checked.properties_pin.requirements()
         self.command = scratch.command_for_copy(request.command, request.root)
         self.runs = 0
+        self.progress = progress("vet")
         # New test modules (relative to the tree) that no run collects.
         self.ignore: tuple[str, ...] = ()
         self._stack = contextlib.ExitStack()
@@ -253,8 +255,11 @@ class Bench:
             console=self._quiet,
             ignore=self.ignore,
         )
-        run = run_child(child)
+        started = time.monotonic()
+        with self.progress.running(f"run {self.runs}, {label}"):
+            run = run_child(child)
         ending = run.failure() or f"exit {run.exit_code}"
+        self.progress.say(f"run {self.runs}: {ending} in {time.monotonic() - started:.1f} s")
         self._keep_log(label, run_log, ending)
         return Ran(label, run.exit_code, run.failure(), results_path, sentinels)
 

@@ -24,6 +24,7 @@ from three_ledger.ledgers import (
     new_ledger_id,
 )
 from three_ledger.plugin.wire import HARNESS_ENV, PYTEST_SEEN_ENV, ROOT_ENV, SHARD_IDS_ENV
+from three_ledger.progress import progress
 from three_ledger.results import TestResult, pinned, scored_fields
 from three_ledger.run import measurement
 from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
@@ -103,7 +104,8 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             measurement=measuring,
             ignore=unscored,
         )
-        ran = run_child(child)
+        with progress("properties").running(f"the command: {' '.join(run.command)}"):
+            ran = run_child(child)
         failure = ran.failure()
         if failure is not None:
             raise InfraFailure(f"{failure}; no property ledger written (log: {run.log_path})")
