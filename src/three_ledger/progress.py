@@ -10,6 +10,7 @@ for a hung one. Plain lines, the same on a terminal and in a CI log; `--quiet` t
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import threading
 import time
@@ -18,6 +19,9 @@ from typing import TextIO
 
 # Silence longer than this gets a line of its own.
 HEARTBEAT_S = 60.0
+# A line names a command or a test id: it stays one line, and a short one.
+MAX_LINE = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class Progress:
@@ -35,8 +39,11 @@ class Progress:
     def say(self, text: str) -> None:
         if self.quiet:
             return
+        line = _CONTROL.sub(lambda match: repr(match.group(0))[1:-1], f"{self.name}: {text}")
+        if len(line) > MAX_LINE:
+            line = line[: MAX_LINE - 1] + "…"
         with self._lock:
-            print(f"{self.name}: {text}", file=self.stream, flush=True)
+            print(line, file=self.stream, flush=True)
             self._last = time.monotonic()
 
     @contextlib.contextmanager

@@ -900,8 +900,10 @@ def test_properties_turns_any_results_file_into_exit_4_or_a_true_ledger(
         results = read_results_file(source)
     except InfraFailure:
         assert code == 4, err
-        # The file's own refusal, or, when it holds nothing, that only the tripwire spoke.
-        assert err.startswith(
+        # The file's own refusal, or, when it holds nothing, that only the tripwire spoke,
+        # after the line that said the command started.
+        said = "\n".join(line for line in err.splitlines() if line.startswith("three-ledger"))
+        assert said.startswith(
             (
                 "three-ledger: infrastructure failure: results file ",
                 "three-ledger: infrastructure failure: the run recorded no result besides",

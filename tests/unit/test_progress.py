@@ -30,6 +30,15 @@ def test_silence_longer_than_the_heartbeat_gets_a_line_of_its_own() -> None:
     assert beats == lines[1:]
 
 
+def test_a_line_stays_one_short_line() -> None:
+    stream = io.StringIO()
+    Progress("properties", stream).say("the command: python -c '\nimport os\n" + "x" * 300)
+    (line,) = stream.getvalue().splitlines()
+    assert line.startswith("properties: the command: python -c '\\nimport os\\nxxx")
+    assert len(line) == 200
+    assert line.endswith("…")
+
+
 def test_quiet_says_nothing_not_even_a_heartbeat() -> None:
     stream = io.StringIO()
     reporter = Progress("vet", stream, quiet=True)
