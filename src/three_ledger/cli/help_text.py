@@ -129,6 +129,8 @@ COMMAND_HELP = {
         [
             (0, "every scenario ended as expected"),
             (ExitCode.SCENARIO_FAILED, "a scenario did not"),
+            (ExitCode.REFUSED, "--dir is not an empty folder; left untouched"),
+            (ExitCode.INFRA_FAILURE, "git, pytest (the demo extra) or the example is missing"),
         ],
     ),
 }
