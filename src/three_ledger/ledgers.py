@@ -265,6 +265,16 @@ class Harness:
         return reasons
 
 
+@dataclass(frozen=True)
+class Sandbox:
+    """How the run was shut in: each layer `held` or `missing: WHY`, and which of the job's
+    variable names the child did not get and which it kept beyond the allow-list."""
+
+    layers: dict[str, str]
+    env_removed: tuple[str, ...]
+    env_kept: tuple[str, ...]
+
+
 @dataclass(frozen=True, kw_only=True)
 class PropertyLedger(_Encoded):
     KIND: ClassVar[str] = "property"
@@ -299,6 +309,7 @@ class PropertyLedger(_Encoded):
     duration_ms: int
     network: Network
     network_enforcement: Enforcement
+    sandbox: Sandbox
     flake_results: dict[str, Outcome]
     tripwire: Tripwire
     # What steered the run (pytest mode), or None (JUnit mode).
@@ -466,6 +477,7 @@ class PropertyShardLedger(_Encoded):
     duration_ms: int
     network: Network
     network_enforcement: Enforcement
+    sandbox: Sandbox
     tripwire: Tripwire
     harness: Harness | None
     # Per property, the distinct results of this slice it counted (expected skips left out).

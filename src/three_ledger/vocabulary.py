@@ -50,6 +50,16 @@ class Enforcement(enum.StrEnum):
     NONE = "none"
 
 
+# A sandbox layer that held in a run; one that did not is `missing: WHY` (the ledger's
+# `sandbox.layers`), a sentence no enum could list.
+LAYER_HELD = "held"
+
+
+def layer_missing(why: str) -> str:
+    """The ledger's word for a sandbox layer that could not be made, and why."""
+    return f"missing: {why}"
+
+
 class Tripwire(enum.StrEnum):
     """What guarded a run's reports, as the property ledger records it."""
 

@@ -273,6 +273,11 @@ PROPERTY_LEDGER = {
     "duration_ms": 12,
     "network": "banned",
     "network_enforcement": "netns",
+    "sandbox": {
+        "layers": {"environment": "held", "no_new_privs": "held"},
+        "env_removed": ["GITHUB_TOKEN"],
+        "env_kept": [],
+    },
     "flake_results": {"t.slow": "fail"},
     "tripwire": "sentinels",
     "harness": None,

@@ -13,6 +13,7 @@ from three_ledger.ledgers import (
     FixtureLedger,
     FlakeLedger,
     PropertyLedger,
+    Sandbox,
 )
 from three_ledger.merge_table import Evidence, FlakePinView, LiveTree, PinChanges, Reading
 from three_ledger.pins import FlakeEntry, FlakePin
@@ -44,6 +45,11 @@ def property_ledger(**change: Any) -> PropertyLedger:
         "duration_ms": 12,
         "network": "banned",
         "network_enforcement": "netns",
+        "sandbox": Sandbox(
+            layers={"environment": "held", "no_new_privs": "held"},
+            env_removed=("GITHUB_TOKEN",),
+            env_kept=(),
+        ),
         "flake_results": {},
         "tripwire": "sentinels",
         "harness": None,

@@ -230,6 +230,11 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "duration_ms": 12,
             "network": "banned",
             "network_enforcement": "netns",
+            "sandbox": {
+                "layers": {"environment": "held", "no_new_privs": "held"},
+                "env_removed": ["GITHUB_TOKEN"],
+                "env_kept": [],
+            },
             "flake_results": {"t::y": "fail"},
             "tripwire": "sentinels",
             "harness": {
@@ -281,6 +286,11 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "duration_ms": 0,
             "network": "allowed",
             "network_enforcement": "none",
+            "sandbox": {
+                "layers": {"environment": "held", "no_new_privs": "held"},
+                "env_removed": ["GITHUB_TOKEN"],
+                "env_kept": [],
+            },
             "flake_results": {},
             "tripwire": "none",
             "harness": None,
@@ -323,6 +333,11 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "duration_ms": 5,
             "network": "banned",
             "network_enforcement": "socket-guard",
+            "sandbox": {
+                "layers": {"environment": "held", "no_new_privs": "held"},
+                "env_removed": ["GITHUB_TOKEN"],
+                "env_kept": [],
+            },
             "tripwire": "sentinels",
             "harness": None,
             "tests_matched": {"p.one": 1},
@@ -356,6 +371,11 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "duration_ms": 7,
             "network": "banned",
             "network_enforcement": "socket-guard",
+            "sandbox": {
+                "layers": {"environment": "held", "no_new_privs": "held"},
+                "env_removed": ["GITHUB_TOKEN"],
+                "env_kept": [],
+            },
             "tripwire": "sentinels",
             "harness": None,
             "tests_matched": {"p.one": 2, "p.two": 0},

@@ -87,6 +87,7 @@ def _run_plan(args: argparse.Namespace) -> int:
             as_json=args.json,
             report=args.junit_xml,
             base=args.base,
+            keep_env=tuple(args.keep_env),
         )
     )
 
@@ -108,6 +109,7 @@ def _run_properties(args: argparse.Namespace) -> int:
         junit_xml=args.junit_xml,
         log_path=args.log,
         flake_pin_path=args.flake_pin,
+        keep_env=tuple(args.keep_env),
     )
     if args.shard_plan is None:
         return properties(request)
@@ -136,6 +138,7 @@ def _run_shard_plan(args: argparse.Namespace) -> int:
             log_path=args.log,
             out=args.out,
             base=args.base,
+            keep_env=tuple(args.keep_env),
         )
     )
 
@@ -222,6 +225,7 @@ def _run_gate(args: argparse.Namespace) -> int:
             verdict_junit=args.verdict_junit,
             verdict_dotenv=args.verdict_dotenv,
             junit_xml=args.junit_xml,
+            keep_env=tuple(args.keep_env),
         )
     )
 
@@ -265,6 +269,7 @@ def _run_vet(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             strict=args.strict,
             base=args.base,
+            keep_env=tuple(args.keep_env),
         )
     )
 

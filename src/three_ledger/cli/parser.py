@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from three_ledger import __version__
+from three_ledger import __version__, env_policy
 from three_ledger.cli.help_text import COMMAND_HELP
 from three_ledger.errors import UsageError
 
@@ -62,6 +62,12 @@ def _ledger_path(text: str) -> Path:
             "'-' (standard output) is not a file: a ledger is written atomically, give a path"
         )
     return Path(text)
+
+
+def _variable_name(text: str) -> str:
+    if not env_policy.is_variable_name(text):
+        raise argparse.ArgumentTypeError(f"not an environment variable name: {text!r}")
+    return text
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,17 @@ class Opts:
     )
     verdict_dotenv = option(
         "--verdict-dotenv", type=Path, metavar="FILE", help="GitLab dotenv report of the verdict"
+    )
+    # For every command that runs the suite: the closed environment's one-run exception.
+    keep_env = option(
+        "--keep-env",
+        type=_variable_name,
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="keep the job's NAME in the test child's environment for this run (repeatable; "
+        "recorded in the ledger; a name that looks like a credential is refused: list it in "
+        "the properties pin's env)",
     )
 
 
@@ -214,6 +231,7 @@ def _add_plan(commands: Subparsers) -> None:
         Opts.log.but(help="keep the collection's output"),
         option("--json", action="store_true", help="print one JSON document"),
         Opts.new_tests_base,
+        Opts.keep_env,
         help="show what each pinned property matches; no test runs",
         description="Run the test command as `properties` would, with --collect-only added "
         "through PYTEST_ADDOPTS, and print per property how many tests it matches (and the "
@@ -253,6 +271,7 @@ def _add_properties(commands: Subparsers) -> None:
             help="run one slice of this shard plan and write a property_shard ledger",
         ),
         option("--shard", type=_index, metavar="K", help="with --shard-plan: slice K"),
+        Opts.keep_env,
         help="score the pinned properties on a matching fixture digest",
         description="Check the pins, the fixture tree against --expect-digest and the tree "
         "against the "
@@ -293,6 +312,7 @@ def _add_shard_plan(commands: Subparsers) -> None:
         Opts.log.but(help="keep the collection's output"),
         Opts.out.but(help="shard plan to write"),
         Opts.new_tests_base,
+        Opts.keep_env,
         help="fix the tests to run and split them into N slices for sharded scoring",
         description="Collect the tests once, as `plan` does, keep those a pinned property or "
         "flake entry matches (or all, with --all), and split them into N slices, balanced by "
@@ -415,6 +435,7 @@ def _add_gate(commands: Subparsers) -> None:
         ),
         Opts.timeout,
         Opts.quiet,
+        Opts.keep_env,
         help="run the whole workflow (digest, properties, dual-pin, flake-observe, merge)",
         description="Find the properties pin, the fixture pins it names and the flake pin in "
         "--pins-dir; run digest and properties on each fixture pin, dual-pin (or --not-run), "
@@ -510,6 +531,7 @@ def _add_vet(commands: Subparsers) -> None:
             help="count a weak property (only malformed input kills it) as surviving",
         ),
         Opts.new_tests_base,
+        Opts.keep_env,
         help="watch each pinned property fail on its own fixtures",
         description="Copy ROOT to a scratch folder, run the command once unmutated (every "
         "property must pass; which pinned files each test opens is recorded), then mutate "

@@ -20,6 +20,7 @@ from three_ledger.ledgers import (
     LedgerFile,
     PropertyLedger,
     PropertyShardLedger,
+    Sandbox,
     ShardPlan,
     ShardsProvenance,
     fresh_recorded_at,
@@ -31,7 +32,7 @@ from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwrita
 from three_ledger.pins import FlakePin, PropertiesPin, load_flake_pin, load_properties_pin
 from three_ledger.report.findings import findings, plain_lines, status_lines
 from three_ledger.results import TestResult, scored_fields
-from three_ledger.vocabulary import Enforcement
+from three_ledger.vocabulary import LAYER_HELD, Enforcement
 
 # Weakest first: the merged ledger records the weakest enforcement any shard ran under.
 _ENFORCEMENT_STRENGTH = {Enforcement.NONE: 0, Enforcement.SOCKET_GUARD: 1, Enforcement.NETNS: 2}
@@ -228,6 +229,7 @@ def merged_ledger(
         duration_ms=sum(shard.record.duration_ms for shard in shards),
         network=first.network,
         network_enforcement=weakest,
+        sandbox=weakest_sandbox([shard.record.sandbox for shard in shards]),
         tripwire=first.tripwire,
         harness=first.harness,
         shards=ShardsProvenance(
@@ -244,4 +246,21 @@ def merged_ledger(
             results,
             properties_pin.requirements(),
         ),
+    )
+
+
+def weakest_sandbox(sandboxes: Sequence[Sandbox]) -> Sandbox:
+    """Each layer as the weakest shard had it (the first `missing: ...` in index order), and
+    every name any shard removed or kept: the merged run is no better shut in than its worst
+    shard. Shards may run on runners whose environments differ, so the names are not
+    required to agree."""
+    layers: dict[str, str] = {}
+    for sandbox in sandboxes:
+        for layer, state in sandbox.layers.items():
+            if layers.get(layer, LAYER_HELD) == LAYER_HELD:
+                layers[layer] = state
+    return Sandbox(
+        layers=layers,
+        env_removed=tuple(sorted({name for s in sandboxes for name in s.env_removed})),
+        env_kept=tuple(sorted({name for s in sandboxes for name in s.env_kept})),
     )

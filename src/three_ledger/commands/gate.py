@@ -20,6 +20,7 @@ from typing import TextIO, assert_never
 
 from three_ledger.bytecode import is_bytecode
 from three_ledger.commands import merge as merge_command
+from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.gate_plan import Change, FixtureSide, Plan, Unusable, find_change, find_pins
@@ -81,6 +82,8 @@ class GateRequest:
     verdict_junit: Path | None = None
     verdict_dotenv: Path | None = None
     junit_xml: Path | None = None
+    # --keep-env: names of the job's environment the test child keeps for this run.
+    keep_env: tuple[str, ...] = ()
 
     @property
     def report_files(self) -> ReportFiles:
@@ -139,6 +142,8 @@ class OutDir:
 def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
     out = OutDir(request.out_dir)
     _refuse_out_dir_in_pins(request)
+    # A flaw of the command line, not of the change: refused before anything is cleared.
+    refuse_keep_env(request.keep_env)
     _clear(out)
     outputs = [request.out_dir, *(output.path for output in request.report_files.outputs())]
     try:
@@ -286,6 +291,7 @@ class InProcess:
             junit_xml=self.request.junit_xml,
             log_path=call.log,
             flake_pin_path=call.flake_pin,
+            keep_env=self.request.keep_env,
         )
         return properties(request)
 
@@ -316,6 +322,7 @@ class InProcess:
             timeout_s=self.request.timeout_s,
             strict=False,
             base=self.base,
+            keep_env=self.request.keep_env,
         )
         return vet.vet(request)
 

@@ -37,6 +37,8 @@ class Request:
     junit_xml: Path | None
     log_path: Path | None
     flake_pin_path: Path | None
+    # --keep-env: names of the job's environment the child keeps for this run.
+    keep_env: tuple[str, ...] = ()
 
     def checks(self) -> Checks:
         """Every check before the run (SPEC 4.2 steps 1-4)."""
@@ -49,6 +51,7 @@ class Request:
             against_base=True,
             base=self.base,
             command=self.command,
+            keep_env=self.keep_env,
         )
 
     def pins(self) -> list[Path]:
@@ -71,6 +74,7 @@ def properties(request: Request) -> int:
         log_path,
         request.junit_xml,
         out=request.out,
+        keep_env=request.keep_env,
     )
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         # The namespace probe is a child process of its own: start it now, so that it

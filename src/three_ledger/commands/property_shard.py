@@ -57,7 +57,13 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
             ids_path = Path(private) / "slice.json"
             ids_path.write_text(json.dumps(list(plan.slices[index])), encoding="utf-8")
             run = ScoredRun(
-                request.command, request.root, request.timeout_s, log_path, None, ids_path
+                request.command,
+                request.root,
+                request.timeout_s,
+                log_path,
+                None,
+                ids_path,
+                keep_env=request.keep_env,
             )
             observed = observe(run, scored, enforcement)
         whole = property_ledger(run, scored, enforcement, observed)
@@ -84,6 +90,7 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
             duration_ms=whole.duration_ms,
             network=whole.network,
             network_enforcement=whole.network_enforcement,
+            sandbox=whole.sandbox,
             tripwire=whole.tripwire,
             harness=whole.harness,
             tests_matched=whole.tests_matched,

@@ -39,6 +39,8 @@ class ShardPlanRequest:
     log_path: Path | None
     out: Path
     base: str | None = None
+    # --keep-env: names of the job's environment the child keeps for this run.
+    keep_env: tuple[str, ...] = ()
 
 
 def shard_plan(request: ShardPlanRequest) -> int:
@@ -59,6 +61,7 @@ def shard_plan(request: ShardPlanRequest) -> int:
         timeout_s=request.timeout_s,
         log_path=request.log_path,
         as_json=True,
+        keep_env=request.keep_env,
     )
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         probe = background.submit(network_namespace.namespace_available)
@@ -68,7 +71,7 @@ def shard_plan(request: ShardPlanRequest) -> int:
         head = git.head_revision(request.root)
         ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)
         with progress("shard-plan").running("the collection"):
-            tests = collect(collecting, pins.fixture_pin, enforcement, ignore)
+            tests = collect(collecting, pins, enforcement, ignore)
         if request.all_tests:
             ids = [test.id for test in tests]
         else:

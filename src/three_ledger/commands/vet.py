@@ -89,6 +89,8 @@ class Request:
     strict: bool
     # New test modules against this base are left out of every run, as in `properties`.
     base: str | None = None
+    # --keep-env: names of the job's environment the child keeps for this run.
+    keep_env: tuple[str, ...] = ()
 
     def checks(self) -> Checks:
         """The refusals (exit 2): the gate's own code, pins, the tree, an oracle-rewriting flag."""
@@ -97,6 +99,7 @@ class Request:
             pin_path=self.pin_path,
             properties_path=self.properties_path,
             command=self.command,
+            keep_env=self.keep_env,
         )
 
 
@@ -254,6 +257,7 @@ class Bench:
             extra_env={**bytecode, **sentinels.environment(), **extra_env},
             console=self._quiet,
             ignore=self.ignore,
+            keep_env=(*self.checked.properties_pin.env, *self.request.keep_env),
         )
         started = time.monotonic()
         with self.progress.running(f"run {self.runs}, {label}"):

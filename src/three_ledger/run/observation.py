@@ -19,6 +19,7 @@ from three_ledger.ledgers import (
     FileEntry,
     Harness,
     PropertyLedger,
+    Sandbox,
     fresh_recorded_at,
     ledger_text,
     new_ledger_id,
@@ -27,7 +28,7 @@ from three_ledger.plugin.wire import HARNESS_ENV, PYTEST_SEEN_ENV, ROOT_ENV, SHA
 from three_ledger.progress import progress
 from three_ledger.results import TestResult, pinned, scored_fields
 from three_ledger.run import measurement
-from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
+from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child, sandbox
 from three_ledger.run.harness import read_harness
 from three_ledger.run.measured_oracles import ClosedWorld, closed_changes, measured_changes
 from three_ledger.run.preflight import Preflight
@@ -46,6 +47,7 @@ class Observed:
     duration_ms: int
     junit_report: FileEntry | None
     tripwire: Tripwire
+    sandbox: Sandbox
     harness: Harness | None = None
     # Measured oracle files that differ from the base, with why they count.
     measured_changes: dict[str, str] = field(default_factory=dict)
@@ -69,6 +71,12 @@ class ScoredRun:
     # The ledger's path: with a JUnit report, its folder is not the report's, and it is the
     # gate's own output, never an oracle.
     out: Path | None = None
+    # --keep-env: names of the job's environment the child keeps for this run.
+    keep_env: tuple[str, ...] = ()
+
+    def kept_names(self, checked: Preflight) -> tuple[str, ...]:
+        """The names kept beyond the allow-list: the pin's `env`, then --keep-env."""
+        return (*checked.properties_pin.env, *self.keep_env)
 
 
 def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Observed:
@@ -103,6 +111,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             extra_env=extra_env,
             measurement=measuring,
             ignore=unscored,
+            keep_env=run.kept_names(checked),
         )
         with progress("properties").running(f"the command: {' '.join(run.command)}"):
             ran = run_child(child)
@@ -146,6 +155,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
         ran.duration_ms,
         None,
         Tripwire.SENTINELS,
+        sandbox(child, ran),
         harness,
         world.changes,
         model,
@@ -196,6 +206,7 @@ def _observe_report(
             plugin=stage_plugin(Path(private)),
             results_path=None,
             extra_env={PYTEST_SEEN_ENV: str(seen)},
+            keep_env=run.kept_names(checked),
         )
         start = junit_evidence.started(report)
         ran = run_child(child)
@@ -209,7 +220,15 @@ def _observe_report(
     if checked.properties_pin.product_paths is not None:
         model = OracleModel.CLOSED
     return Observed(
-        results, ran.exit_code, ran.duration_ms, entry, Tripwire.NONE, None, changes, model
+        results,
+        ran.exit_code,
+        ran.duration_ms,
+        entry,
+        Tripwire.NONE,
+        sandbox(child, ran),
+        None,
+        changes,
+        model,
     )
 
 
@@ -288,6 +307,7 @@ def property_ledger(
         duration_ms=observed.duration_ms,
         network=properties_pin.network,
         network_enforcement=enforcement,
+        sandbox=observed.sandbox,
         tripwire=observed.tripwire,
         harness=observed.harness,
         shards=None,
