@@ -481,7 +481,9 @@ def _finish(request: GateRequest, out: OutDir, outcome: GateOutcome, env: Mappin
         write_decision(out.decision, verdict, None)
     summary = summary_markdown(outcome)
     steps = [step.junit_case() for step in outcome.steps]
-    report = DecisionReport(verdict, summary, gate_property_cases(outcome), steps)
+    prop = outcome.property_ledger()
+    duration_s = prop.duration_ms / 1000 if prop is not None else 0.0
+    report = DecisionReport(verdict, summary, gate_property_cases(outcome), steps, duration_s)
     write_reports(request.report_files, report, out.decision)
     print(console_report(outcome), end="")
     if env.get("GITHUB_ACTIONS") == "true":

@@ -153,7 +153,9 @@ def judge(
     evidence = gather(sources, flake_pin)
     verdict = decide(evidence)
     summary = summary_markdown(evidence, verdict)
-    report = DecisionReport(verdict, summary, merge_property_cases(evidence))
+    prop = evidence.prop.record
+    duration_s = prop.duration_ms / 1000 if prop is not None else 0.0
+    report = DecisionReport(verdict, summary, merge_property_cases(evidence), (), duration_s)
     with nothing_left_on_failure(out):
         write_decision(out, verdict, evidence)
         write_reports(files, report, out)
