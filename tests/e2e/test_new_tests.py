@@ -308,3 +308,15 @@ def test_gate_names_a_properties_pin_edited_beside_code_as_row_4(repo: Repo) -> 
     assert decision["reason"] == (
         f"pin mutation: pins added, changed or removed against {repo.base}: pins/properties.json"
     )
+
+
+def test_a_ledger_a_step_refused_to_write_is_named_with_the_step_and_its_first_line(
+    repo: Repo,
+) -> None:
+    (repo.root / "stray.pyc").write_bytes(b"\x00" * 16)
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + HARMLESS)
+    repo.commit("a comment, and a stray bytecode file")
+    decision = gate(repo)
+    assert posture(decision) == ("reject", 2), decision["reason"]
+    assert "not written: properties A (fixpin-orders-a) exited 2: bytecode" in decision["reason"]
+    assert "No such file" not in decision["reason"]

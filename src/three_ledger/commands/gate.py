@@ -338,6 +338,7 @@ class InProcess:
             pins_dir=call.pins_dir,
             base=self.base,
             properties_pin=call.properties_pin,
+            why_missing=call.why_missing,
         )
         # gate writes the reports for the whole chain: merge gets none, and no CI variable.
         files = ReportFiles()
