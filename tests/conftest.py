@@ -17,6 +17,7 @@ from helpers import (
     RunCli,
     git,
     namespace_problem,
+    sandbox_problem,
 )
 from helpers.example_run import Run, build_clean_run
 from three_ledger.cli import main
@@ -71,6 +72,22 @@ def needs_network_namespace() -> None:
     problem = namespace_problem()
     if problem is not None:
         pytest.skip(f"no network namespace here: {problem}")
+
+
+@pytest.fixture
+def needs_mount_layer() -> None:
+    """Skip where the gate's own probe finds that the sandbox's mount layer cannot be made."""
+    problem = sandbox_problem("mount")
+    if problem is not None:
+        pytest.skip(f"no mount layer here: {problem}")
+
+
+@pytest.fixture
+def needs_pid_layer() -> None:
+    """Skip where the gate's own probe finds that the sandbox's PID layer cannot be made."""
+    problem = sandbox_problem("pid")
+    if problem is not None:
+        pytest.skip(f"no PID layer here: {problem}")
 
 
 @pytest.fixture(autouse=True)

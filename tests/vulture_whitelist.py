@@ -68,6 +68,8 @@ child_runs_without_hypothesis
 bare_pytest_children
 flaky_fails
 needs_network_namespace
+needs_mount_layer
+needs_pid_layer
 writing_bytecode
 # A fixture a test requests by parameter for its effect on PATH alone.
 hanging_git

@@ -22,6 +22,7 @@ from three_ledger.base_resolution import BaseResolution
 from three_ledger.errors import Refused
 from three_ledger.plugin.wire import OUTSIDE_ROOT
 from three_ledger.vocabulary import (
+    LAYER_HELD,
     DualPinState,
     Enforcement,
     MutationKind,
@@ -265,6 +266,19 @@ class Harness:
         return reasons
 
 
+@dataclass(frozen=True)
+class Sandbox:
+    """What confined the test child (run/sandbox.py): each layer `held` or `missing: WHY`,
+    and the files the measured run read where it may write (`writable_paths`)."""
+
+    layers: dict[str, str]
+    writable_reads: tuple[str, ...] = ()
+
+    def missing(self) -> dict[str, str]:
+        """Each layer that did not hold, with its `missing: WHY`."""
+        return {name: state for name, state in self.layers.items() if state != LAYER_HELD}
+
+
 @dataclass(frozen=True, kw_only=True)
 class PropertyLedger(_Encoded):
     KIND: ClassVar[str] = "property"
@@ -299,6 +313,7 @@ class PropertyLedger(_Encoded):
     duration_ms: int
     network: Network
     network_enforcement: Enforcement
+    sandbox: Sandbox
     flake_results: dict[str, Outcome]
     tripwire: Tripwire
     # What steered the run (pytest mode), or None (JUnit mode).
@@ -466,6 +481,7 @@ class PropertyShardLedger(_Encoded):
     duration_ms: int
     network: Network
     network_enforcement: Enforcement
+    sandbox: Sandbox
     tripwire: Tripwire
     harness: Harness | None
     # Per property, the distinct results of this slice it counted (expected skips left out).

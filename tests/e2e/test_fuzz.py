@@ -273,6 +273,10 @@ PROPERTY_LEDGER = {
     "duration_ms": 12,
     "network": "banned",
     "network_enforcement": "netns",
+    "sandbox": {
+        "layers": {"pid": "held", "mount": "held", "file_commands": "held"},
+        "writable_reads": [],
+    },
     "flake_results": {"t.slow": "fail"},
     "tripwire": "sentinels",
     "harness": None,

@@ -13,6 +13,7 @@ from three_ledger.ledgers import (
     FixtureLedger,
     FlakeLedger,
     PropertyLedger,
+    Sandbox,
 )
 from three_ledger.merge_table import Evidence, FlakePinView, LiveTree, PinChanges, Reading
 from three_ledger.pins import FlakeEntry, FlakePin
@@ -21,6 +22,7 @@ from three_ledger.vocabulary import BaseHow
 HEX = "ab" * 32
 COMMIT = "cd" * 20
 STAMP = "2026-09-25T12:00:00.123456Z"
+HELD_SANDBOX = Sandbox({"pid": "held", "mount": "held", "file_commands": "held"})
 
 
 def property_ledger(**change: Any) -> PropertyLedger:
@@ -44,6 +46,7 @@ def property_ledger(**change: Any) -> PropertyLedger:
         "duration_ms": 12,
         "network": "banned",
         "network_enforcement": "netns",
+        "sandbox": HELD_SANDBOX,
         "flake_results": {},
         "tripwire": "sentinels",
         "harness": None,

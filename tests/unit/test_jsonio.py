@@ -230,6 +230,10 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "duration_ms": 12,
             "network": "banned",
             "network_enforcement": "netns",
+            "sandbox": {
+                "layers": {"pid": "held", "mount": "held", "file_commands": "held"},
+                "writable_reads": [],
+            },
             "flake_results": {"t::y": "fail"},
             "tripwire": "sentinels",
             "harness": {
@@ -281,6 +285,10 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "duration_ms": 0,
             "network": "allowed",
             "network_enforcement": "none",
+            "sandbox": {
+                "layers": {"pid": "held", "mount": "held", "file_commands": "held"},
+                "writable_reads": ["build/x"],
+            },
             "flake_results": {},
             "tripwire": "none",
             "harness": None,
@@ -323,6 +331,10 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "duration_ms": 5,
             "network": "banned",
             "network_enforcement": "socket-guard",
+            "sandbox": {
+                "layers": {"pid": "missing: no /proc", "mount": "held", "file_commands": "held"},
+                "writable_reads": [],
+            },
             "tripwire": "sentinels",
             "harness": None,
             "tests_matched": {"p.one": 1},
@@ -356,6 +368,14 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "duration_ms": 7,
             "network": "banned",
             "network_enforcement": "socket-guard",
+            "sandbox": {
+                "layers": {
+                    "pid": "held",
+                    "mount": "missing: old kernel",
+                    "file_commands": "missing: no mount",
+                },
+                "writable_reads": [],
+            },
             "tripwire": "sentinels",
             "harness": None,
             "tests_matched": {"p.one": 2, "p.two": 0},

@@ -169,7 +169,8 @@ def shard_ledger() -> PropertyShardLedger:
         base_resolution=whole.base_resolution,
         head_revision=whole.head_revision, command=whole.command, command_exit=0,
         duration_ms=3, network=whole.network, network_enforcement=whole.network_enforcement,
-        tripwire=whole.tripwire, harness=None, tests_matched=whole.tests_matched,
+        sandbox=whole.sandbox, tripwire=whole.tripwire, harness=None,
+        tests_matched=whole.tests_matched,
         ids_run=("t.py::a",), results=(ShardResult("t.py::a", ("orders.a",), Outcome.PASS),),
         recorded_at=STAMP,
     )  # fmt: skip

@@ -20,6 +20,7 @@ from three_ledger.ledgers import (
     LedgerFile,
     PropertyLedger,
     PropertyShardLedger,
+    Sandbox,
     ShardPlan,
     ShardsProvenance,
     fresh_recorded_at,
@@ -31,7 +32,7 @@ from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwrita
 from three_ledger.pins import FlakePin, PropertiesPin, load_flake_pin, load_properties_pin
 from three_ledger.report.findings import findings, plain_lines, status_lines
 from three_ledger.results import TestResult, scored_fields
-from three_ledger.vocabulary import Enforcement
+from three_ledger.vocabulary import LAYER_HELD, Enforcement
 
 # Weakest first: the merged ledger records the weakest enforcement any shard ran under.
 _ENFORCEMENT_STRENGTH = {Enforcement.NONE: 0, Enforcement.SOCKET_GUARD: 1, Enforcement.NETNS: 2}
@@ -206,6 +207,7 @@ def merged_ledger(
         key=_ENFORCEMENT_STRENGTH.__getitem__,
     )
     unmatched = sorted({entry for s in shards for entry in s.record.oracle_paths_unmatched})
+    sandbox = weakest_sandbox([shard.record.sandbox for shard in shards])
     return PropertyLedger(
         ledger_id=new_ledger_id(),
         pin_id=first.pin_id,
@@ -228,6 +230,7 @@ def merged_ledger(
         duration_ms=sum(shard.record.duration_ms for shard in shards),
         network=first.network,
         network_enforcement=weakest,
+        sandbox=sandbox,
         tripwire=first.tripwire,
         harness=first.harness,
         shards=ShardsProvenance(
@@ -245,3 +248,15 @@ def merged_ledger(
             properties_pin.requirements(),
         ),
     )
+
+
+def weakest_sandbox(sandboxes: Sequence[Sandbox]) -> Sandbox:
+    """Each layer as the weakest shard had it: held only where every shard held it (the
+    first shard's reason where one did not); the files any shard read where it may write."""
+    layers: dict[str, str] = {}
+    for each in sandboxes:
+        for name, state in each.layers.items():
+            if layers.get(name, LAYER_HELD) == LAYER_HELD:
+                layers[name] = state
+    reads = sorted({path for each in sandboxes for path in each.writable_reads})
+    return Sandbox(layers, tuple(reads))

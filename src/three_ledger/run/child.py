@@ -2,14 +2,15 @@
 
 The child's environment is the job's, plus what SPEC 6 gives the property tests, plus the
 staged plugin (`staging.py`), plus what the command asks for; under the network ban's
-namespace the command runs inside it. `properties` and `vet` score the run; `plan` asks only
-for the collection.
+namespace the command runs inside it, and a scored run inside the sandbox's layers
+(`sandbox.py`). `properties` and `vet` score the run; `plan` asks only for the collection.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +32,11 @@ from three_ledger.plugin.wire import (
 from three_ledger.results import TestResult, read_results_file
 from three_ledger.run import network_namespace
 from three_ledger.run.staging import StagedPlugin, plugin_environment
+from three_ledger.run.trampoline import KILLED_BY, SIGNAL_BASE
 from three_ledger.vocabulary import Enforcement
 
 if TYPE_CHECKING:
+    from three_ledger.run.sandbox import Confinement
     from three_ledger.runner import RunResult
 
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
@@ -64,6 +67,9 @@ class Child:
     measurement: Measurement | None = None
     # New test modules the run leaves out (relative to ROOT): pytest gets `--ignore` for each.
     ignore: tuple[str, ...] = ()
+    # The sandbox's layers (scored runs only), and where the run's caches go, outside the tree.
+    confinement: Confinement | None = None
+    caches: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -79,12 +85,20 @@ def run_child(child: Child) -> RunResult:
     from three_ledger.runner import run_command
 
     argv = list(child.command)  # empty: the runner reports "empty command"
-    if child.enforcement is Enforcement.NETNS:
+    env = child_environment(child)
+    if child.caches is not None:
+        from three_ledger.run.sandbox import cache_environment
+
+        env.update(cache_environment(env, child.command, child.root, child.caches))
+    if child.confinement is not None:
+        argv = child.confinement.argv(argv, child.enforcement)
+        env.update(child.confinement.environment())
+    elif child.enforcement is Enforcement.NETNS:
         argv = network_namespace.namespace_argv(argv)
     return run_command(
         argv,
         cwd=child.root,
-        env=child_environment(child),
+        env=env,
         timeout_s=child.timeout_s,
         log_path=child.log_path,
         console=child.console,
@@ -158,11 +172,44 @@ def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
         raise
 
 
-def exit_meaning(code: int, enforcement: Enforcement) -> str:
+def exit_meaning(
+    code: int, enforcement: Enforcement, confinement: Confinement | None = None
+) -> str:
     """Why an exit other than 0 or 1 means the run's results cannot be trusted."""
+    sandboxed = confinement is not None and confinement.wraps()
+    if sandboxed and code == network_namespace.ISOLATION_FAILED:
+        return "the sandbox could not be made (the log says why); the command did not run"
     if enforcement is Enforcement.NETNS and code == network_namespace.ISOLATION_FAILED:
         return "the network namespace failed its isolation check; the command did not run"
-    if enforcement is Enforcement.NETNS and code == network_namespace.COMMAND_NOT_FOUND:
+    wrapped = sandboxed or enforcement is Enforcement.NETNS
+    if wrapped and code == network_namespace.COMMAND_NOT_FOUND:
         return "the command could not start: not found"
     meaning = _PYTEST_EXITS.get(code, "neither 0 (all passed) nor 1 (some failed)")
     return f"the command exited {code} ({meaning}): its results cannot be trusted"
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+# How much of a log's end is searched for the trampoline's last word.
+_LOG_TAIL_BYTES = 64 * 1024
+
+
+def killed_in_sandbox(ran: RunResult, confinement: Confinement, log_path: Path) -> str | None:
+    """The signal that killed the command under the sandbox's PID 1, which exits 128+N then
+    and says so last in the log; None when it was not killed."""
+    code = ran.exit_code
+    if not confinement.pid_namespace or code is None or code <= SIGNAL_BASE:
+        return None
+    try:
+        with log_path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - _LOG_TAIL_BYTES))
+            tail = log.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    said = f"{KILLED_BY} {_signal_name(code - SIGNAL_BASE)}"
+    return f"the command was killed by {_signal_name(code - SIGNAL_BASE)}" if said in tail else None
