@@ -65,6 +65,7 @@ claim
 pytestmark
 hermetic_git
 child_runs_without_hypothesis
+coverage_data_stays_writable
 bare_pytest_children
 flaky_fails
 needs_network_namespace
