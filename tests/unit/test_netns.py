@@ -62,9 +62,10 @@ def host_server() -> Iterator[socket.socket]:
 def test_namespace_argv_wraps_the_command_in_unshare_and_the_trampoline() -> None:
     argv = network_namespace.namespace_argv(["pytest", "-q"])
     assert argv[:5] == ["unshare", "--user", "--map-root-user", "--net", "--"]
-    assert argv[5:8] == [sys.executable, "-I", "-S"]
-    assert Path(argv[8]) == Path(trampoline.__file__).resolve()
-    assert argv[9:] == ["--outer-netns", str(host_netns_inode()), "--", "pytest", "-q"]
+    assert argv[5:9] == [sys.executable, "-I", "-S", "-c"]
+    assert "import trampoline" in argv[9]
+    assert Path(argv[10]) == Path(trampoline.__file__).resolve().parent
+    assert argv[11:] == ["--outer-netns", str(host_netns_inode()), "--", "pytest", "-q"]
 
 
 @pytest.mark.skipif(_raw_unshare_problem() is not None, reason="`unshare -Urn` fails here")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from three_ledger.commands.combine import weakest_sandbox
 from three_ledger.errors import InfraFailure
 from three_ledger.ledgers import Sandbox
-from three_ledger.run import sandbox
+from three_ledger.run import sandbox, trampoline
 from three_ledger.run.mount_plan import RunFiles
 from three_ledger.run.sandbox import HELD, Confinement, Probe, confine
 from three_ledger.vocabulary import Enforcement, SandboxPolicy
@@ -198,7 +197,7 @@ def test_the_argv_asks_unshare_for_each_layer_and_the_trampoline_to_finish_them(
         "unshare", "--user", "--map-root-user", "--net", "--mount", "--propagation", "private",
         "--pid", "--fork",
     ]  # fmt: skip
-    assert argv[split + 1 : split + 5] == [sys.executable, "-I", "-S", sandbox.TRAMPOLINE]
+    assert argv[split + 1 : split + 7] == trampoline.launcher()
     assert argv[-2:] == ["--", "pytest"]
     assert "--init" in argv
     assert "--outer-netns" in argv

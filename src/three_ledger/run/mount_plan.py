@@ -11,6 +11,7 @@ only plans: the trampoline (`trampoline.py`) carries the steps out inside the na
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -272,8 +273,8 @@ def refuse_writable_holding(
 # --- what a read-only write looks like in the log ---------------------------------------------
 
 # How programs name a file they could not write on a read-only filesystem: Python, coreutils
-# (`mkdir`, `touch`, `cp`, ...), the shells, and Node.
-_READ_ONLY_WRITE = re.compile(
+# (`mkdir`, `touch`, `cp`, ...), the shells, and Node. Compiled where first needed.
+_READ_ONLY_WRITE = (
     rb"Read-only file system: '(?P<python>[^'\n]{1,4096})'"
     rb"|cannot [a-z ]{1,30} (?:\xe2\x80\x98|['\"])(?P<coreutils>[^\n]{1,4096}?)"
     rb"(?:\xe2\x80\x99|['\"]): Read-only file system"
@@ -283,6 +284,11 @@ _READ_ONLY_WRITE = re.compile(
 )
 # How much of the log is searched, from its end: a flood of output is not read whole.
 _SEARCHED_BYTES = 8 * 1024 * 1024
+
+
+@functools.cache
+def _read_only_write() -> re.Pattern[bytes]:
+    return re.compile(_READ_ONLY_WRITE)
 
 
 def read_only_writes(log_path: Path, limit: int = 5) -> list[str]:
@@ -297,7 +303,7 @@ def read_only_writes(log_path: Path, limit: int = 5) -> list[str]:
         return []
     found = dict.fromkeys(
         next(path for path in match.groups() if path is not None)
-        for match in _READ_ONLY_WRITE.finditer(tail)
+        for match in _read_only_write().finditer(tail)
     )
     return [os.fsdecode(path) for path in list(found)[:limit]]
 

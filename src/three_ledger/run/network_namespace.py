@@ -23,14 +23,14 @@ _PROBE_TIMEOUT_S = 10.0
 def namespace_argv(argv: Sequence[str]) -> list[str]:
     """The argv that runs `argv` in new user and network namespaces through the trampoline.
 
-    The trampoline runs by file path under `-I`, so neither the child's cwd (which may
-    hold its own `three_ledger` folder) nor PYTHONPATH decides which code checks the ban.
+    The trampoline runs from its own folder under `-I -S`, so neither the child's cwd (which
+    may hold its own `three_ledger` folder) nor PYTHONPATH decides which code checks the ban.
     """
-    path = os.path.abspath(trampoline.__file__)
     outer = str(netns_inode())
     return [
         *("unshare", "--user", "--map-root-user", "--net", "--"),
-        *(sys.executable, "-I", "-S", path, "--outer-netns", outer, "--"),
+        *trampoline.launcher(),
+        *("--outer-netns", outer, "--"),
         *argv,
     ]
 

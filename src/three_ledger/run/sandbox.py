@@ -32,7 +32,6 @@ from three_ledger.vocabulary import LAYER_HELD, Enforcement, SandboxPolicy
 
 HELD = LAYER_HELD
 _PROBE_TIMEOUT_S = 10.0
-TRAMPOLINE = os.path.abspath(trampoline.__file__)
 # What the probe's own namespace tries: the tree read-only and a private /tmp.
 _PROBE_PLAN = [["read_only", "/"], ["private_tmp", "/tmp", []]]
 
@@ -110,7 +109,7 @@ def _attempt(layers: Sequence[str]) -> dict[str, str | None] | str:
     if "pid" in layers:
         unshare += ["--pid", "--fork"]
         inside.append("--init")
-    argv = [*unshare, "--", sys.executable, "-I", "-S", TRAMPOLINE, *inside, "--"]
+    argv = [*unshare, "--", *trampoline.launcher(), *inside, "--"]
     try:
         done = run_captured(argv, cwd=None, env=None, timeout_s=_PROBE_TIMEOUT_S)
     except ChildHung:
@@ -182,7 +181,7 @@ class Confinement:
             inside += ["--plan", json.dumps(self.mounts.steps)]
         if not inside:
             return list(command)
-        return [*unshare, "--", sys.executable, "-I", "-S", TRAMPOLINE, *inside, "--", *command]
+        return [*unshare, "--", *trampoline.launcher(), *inside, "--", *command]
 
     def wraps(self) -> bool:
         """Whether the command runs under the trampoline for this sandbox's layers."""

@@ -1,8 +1,8 @@
 """The test child's trampoline: it finishes the namespaces `unshare` made, then runs the command.
 
-Started by file path under `python -I -S` (no site-packages, nothing from the child's folder:
-it starts fast and nothing installed can stand in for it), so it imports only the standard
-library. `network_namespace.py` and `sandbox.py` say what they ask of it:
+Started from its own folder under `python -I -S` (`launcher`: no site-packages, nothing from
+the child's folder, so it starts fast and nothing installed can stand in for it), so it
+imports only the standard library. `network_namespace.py` and `sandbox.py` say what they ask of it:
 
 - `--outer-netns INODE`: the network namespace must not be the gate's and must hold only
   `lo`, which it brings up.
@@ -22,7 +22,6 @@ mount; otherwise it is exec'd in place and keeps the pid and process group the r
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import functools
 import json
@@ -33,7 +32,10 @@ import struct
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ctypes
 
 # A namespace was not what the gate asked for, or could not be finished: nothing ran.
 ISOLATION_FAILED = 125
@@ -73,25 +75,26 @@ _PR_CAP_AMBIENT_CLEAR_ALL = 4
 _CAPABILITY_VERSION_3 = 0x20080522
 
 
-class _MountAttr(ctypes.Structure):
-    _fields_ = [
-        ("attr_set", ctypes.c_uint64),
-        ("attr_clr", ctypes.c_uint64),
-        ("propagation", ctypes.c_uint64),
-        ("userns_fd", ctypes.c_uint64),
-    ]
+# struct mount_attr: attr_set, attr_clr, propagation, userns_fd.
+_MOUNT_ATTR = struct.Struct("=QQQQ")
+# struct __user_cap_header_struct (version, pid), then two __user_cap_data_struct
+# (effective, permitted, inheritable) for 64 capabilities: all zero.
+_CAP_HEADER = struct.Struct("=Ii")
+_CAP_DATA_SIZE = 2 * struct.calcsize("=III")
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+# Imports this module from its folder, put last on sys.path (after the standard library), so
+# that Python uses its cached bytecode: a script run by path is compiled again every time.
+_BOOT = (
+    "import sys; sys.path.append(sys.argv.pop(1)); import trampoline; "
+    "raise SystemExit(trampoline.main())"
+)
 
 
-class _CapData(ctypes.Structure):
-    _fields_ = [
-        ("effective", ctypes.c_uint32),
-        ("permitted", ctypes.c_uint32),
-        ("inheritable", ctypes.c_uint32),
-    ]
+def launcher() -> list[str]:
+    """The argv that starts the trampoline; its options and `-- COMMAND` follow."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    return [sys.executable, "-I", "-S", "-c", _BOOT, folder]
 
 
 class SetupFailed(Exception):
@@ -130,7 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ISOLATION_FAILED
     confined = request.init or request.plan is not None
     if request.init:
-        return _init(request.command)
+        code = _init(request.command)
+        # At once: the namespace ends with PID 1, and the interpreter's teardown is not free.
+        sys.stderr.flush()
+        os._exit(code)
     return _exec(request.command, drop_capabilities=confined)
 
 
@@ -247,6 +253,9 @@ def _interface_flags(sock: socket.socket, name: bytes) -> int:
 
 @functools.cache
 def _libc() -> ctypes.CDLL:
+    # Imported here: the gate imports this module for its names, and needs no ctypes.
+    import ctypes
+
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [
         ctypes.c_char_p,
@@ -261,6 +270,8 @@ def _libc() -> ctypes.CDLL:
 
 
 def _check(result: int, what: str) -> None:
+    import ctypes
+
     if result != 0:
         number = ctypes.get_errno()
         raise SetupFailed(f"{what}: {os.strerror(number)}")
@@ -279,17 +290,13 @@ def _mount(source: str, target: str, kind: str | None, flags: int, data: str = "
 
 
 def _set_read_only(path: str, *, read_only: bool, recursive: bool) -> None:
-    attr = _MountAttr(
-        _MOUNT_ATTR_RDONLY if read_only else 0, 0 if read_only else _MOUNT_ATTR_RDONLY, 0, 0
-    )
+    import ctypes
+
+    changed = (_MOUNT_ATTR_RDONLY, 0) if read_only else (0, _MOUNT_ATTR_RDONLY)
+    attr = ctypes.create_string_buffer(_MOUNT_ATTR.pack(*changed, 0, 0), _MOUNT_ATTR.size)
     flags = _AT_RECURSIVE if recursive else 0
     done = _libc().syscall(
-        _SYS_MOUNT_SETATTR,
-        _AT_FDCWD,
-        os.fsencode(path),
-        flags,
-        ctypes.byref(attr),
-        ctypes.sizeof(attr),
+        _SYS_MOUNT_SETATTR, _AT_FDCWD, os.fsencode(path), flags, attr, _MOUNT_ATTR.size
     )
     state = "read-only" if read_only else "writable"
     _check(done, f"cannot make {path} {state} (mount_setattr, Linux 5.12 or later)")
@@ -440,9 +447,11 @@ def _drop_capabilities() -> None:
     for capability in range(_last_capability() + 1):
         _check(libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0), "cannot drop a capability")
     libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0)  # EINVAL before Linux 4.3
-    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
-    data = (_CapData * 2)()
-    _check(libc.capset(ctypes.byref(header), data), "cannot clear the capabilities")
+    import ctypes
+
+    header = ctypes.create_string_buffer(_CAP_HEADER.pack(_CAPABILITY_VERSION_3, 0))
+    data = ctypes.create_string_buffer(_CAP_DATA_SIZE)
+    _check(libc.capset(header, data), "cannot clear the capabilities")
 
 
 def _last_capability() -> int:
