@@ -76,10 +76,11 @@ test-e2e: $(INSTALLED) $(INSTALLED_PYTEST8)
 demo: $(INSTALLED)
 	$(BIN)/three-ledger demo
 
-# A wheel to install where the repository is not checked out: pip install dist/three_ledger-*.whl
+# The sdist and a wheel, to install where the repository is not checked out: pip install
+# dist/three_ledger-*.whl. `python -m build` makes the wheel from the sdist, as an index would.
 dist: $(INSTALLED)
 	rm -rf dist
-	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+	$(BIN)/python -m build --outdir dist .
 
 clean:
 	rm -rf $(VENV) $(VENV_PYTEST8) dist ledgers build/coverage htmlcov

@@ -268,10 +268,13 @@ class Harness:
 
 @dataclass(frozen=True)
 class Sandbox:
-    """What confined the test child (run/sandbox.py): each layer `held` or `missing: WHY`,
-    and the files the measured run read where it may write (`writable_paths`)."""
+    """How the run was shut in: each layer `held` or `missing: WHY`, which of the job's
+    variable names the child did not get and which it kept beyond the allow-list, and the
+    files the measured run read where it may write (`writable_paths`)."""
 
     layers: dict[str, str]
+    env_removed: tuple[str, ...]
+    env_kept: tuple[str, ...]
     writable_reads: tuple[str, ...] = ()
 
     def missing(self) -> dict[str, str]:

@@ -110,6 +110,11 @@ def decide(evidence: Evidence) -> Verdict:
     if (moved := _tree_moved(fixture, evidence.live)) is not None:
         return _reject(1, f"do not score: {moved}")
 
+    # Before the property ledger is read: a pin edited in the change is the first thing to
+    # say about it, whatever else is wrong with a ledger scored under that pin.
+    if (pins_moved := _pins_moved(evidence.pin_changes)) is not None:
+        return _reject(4, f"pin mutation: {pins_moved}")
+
     prop = evidence.prop.record
     if prop is None:
         return _reject(2, f"do not score: property ledger {evidence.prop.why_unusable()}")
@@ -250,15 +255,20 @@ def ledger_stamps(evidence: Evidence) -> list[tuple[Path, str]]:
     return stamps
 
 
+def _pins_moved(changes: PinChanges | None) -> str | None:
+    """Row 4, checked first: with `--pins-dir/--base`, a pin moved in the change."""
+    if changes is None:
+        return None
+    if changes.problem is not None:
+        return f"cannot tell whether {changes.pins_dir} moved: {changes.problem}"
+    if changes.changed:
+        listed = ", ".join(changes.changed)
+        return f"pins added, changed or removed against {changes.base}: {listed}"
+    return None
+
+
 def _pin_mutation(evidence: Evidence, fixture: FixtureLedger, prop: PropertyLedger) -> str | None:
-    """Row 4: a pin moved in the change, or a flake ledger the pins and this run do not back."""
-    changes = evidence.pin_changes
-    if changes is not None:
-        if changes.problem is not None:
-            return f"cannot tell whether {changes.pins_dir} moved: {changes.problem}"
-        if changes.changed:
-            listed = ", ".join(changes.changed)
-            return f"pins added, changed or removed against {changes.base}: {listed}"
+    """Row 4: a flake ledger the pins and this run do not back."""
     view = evidence.flake_pin
     if view is not None and view.pin is None:
         return f"flake pin {view.path} cannot be read: {view.problem or 'not read'}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from three_ledger import git, jsonio
+from three_ledger import env_policy, git, jsonio
 from three_ledger.errors import Refused
 from three_ledger.paths import all_plain_under, casefold_twins, glob_matches, is_under, path_problem
 from three_ledger.results import ExpectedSkip, TestsRequirement, selector_tuple
@@ -83,6 +83,8 @@ class PropertiesPin:
     expected_skips: tuple[ExpectedSkip, ...] = ()
     # Globs of the code under test; None: the oracles are inferred from names (no audit hook).
     product_paths: tuple[str, ...] | None = None
+    # Names of the job's environment the test child keeps beyond the allow-list.
+    env: tuple[str, ...] = ()
     # Folders under ROOT the run may write: an empty tmpfs each, in the sandbox's mount layer.
     writable_paths: tuple[str, ...] = ()
     sandbox: SandboxPolicy = SandboxPolicy.BEST_EFFORT
@@ -115,6 +117,7 @@ class PropertiesPin:
             product_paths=(
                 tuple(document["product_paths"]) if "product_paths" in document else None
             ),
+            env=tuple(document.get("env", ())),
             writable_paths=tuple(document.get("writable_paths", ())),
             sandbox=SandboxPolicy(document.get("sandbox", SandboxPolicy.BEST_EFFORT)),
         )
@@ -151,6 +154,10 @@ class PropertiesPin:
                     f"{self.source}: $.expected_skips[{index}].test: {skip.test!r} holds `*`: "
                     "an expected skip names its tests without wildcards"
                 )
+        for index, name in enumerate(self.env):
+            why = env_policy.reserved(name)
+            if why is not None:
+                raise Refused(f"{self.source}: $.env[{index}]: {name!r} cannot be kept: {why}")
 
     def is_product(self, path: str) -> bool:
         """Whether PATH (relative to ROOT) is code under test by `product_paths`."""

@@ -6,6 +6,7 @@ output capture behave the same wherever a command is run.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import selectors
 import signal
@@ -19,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, BinaryIO
+
+from three_ledger.no_new_privs import layer as no_new_privs_layer
+from three_ledger.no_new_privs import preexec_step as no_new_privs_step
 
 # What signal.signal() returns and accepts back.
 _Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
@@ -41,6 +45,8 @@ class RunResult:
     duration_ms: int
     # The log could not be written in full (disk full, ...): the run left no complete record.
     log_error: str | None = None
+    # Asked with `no_new_privs`: `held`, or `missing: WHY` (no_new_privs.py); else None.
+    no_new_privs: str | None = None
 
     def failure(self) -> str | None:
         """One sentence when the run is an infrastructure failure, else None."""
@@ -149,6 +155,7 @@ def run_command(
     log_path: Path,
     console: BinaryIO | None = None,
     grace_s: float = 10.0,
+    no_new_privs: bool = False,
 ) -> RunResult:
     """Run `argv` in its own process group; stream its output to `console` and `log_path`.
 
@@ -157,7 +164,9 @@ def run_command(
     SIGKILL after `grace_s`. Once the leader has exited, whatever is left of its group is
     killed with SIGKILL, so a background grandchild neither survives nor holds the pipe
     open; a process that left the group (setsid) is waited for at most `grace_s` more
-    before its output is abandoned. A command that cannot start gives `start_error`.
+    before its output is abandoned. A command that cannot start gives `start_error`. With
+    `no_new_privs`, the child starts with PR_SET_NO_NEW_PRIVS set, and the result says
+    whether the flag held.
     """
     started = time.monotonic_ns()
     if not argv:
@@ -170,14 +179,23 @@ def run_command(
     with log:
         interrupts = _Interrupts()
         with _catching_interrupts(interrupts):
+            step = no_new_privs_step() if no_new_privs else None
             try:
-                process = _start(argv, cwd, env)
+                process = _start(argv, cwd, env, step.run if step else None)
             except OSError as error:
                 return _not_started(_start_error(argv[0], cwd, error), started)
-            return _supervise(process, log, console, started, interrupts, timeout_s, grace_s)
+            # Read now: the child has exec'd, and it is not reaped before the run ends.
+            privileges = None if step is None else no_new_privs_layer(process.pid, step)
+            ran = _supervise(process, log, console, started, interrupts, timeout_s, grace_s)
+            return dataclasses.replace(ran, no_new_privs=privileges)
 
 
-def _start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+def _start(
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    preexec: Callable[[], None] | None = None,
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -187,6 +205,7 @@ def _start(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> subprocess
         stderr=subprocess.STDOUT,
         start_new_session=True,
         bufsize=0,
+        preexec_fn=preexec,
     )
 
 

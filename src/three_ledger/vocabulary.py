@@ -50,8 +50,14 @@ class Enforcement(enum.StrEnum):
     NONE = "none"
 
 
-# A sandbox layer that protected the run; any other state reads `missing: WHY`.
+# A sandbox layer that held in a run; one that did not is `missing: WHY` (the ledger's
+# `sandbox.layers`), a sentence no enum could list.
 LAYER_HELD = "held"
+
+
+def layer_missing(why: str) -> str:
+    """The ledger's word for a sandbox layer that could not be made, and why."""
+    return f"missing: {why}"
 
 
 class SandboxPolicy(enum.StrEnum):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -139,3 +140,46 @@ def test_seed_workflow_steps_1_and_3_end_to_end(orders_repo: Path) -> None:
 def ledger_paths(path: Path) -> list[str]:
     ledger = json.loads(path.read_text())
     return [ledger["fixtures_dir"], *(entry["path"] for entry in ledger["files"])]
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    from three_ledger.cli.parser import build_parser
+
+    actions = build_parser()._actions
+    subparsers = next(a for a in actions if isinstance(a, argparse._SubParsersAction))
+    return dict(subparsers.choices)
+
+
+def _commands_writing(flag: str) -> list[str]:
+    return sorted(
+        name
+        for name, sub in _subcommands().items()
+        if any(flag in action.option_strings for action in sub._actions)
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [*((name, "--out") for name in _commands_writing("--out")), ("gate", "--out-dir")],
+)
+def test_standard_output_is_no_ledger_path(run_cli: RunCli, command: str, flag: str) -> None:
+    result = run_cli(command, flag, "-")
+    assert result.code == 64
+    assert f"argument {flag}: '-' (standard output) is not a file" in result.err
+    assert not Path("-").exists()
+
+
+@pytest.mark.parametrize("command", sorted(_subcommands()))
+def test_every_subcommand_helps_with_a_description_an_example_and_its_exit_codes(
+    run_cli: RunCli, command: str
+) -> None:
+    from three_ledger.exit_codes import ExitCode
+
+    result = run_cli(command, "--help")
+    assert result.code == 0
+    assert _subcommands()[command].description, command
+    example, codes = result.out.split("\nexample:\n", 1)[1].split("\n\nexit codes:\n")
+    assert example.strip().startswith(f"three-ledger {command}")
+    listed = [int(line.split()[0]) for line in codes.strip().splitlines()]
+    assert listed[-3:] == [64, 70, 130]
+    assert set(listed) <= {int(code) for code in ExitCode}

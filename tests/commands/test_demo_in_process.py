@@ -6,7 +6,9 @@ The full demo, every scenario in child processes, is tests/e2e/test_demo.py.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -63,3 +65,20 @@ def test_a_file_as_dir_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
     assert result.code == 2
     assert str(target) in result.first_error_line
     assert target.read_text() == "mine\n"
+
+
+def test_without_pytest_one_line_says_how_to_get_it(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == "pytest" else found(name)
+    )
+    folder = tmp_path / "kept"
+    result = run_cli("demo", "--dir", folder)
+    assert result.code == 4
+    assert result.err.count("\n") == 1
+    assert f"run {sys.executable} -m pip install pytest" in result.first_error_line
+    assert "its demo extra (pip install 'PATH[demo]'" in result.first_error_line
+    assert result.out == ""
+    assert not folder.exists()

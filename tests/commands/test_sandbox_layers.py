@@ -34,7 +34,16 @@ WRITES_AND_READS_BACK = shlex.join(
         + "print(pathlib.Path('build/made.txt').read_text())\n",
     ]
 )
-ALL_HELD = {"pid": "held", "mount": "held", "file_commands": "held"}
+ALL_HELD = {
+    "environment": "held",
+    "no_new_privs": "held",
+    "pid": "held",
+    "mount": "held",
+    "file_commands": "held",
+}
+NO_PID_NO_ENVIRONMENT = (
+    "missing: the job's environment is readable through /proc without a PID namespace"
+)
 NO_MOUNT_NO_FILE_COMMANDS = (
     "missing: the runner's file-command files are writable without the mount layer"
 )
@@ -56,11 +65,14 @@ def run(run_cli: RunCli, repo: Path, command: str = STAND_IN) -> Any:
 @pytest.mark.parametrize(
     ("missing", "recorded"),
     [
-        ({"pid": "no /proc here"}, {**ALL_HELD, "pid": "missing: no /proc here"}),
+        (
+            {"pid": "no /proc here"},
+            {**ALL_HELD, "environment": NO_PID_NO_ENVIRONMENT, "pid": "missing: no /proc here"},
+        ),
         (
             {"mount": "no mount_setattr"},
             {
-                "pid": "held",
+                **ALL_HELD,
                 "mount": "missing: no mount_setattr",
                 "file_commands": NO_MOUNT_NO_FILE_COMMANDS,
             },
@@ -68,6 +80,8 @@ def run(run_cli: RunCli, repo: Path, command: str = STAND_IN) -> Any:
         (
             {"pid": "no pid", "mount": "no mount"},
             {
+                **ALL_HELD,
+                "environment": NO_PID_NO_ENVIRONMENT,
                 "pid": "missing: no pid",
                 "mount": "missing: no mount",
                 "file_commands": NO_MOUNT_NO_FILE_COMMANDS,
@@ -87,7 +101,8 @@ def test_a_layer_that_cannot_be_made_is_recorded_missing_and_the_run_goes_on(
     simulate_missing_layers(monkeypatch, **missing)
     result = run(run_cli, orders_repo)
     assert result.code == 1, result.err  # the stand-in runs no property test: all missing
-    assert ledger(orders_repo)["sandbox"] == {"layers": recorded, "writable_reads": []}
+    recorded_sandbox = ledger(orders_repo)["sandbox"]
+    assert (recorded_sandbox["layers"], recorded_sandbox["writable_reads"]) == (recorded, [])
     for name, state in recorded.items():
         if state != "held":
             assert f"three-ledger: warning: sandbox layer {name}: {state}" in result.err
@@ -99,7 +114,8 @@ def test_every_layer_held_is_recorded_and_not_warned_about(
 ) -> None:
     result = run(run_cli, orders_repo)
     assert result.code == 1, result.err
-    assert ledger(orders_repo)["sandbox"] == {"layers": ALL_HELD, "writable_reads": []}
+    recorded = ledger(orders_repo)["sandbox"]
+    assert (recorded["layers"], recorded["writable_reads"]) == (ALL_HELD, [])
     assert "sandbox layer" not in result.err
 
 

@@ -154,16 +154,18 @@ def sourceless_pytest(root: Path) -> Path:
     return pyc
 
 
-def gate_refused_in_properties(run_cli: RunCli, root: Path, base: str, out: Path) -> CliResult:
-    """`gate` over ROOT against BASE, which must reject at row 2: `properties` refused, so there
-    is no property ledger and merge does not score. What gate printed."""
+def gate_refused_in_properties(
+    run_cli: RunCli, root: Path, base: str, out: Path, row: int = 2
+) -> CliResult:
+    """`gate` over ROOT against BASE, which must reject at ROW: by default 2, `properties`
+    refused, so there is no property ledger and merge does not score. What gate printed."""
     result = run_cli(
         "gate", "--pins-dir", root / "pins", "--root", root, "--command", PYTEST,
         "--base", base, "--out-dir", out,
     )  # fmt: skip
     decision = json.loads((out / "decision.json").read_text())
     assert result.code == 1, result.out
-    assert posture(decision) == ("reject", 2), decision["reason"]
+    assert posture(decision) == ("reject", row), decision["reason"]
     return result
 
 
@@ -279,7 +281,9 @@ def test_gate_scores_a_flake_pin_reworded_beside_bytecode_and_rejects(
     git(run.repo, "add", "-A")
     git(run.repo, "commit", "-qm", "flake pin: a clearer note")
     assert git(run.repo, "diff", "--name-only", run.base) == f"{planted}\npins/flakes.json"
-    result = gate_refused_in_properties(run_cli, run.repo, run.base, tmp_path / "gate")
+    # Scored, not taken for a pin change; properties refuses the bytecode, and the decision
+    # names the pin edited beside it (row 4 comes before the missing property ledger).
+    result = gate_refused_in_properties(run_cli, run.repo, run.base, tmp_path / "gate", row=4)
     assert "properties A (fixpin-orders-a): exit 2: bytecode" in result.out
     assert planted in result.out
 

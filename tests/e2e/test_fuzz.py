@@ -274,7 +274,15 @@ PROPERTY_LEDGER = {
     "network": "banned",
     "network_enforcement": "netns",
     "sandbox": {
-        "layers": {"pid": "held", "mount": "held", "file_commands": "held"},
+        "layers": {
+            "environment": "held",
+            "no_new_privs": "held",
+            "pid": "held",
+            "mount": "held",
+            "file_commands": "held",
+        },
+        "env_removed": ["GITHUB_TOKEN"],
+        "env_kept": [],
         "writable_reads": [],
     },
     "flake_results": {"t.slow": "fail"},
@@ -904,8 +912,10 @@ def test_properties_turns_any_results_file_into_exit_4_or_a_true_ledger(
         results = read_results_file(source)
     except InfraFailure:
         assert code == 4, err
-        # The file's own refusal, or, when it holds nothing, that only the tripwire spoke.
-        assert err.startswith(
+        # The file's own refusal, or, when it holds nothing, that only the tripwire spoke,
+        # after the line that said the command started.
+        said = "\n".join(line for line in err.splitlines() if line.startswith("three-ledger"))
+        assert said.startswith(
             (
                 "three-ledger: infrastructure failure: results file ",
                 "three-ledger: infrastructure failure: the run recorded no result besides",

@@ -292,3 +292,31 @@ def with_helper_module(repo: Repo) -> Repo:
         )
     )
     return repo.as_base("tests import a helper")
+
+
+def test_gate_names_a_properties_pin_edited_beside_code_as_row_4(repo: Repo) -> None:
+    # The ledger is scored under the edited pin (other ids, other bytes): row 2 would be a
+    # side effect; the edit is the cause.
+    path = repo.root / "pins/properties.json"
+    pin = json.loads(path.read_text())
+    pin["properties"].append({**pin["properties"][0], "id": "orders.total.refunds"})
+    path.write_text(json.dumps(pin, indent=2) + "\n")
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + HARMLESS)
+    repo.commit("a comment, and a property added")
+    decision = gate(repo)
+    assert posture(decision) == ("reject", 4), decision["reason"]
+    assert decision["reason"] == (
+        f"pin mutation: pins added, changed or removed against {repo.base}: pins/properties.json"
+    )
+
+
+def test_a_ledger_a_step_refused_to_write_is_named_with_the_step_and_its_first_line(
+    repo: Repo,
+) -> None:
+    (repo.root / "stray.pyc").write_bytes(b"\x00" * 16)
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + HARMLESS)
+    repo.commit("a comment, and a stray bytecode file")
+    decision = gate(repo)
+    assert posture(decision) == ("reject", 2), decision["reason"]
+    assert "not written: properties A (fixpin-orders-a) exited 2: bytecode" in decision["reason"]
+    assert "No such file" not in decision["reason"]

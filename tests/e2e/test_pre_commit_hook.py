@@ -36,12 +36,15 @@ def project(tmp_path: Path) -> Path:
     return repo
 
 
-def try_repo(project: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def try_repo(
+    project: Path, home: Path, *, all_files: bool = True
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
     env.pop("PRE_COMMIT_ALLOW_NO_CONFIG", None)
+    which = ["--all-files"] if all_files else []
     return subprocess.run(
         [str(Path(sys.executable).parent / "pre-commit"), "try-repo", str(ROOT), HOOK,
-         "--all-files", "--verbose"],
+         *which, "--verbose"],
         cwd=project, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
 
@@ -66,9 +69,12 @@ def test_the_hook_fails_on_a_broken_pin(project: Path, pre_commit_home: Path) ->
     assert "'fixpin-nowhere' names no valid fixture pin in the folder" in done.stdout
 
 
-def test_the_hook_skips_a_commit_without_pins(project: Path, pre_commit_home: Path) -> None:
-    (project / "pins").rename(project / "reviewed")
-    git(project, "add", "-A")
-    done = try_repo(project, pre_commit_home)
-    assert done.returncode == 0, done.stdout
-    assert "(no files to check)Skipped" in done.stdout.replace(".", "")
+def test_the_hook_runs_on_a_commit_that_only_deletes_a_pinned_fixture(
+    project: Path, pre_commit_home: Path
+) -> None:
+    git(project, "commit", "-qm", "base")
+    git(project, "rm", "-q", "fixtures/orders_min.json")
+    done = try_repo(project, pre_commit_home, all_files=False)
+    assert "Skipped" not in done.stdout
+    assert done.returncode == 1, done.stdout
+    assert "fixtures/orders_min.json" in done.stdout

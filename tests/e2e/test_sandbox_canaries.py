@@ -205,7 +205,9 @@ def test_every_canary_holds_in_the_sandbox(
     time.sleep(4)
     assert not (tmp_path / "escaped").exists()
     ledger = json.loads((out / "property-a.json").read_text())
-    assert ledger["sandbox"]["layers"] == {"pid": "held", "mount": "held", "file_commands": "held"}
+    assert ledger["sandbox"]["layers"] == dict.fromkeys(
+        ("environment", "no_new_privs", "pid", "mount", "file_commands"), "held"
+    )
 
 
 def test_without_the_layers_every_attack_works(
@@ -233,6 +235,10 @@ def test_without_the_layers_every_attack_works(
     assert (tmp_path / "escaped").exists()
     warnings = [line for line in result.out.splitlines() if "sandbox layer" in line]
     assert warnings == [
+        (
+            "warning: the test run's sandbox layer environment is missing: the job's "
+            "environment is readable through /proc without a PID namespace"
+        ),
         "warning: the test run's sandbox layer pid is missing: no PID namespace",
         "warning: the test run's sandbox layer mount is missing: no mount namespace",
         (

@@ -44,7 +44,11 @@ class CliResult:
 
     @property
     def first_error_line(self) -> str:
-        return self.err.splitlines()[0] if self.err else ""
+        """The first line three-ledger itself wrote on stderr: progress lines (`vet: run 1
+        ...`, `properties: the command: ...`) say what ran before it, not what went wrong."""
+        lines = self.err.splitlines()
+        said = [line for line in lines if line.startswith("three-ledger")]
+        return (said or lines or [""])[0]
 
 
 RunCli = Callable[..., CliResult]
@@ -221,6 +225,19 @@ def sandbox_problem(layer: str) -> str | None:
     """Why the sandbox's LAYER (`pid`, `mount`) cannot be made here; None when it can."""
     problem: str | None = getattr(sandbox_probe(), layer)
     return problem
+
+
+def expected_layers() -> dict[str, str]:
+    """The ledger's `sandbox.layers` of a run here with nothing simulated, as the gate's
+    probe finds the namespaces (the closed environment counts only with a PID namespace)."""
+    from three_ledger.run.sandbox import assemble
+
+    def state(problem: str | None) -> str:
+        return "held" if problem is None else f"missing: {problem}"
+
+    layers = {"environment": "held", "no_new_privs": "held", "pid": state(sandbox_problem("pid"))}
+    layers.update(mount=state(sandbox_problem("mount")), file_commands="held")
+    return assemble(layers)
 
 
 def simulate_missing_layers(monkeypatch: Any, **reasons: str) -> None:

@@ -22,7 +22,8 @@ from three_ledger.vocabulary import BaseHow
 HEX = "ab" * 32
 COMMIT = "cd" * 20
 STAMP = "2026-09-25T12:00:00.123456Z"
-HELD_SANDBOX = Sandbox({"pid": "held", "mount": "held", "file_commands": "held"})
+# The layers of the process and mount namespaces, as a run with every layer records them.
+HELD_LAYERS = {"pid": "held", "mount": "held", "file_commands": "held"}
 
 
 def property_ledger(**change: Any) -> PropertyLedger:
@@ -46,7 +47,11 @@ def property_ledger(**change: Any) -> PropertyLedger:
         "duration_ms": 12,
         "network": "banned",
         "network_enforcement": "netns",
-        "sandbox": HELD_SANDBOX,
+        "sandbox": Sandbox(
+            layers={"environment": "held", "no_new_privs": "held", **HELD_LAYERS},
+            env_removed=("GITHUB_TOKEN",),
+            env_kept=(),
+        ),
         "flake_results": {},
         "tripwire": "sentinels",
         "harness": None,

@@ -90,6 +90,8 @@ def properties_pin(properties: Sequence[dict[str, Any]], **extra: Any) -> dict[s
         "pin_id": "proppin-suite",
         "fixture_pins": ["fixpin-suite"],
         "network": "banned",
+        # The suite reads these: the test child's environment is closed to anything else.
+        "env": ["SUITE_BROKEN", "SUITE_SKIP_REASON"],
         "properties": list(properties),
         **extra,
     }

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,9 @@ def make_suite(
     fixtures: dict[str, bytes],
     tests: dict[str, str],
     properties: list[dict[str, Any]],
+    env: Sequence[str] = (),
 ) -> Path:
+    """A vet suite; ENV: the variables its tests read, which its properties pin keeps."""
     make_tree(root, {f"fixtures/{name}": data for name, data in fixtures.items()})
     for name, body in tests.items():
         make_tree(root, {f"properties/{name}": (READ + textwrap.dedent(body)).encode()})
@@ -50,10 +53,10 @@ def make_suite(
         root / "pins/fixtures.json",
         {"pin_id": "fixpin-test", "algorithm": "sha256", "files": files},
     )
-    write_json(
-        root / "pins/properties.json",
-        {"pin_id": "proppin-test", "fixture_pins": ["fixpin-test"], "properties": properties},
-    )
+    pin: dict[str, Any] = {"pin_id": "proppin-test", "fixture_pins": ["fixpin-test"]}
+    if env:
+        pin["env"] = list(env)
+    write_json(root / "pins/properties.json", {**pin, "properties": properties})
     return root
 
 
@@ -123,4 +126,5 @@ def slow_suite(root: Path) -> Path:
         {"slow.json": b'{"n": 1}\n'},
         {"test_slow.py": SLOW},
         [claim("slow.n", "properties/test_slow.py::test_slow_when_mutated", "slow.json")],
+        env=["VET_TEST_PID_FILE"],
     )

@@ -41,6 +41,7 @@ def test_every_recorded_report_is_read() -> None:
         "mocha-junit-reporter-jenkins-pending.xml",
         "mocha-junit-reporter-jenkins.xml",
         "mocha-xunit.xml",
+        "node-test-junit.xml",
         "vitest-junit.xml",
     ]
 
@@ -220,6 +221,27 @@ def test_vitest_junit() -> None:
         "test/broken.test.js": "fail",
     }
     assert statuses("vitest-junit.xml", "vitest", list(expected)) == expected
+
+
+# --- node's test runner --------------------------------------------------------------------------
+
+
+def test_node_test_runner_junit() -> None:
+    expected = {
+        # node writes classname="test" for every testcase and leaves describes out of the id.
+        "test::adds": "pass",
+        "test::fails": "fail",
+        "test::is skipped": "skip",
+        "test::is todo": "skip",
+        # A top-level test sits straight under <testsuites>, outside any <testsuite>.
+        "test::a::b holds colons": "pass",
+        "test::a": "missing",
+        "Outer::adds": "missing",
+        "Outer.Inner::adds": "missing",
+        "test": "fail",
+    }
+    assert statuses("node-test-junit.xml", "node", list(expected)) == expected
+    assert reading("node-test-junit.xml", "node").timestamps == ()
 
 
 # --- go ------------------------------------------------------------------------------------------

@@ -127,7 +127,18 @@ def test_first_matching_row_wins() -> None:
     assert decide(evidence(prop=prop)).row == 7
 
 
-def test_shared_clock_beats_pin_mutation() -> None:
-    changes = PinChanges(Path("pins"), "main", ("pins/flakes.json",))
-    verdict = decide(evidence(pin_changes=changes, flakes=flake_reading(recorded_at=stamp(1))))
+def test_a_moved_pin_beats_whatever_is_wrong_with_the_property_ledger() -> None:
+    changes = PinChanges(Path("pins"), "main", ("pins/properties.json",))
+    shared_clock = evidence(pin_changes=changes, flakes=flake_reading(recorded_at=stamp(1)))
+    unreadable = evidence(pin_changes=changes, prop=Reading(Path("p.json"), None, None, "bad"))
+    for each in (shared_clock, unreadable):
+        verdict = decide(each)
+        assert (verdict.row, verdict.reason) == (
+            4,
+            "pin mutation: pins added, changed or removed against main: pins/properties.json",
+        )
+
+
+def test_shared_clock_beats_a_flake_ledger_the_pins_do_not_back() -> None:
+    verdict = decide(evidence(flakes=flake_reading(recorded_at=stamp(1), test_id="unlisted")))
     assert verdict.row == 3

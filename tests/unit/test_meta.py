@@ -26,8 +26,6 @@ import three_ledger
 
 PACKAGE = Path(three_ledger.__file__).resolve().parent
 REPO = PACKAGE.parent.parent
-# Shipped as package data, not code.
-NOT_CODE = {"example"}
 FOLDERS_ABOVE_THE_DOMAIN = {"run", "report", "vet", "demo", "workflow", "commands", "cli"}
 
 
@@ -47,11 +45,7 @@ def module_name(path: Path) -> str:
 
 
 def modules() -> dict[str, Path]:
-    found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if not NOT_CODE & set(path.relative_to(PACKAGE).parts):
-            found[module_name(path)] = path
-    return found
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
 def imports(path: Path) -> Iterator[Import]:

@@ -118,6 +118,12 @@ def properties_document(**change: Any) -> dict[str, Any]:
         (properties_document(prop={"tests_sha256": "ab" * 31}), "$.properties[0].tests_sha256"),
         (properties_document(prop={"tests_sha256": None}), "$.properties[0].tests_sha256"),
         (properties_document(prop={"min_test": 3}), "'min_test' was unexpected"),
+        (properties_document(env="GITHUB_TOKEN"), "$.env"),
+        (properties_document(env=["A", "A"]), "$.env"),
+        (properties_document(env=["A=B"]), "$.env[0]"),
+        (properties_document(env=[""]), "$.env[0]"),
+        (properties_document(env=["OK", "HOME"]), "$.env[1]: 'HOME' cannot be kept"),
+        (properties_document(env=["THREE_LEDGER_BASE"]), "$.env[0]: 'THREE_LEDGER_BASE'"),
     ],
 )
 def test_properties_pin_refusals(tmp_path: Path, document: dict[str, Any], fragment: str) -> None:
@@ -141,6 +147,12 @@ def test_min_tests_and_tests_sha256_are_what_the_property_asks_of_its_tests(
     }
 
 
+def test_the_pins_env_may_name_a_credential_a_reviewer_let_through(tmp_path: Path) -> None:
+    document = properties_document(env=["GITHUB_TOKEN", "SSL_CERT_FILE", "aws_profile"])
+    pin = load_properties_pin(write_json(tmp_path / "pins/properties.json", document))
+    assert pin.env == ("GITHUB_TOKEN", "SSL_CERT_FILE", "aws_profile")
+
+
 def test_repeated_property_id_is_refused(tmp_path: Path) -> None:
     document = properties_document()
     document["properties"] *= 2
@@ -154,6 +166,7 @@ def test_properties_pin_defaults_and_sha256(tmp_path: Path) -> None:
     pin = load_properties_pin(path)
     assert pin.network == "banned"
     assert pin.oracle_paths == ("properties", "tests")
+    assert pin.env == ()
     import hashlib
 
     assert pin.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()

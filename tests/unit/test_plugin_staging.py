@@ -125,9 +125,11 @@ def test_a_junit_child_gets_no_results_file_and_others_no_presence_file(tmp_path
         extra_env={PYTEST_SEEN_ENV: "/private/seen"},
     )
     inherited = {RESULTS_ENV: "/elsewhere/results", PYTEST_SEEN_ENV: "/elsewhere/seen"}
-    junit = child_environment(child, inherited)
+    junit = child_environment(child, tmp_path / "home", inherited)
     assert RESULTS_ENV not in junit
     assert junit[PYTEST_SEEN_ENV] == "/private/seen"
-    plugin = child_environment(replace(child, results_path=tmp_path / "r", extra_env={}), inherited)
+    plugin = child_environment(
+        replace(child, results_path=tmp_path / "r", extra_env={}), tmp_path / "home", inherited
+    )
     assert plugin[RESULTS_ENV] == str(tmp_path / "r")
     assert PYTEST_SEEN_ENV not in plugin

@@ -244,10 +244,12 @@ def test_caches_go_to_the_private_folder_unless_the_job_set_them(tmp_path: Path)
 # --- combine -------------------------------------------------------------------------------------
 
 
-def test_combine_keeps_the_weakest_layer_of_the_shards() -> None:
-    first = Sandbox({**ALL_HELD}, ("build/a",))
-    second = Sandbox({**ALL_HELD, "pid": "missing: no /proc"}, ("build/b", "build/a"))
-    third = Sandbox({**ALL_HELD, "pid": "missing: another reason"})
+def test_combine_keeps_the_weakest_layer_of_the_shards_and_every_writable_read() -> None:
+    first = Sandbox({**ALL_HELD}, (), (), ("build/a",))
+    second = Sandbox({**ALL_HELD, "pid": "missing: no /proc"}, (), (), ("build/b", "build/a"))
+    third = Sandbox({**ALL_HELD, "pid": "missing: another reason"}, (), ())
     weakest = weakest_sandbox([first, second, third])
-    assert weakest == Sandbox({**ALL_HELD, "pid": "missing: no /proc"}, ("build/a", "build/b"))
+    assert weakest == Sandbox(
+        {**ALL_HELD, "pid": "missing: no /proc"}, (), (), ("build/a", "build/b")
+    )
     assert weakest.missing() == {"pid": "missing: no /proc"}

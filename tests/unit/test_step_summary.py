@@ -167,6 +167,16 @@ def test_every_status_that_is_not_a_pass_stands_out(status: str, mark: str) -> N
     assert f"| **{status}** |" in render(summary)
 
 
+def test_no_property_of_a_run_whose_oracles_moved_shows_a_green_mark() -> None:
+    moved = prop_reading(oracle_moved=True, oracle_changes=("properties/test_orders.py",))
+    markdown = render(SummaryInput(POSTURES["reject"], evidence(prop=moved)))
+    rows = tables_of(markdown)[0][1:]
+    assert rows
+    assert {"".join(row[0]) for row in rows} == {"🚫"}
+    assert all(" ".join(row[2]).startswith("not evidence") for row in rows)
+    assert STATUS_MARK[Status.PASS] not in markdown
+
+
 def test_each_property_shows_its_count_and_a_missing_one_why() -> None:
     reasons = {
         "orders.b": "3 tests matched, the pin asks for at least 42",

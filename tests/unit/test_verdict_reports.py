@@ -125,3 +125,55 @@ def test_a_missing_property_fails_with_its_reason_and_every_case_shows_its_count
     assert (by_name["orders.b"].findtext("failure") or "").endswith("\n3 tests counted")
     assert by_name["orders.a"].find("failure") is None
     assert by_name["orders.a"].findtext("system-out") == "claim a\n42 tests counted"
+
+
+def test_every_property_of_a_run_whose_oracles_moved_is_no_evidence_never_a_pass() -> None:
+    ledger = property_ledger(oracle_moved=True, oracle_changes=("properties/test_orders.py",))
+    cases = property_cases(ledger, None, {}, "")
+    assert {case.not_evidence for case in cases} == {"not evidence (oracles moved)"}
+    root = ET.fromstring(junit_xml(DecisionCase(Posture.REJECT, 5, "moved"), cases))
+    suite = root.find("testsuite[@name='three-ledger.properties']")
+    assert suite is not None
+    messages = [failure_message(case) for case in suite.iter("testcase")]
+    assert messages
+    assert sorted(messages) == [
+        "not evidence (oracles moved): recorded fail, which says nothing here",
+        "not evidence (oracles moved): recorded pass, which says nothing here",
+    ]
+
+
+def test_a_failing_case_names_its_failing_tests() -> None:
+    from three_ledger.ledgers import FailingTest
+    from three_ledger.vocabulary import Outcome
+
+    failing = tuple(FailingTest(f"t.py::test_{n}", Outcome.FAIL) for n in range(5))
+    ledger = property_ledger(
+        status_by_id={"p": Status.FAIL}, failing_tests={"p": failing}, oracle_moved=False
+    )
+    (case,) = property_cases(ledger, None, {}, "")
+    root = ET.fromstring(junit_xml(DecisionCase(Posture.REJECT, 7, "miss"), [case]))
+    (element,) = root.iter("testsuite").__next__().iter("testcase")
+    assert failure_message(element).endswith(
+        "; failing: t.py::test_0, t.py::test_1, t.py::test_2 and 2 more"
+    )
+
+
+def test_human_review_is_a_decision_to_take_and_every_suite_carries_posture_row_and_time() -> None:
+    decision = DecisionCase(Posture.HUMAN_REVIEW, 8, "one pin is weaker evidence")
+    steps = [StepCase("digest A", 0, True, ""), StepCase("merge", 0, True, "human_review")]
+    cases = [PropertyCase("p", Status.PASS, "claim")]
+    root = ET.fromstring(junit_xml(decision, cases, steps, duration_s=1.5))
+    merge = root.find("testsuite[@name='three-ledger.gate']/testcase[@name='merge']")
+    assert merge is not None
+    skipped = merge.find("skipped")
+    assert skipped is not None
+    assert skipped.get("message") == (
+        "a person decides: human_review (row 8): one pin is weaker evidence"
+    )
+    assert (root.get("skipped"), root.get("failures"), root.get("time")) == ("1", "0", "1.500")
+    for suite in root.iter("testsuite"):
+        facts = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        assert facts == {"three-ledger.posture": "human_review", "three-ledger.row": "8"}
+        assert all(case.get("time") == "0.000" for case in suite.iter("testcase"))
+    decided = ET.fromstring(junit_xml(decision, cases))
+    assert decided.find("testsuite[@name='three-ledger.decision']/testcase/skipped") is not None

@@ -12,6 +12,7 @@ from pathlib import Path
 from three_ledger.cli.parser import PROG, build_parser
 from three_ledger.errors import GateError, UsageError
 from three_ledger.exit_codes import ExitCode
+from three_ledger.progress import set_quiet
 
 _LABELS = {
     ExitCode.REFUSED: "refused",
@@ -25,6 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        set_quiet(getattr(args, "quiet", False))
         return _dispatch(parser, args)
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else ExitCode.USAGE
@@ -85,6 +87,7 @@ def _run_plan(args: argparse.Namespace) -> int:
             as_json=args.json,
             report=args.junit_xml,
             base=args.base,
+            keep_env=tuple(args.keep_env),
         )
     )
 
@@ -106,6 +109,7 @@ def _run_properties(args: argparse.Namespace) -> int:
         junit_xml=args.junit_xml,
         log_path=args.log,
         flake_pin_path=args.flake_pin,
+        keep_env=tuple(args.keep_env),
     )
     if args.shard_plan is None:
         return properties(request)
@@ -134,6 +138,7 @@ def _run_shard_plan(args: argparse.Namespace) -> int:
             log_path=args.log,
             out=args.out,
             base=args.base,
+            keep_env=tuple(args.keep_env),
         )
     )
 
@@ -220,6 +225,7 @@ def _run_gate(args: argparse.Namespace) -> int:
             verdict_junit=args.verdict_junit,
             verdict_dotenv=args.verdict_dotenv,
             junit_xml=args.junit_xml,
+            keep_env=tuple(args.keep_env),
         )
     )
 
@@ -263,6 +269,7 @@ def _run_vet(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             strict=args.strict,
             base=args.base,
+            keep_env=tuple(args.keep_env),
         )
     )
 

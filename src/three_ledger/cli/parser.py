@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from three_ledger import __version__
+from three_ledger import __version__, env_policy
+from three_ledger.cli.help_text import COMMAND_HELP
 from three_ledger.errors import UsageError
 
 PROG = "three-ledger"
@@ -54,6 +55,21 @@ def _command_words(text: str) -> list[str]:
     return words
 
 
+def _ledger_path(text: str) -> Path:
+    """An output file: never `-`, since a ledger is a file written whole, atomically."""
+    if text == "-":
+        raise argparse.ArgumentTypeError(
+            "'-' (standard output) is not a file: a ledger is written atomically, give a path"
+        )
+    return Path(text)
+
+
+def _variable_name(text: str) -> str:
+    if not env_policy.is_variable_name(text):
+        raise argparse.ArgumentTypeError(f"not an environment variable name: {text!r}")
+    return text
+
+
 @dataclass(frozen=True)
 class Option:
     """One command-line option as every command that takes it declares it."""
@@ -83,7 +99,7 @@ class Opts:
         "--command", type=_command_words, required=True, metavar="CMD", help="test command"
     )
     root = option("--root", type=Path, default=Path("."), help="checkout root (default .)")
-    out = option("--out", type=Path, required=True)
+    out = option("--out", type=_ledger_path, required=True)
     log = option("--log", type=Path, metavar="PATH")
     base = option("--base", metavar="REV")
     # For the commands that run the suite without scoring it against a base.
@@ -91,6 +107,7 @@ class Opts:
         help="leave out test modules new against REV, as properties does "
         "(default: the CI event's base, if any)"
     )
+    quiet = option("--quiet", action="store_true", help="no progress lines, only the results")
     flake_pin = option("--flake-pin", type=Path, metavar="FLAKES", help="flake pin (JSON)")
     timeout = option(
         "--timeout",
@@ -112,11 +129,34 @@ class Opts:
     verdict_dotenv = option(
         "--verdict-dotenv", type=Path, metavar="FILE", help="GitLab dotenv report of the verdict"
     )
+    # For every command that runs the suite: the closed environment's one-run exception.
+    keep_env = option(
+        "--keep-env",
+        type=_variable_name,
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="keep the job's NAME in the test child's environment for this run (repeatable; "
+        "recorded in the ledger; a name that looks like a credential is refused: list it in "
+        "the properties pin's env)",
+    )
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps a description as usual, but keeps text that holds its own line breaks (an
+    example, a table of exit codes) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 def _command(commands: Subparsers, name: str, *options: Option, **settings: Any) -> Any:
-    """Add subcommand NAME with OPTIONS, in order; SETTINGS go to its parser."""
-    parser = commands.add_parser(name, **settings)
+    """Add subcommand NAME with OPTIONS, in order; SETTINGS go to its parser, which ends its
+    help with the command's example and exit codes (`help_text.py`)."""
+    settings.setdefault("formatter_class", _HelpFormatter)
+    parser = commands.add_parser(name, epilog=COMMAND_HELP[name].epilog(), **settings)
     for each in options:
         each.add_to(parser)
     return parser
@@ -159,6 +199,11 @@ def _add_digest(commands: Subparsers) -> None:
         Opts.out.but(help="fixture ledger to write"),
         Opts.base.but(help="on a digest mismatch, name files moved since REV"),
         help="write the fixture ledger for a fixture pin",
+        description="Hash every file the fixture pin names under ROOT into one SHA-256 digest, "
+        "refusing "
+        "a pinned file that is missing, a file in the fixtures folder the pin does not name, "
+        "and a reviewed `digest` (or, without one, the base's bytes) the tree no longer has. "
+        "Writes the fixture ledger and prints the digest",
     )
 
 
@@ -186,13 +231,13 @@ def _add_plan(commands: Subparsers) -> None:
         Opts.log.but(help="keep the collection's output"),
         option("--json", action="store_true", help="print one JSON document"),
         Opts.new_tests_base,
+        Opts.keep_env,
         help="show what each pinned property matches; no test runs",
         description="Run the test command as `properties` would, with --collect-only added "
         "through PYTEST_ADDOPTS, and print per property how many tests it matches (and the "
         "first 5), close node ids for a selector that matches nothing, marker ids the pin "
         "does not list, skips already known at collection, and how many tests lie outside "
-        "every property and flake entry. Exit 0 when every property matches a test, 1 when "
-        "one matches none.",
+        "every property and flake entry.",
     )
 
 
@@ -208,6 +253,7 @@ def _add_properties(commands: Subparsers) -> None:
         Opts.root,
         Opts.base.but(help="base revision the oracles are compared to"),
         Opts.timeout,
+        Opts.quiet,
         option(
             "--junit-xml",
             type=Path,
@@ -225,7 +271,13 @@ def _add_properties(commands: Subparsers) -> None:
             help="run one slice of this shard plan and write a property_shard ledger",
         ),
         option("--shard", type=_index, metavar="K", help="with --shard-plan: slice K"),
+        Opts.keep_env,
         help="score the pinned properties on a matching fixture digest",
+        description="Check the pins, the fixture tree against --expect-digest and the tree "
+        "against the "
+        "base; run the command with the gate's pytest plugin (or read its --junit-xml "
+        "report); record pass, fail, skip or missing per property id, whether the oracles "
+        "moved against the base, and what the run measured",
     )
 
 
@@ -256,9 +308,11 @@ def _add_shard_plan(commands: Subparsers) -> None:
         Opts.flake_pin,
         option("--all", action="store_true", help="every collected test, not only pinned"),
         Opts.timeout,
+        Opts.quiet,
         Opts.log.but(help="keep the collection's output"),
         Opts.out.but(help="shard plan to write"),
         Opts.new_tests_base,
+        Opts.keep_env,
         help="fix the tests to run and split them into N slices for sharded scoring",
         description="Collect the tests once, as `plan` does, keep those a pinned property or "
         "flake entry matches (or all, with --all), and split them into N slices, balanced by "
@@ -275,6 +329,10 @@ def _add_combine(commands: Subparsers) -> None:
         Opts.out.but(help="property ledger to write"),
         option("shards", type=Path, nargs="+", metavar="SHARD", help="shard ledgers"),
         help="merge the property_shard ledgers of a shard plan into one property ledger",
+        description="Check that every shard of the plan is present once, ran on the plan's tree, "
+        "pins "
+        "and command, and ran exactly its slice; then score the properties over the union of "
+        "their results, as one unsharded run would",
     )
 
 
@@ -287,6 +345,10 @@ def _add_dual_pin(commands: Subparsers) -> None:
         option("--not-run", action="store_true", help="record that only one pin was run"),
         Opts.out.but(help="dual-pin ledger to write"),
         help="compare property ledgers from two fixture pins",
+        description="Compare the statuses of two property ledgers scored on the same change with "
+        "two "
+        "fixture pins: any difference is fixture drift, never a flake. --not-run records "
+        "that only one pin was scored",
     )
 
 
@@ -302,6 +364,10 @@ def _add_flake_observe(commands: Subparsers) -> None:
         Opts.root,
         Opts.base.but(help="the flake pin must be unchanged since REV"),
         help="note that a pre-listed flaky test fired again (or exit 3)",
+        description="Record that a test already on the human flake pin did not pass in this run; "
+        "written "
+        "only when the fixture and property ledgers agree on the digest, the oracles did "
+        "not move, the pin is unchanged since the base and the entry has not expired",
     )
 
 
@@ -336,6 +402,10 @@ def _add_merge(commands: Subparsers) -> None:
         Opts.verdict_junit,
         Opts.verdict_dotenv,
         help="apply the merge table and write the decision",
+        description="Read the fixture, property, dual-pin and flake ledgers, bind them to ROOT's "
+        "HEAD, "
+        "the base and the pins, and apply the merge table's first matching row: reject, "
+        "human_review or review, with the reason",
     )
 
 
@@ -348,7 +418,11 @@ def _add_gate(commands: Subparsers) -> None:
         Opts.root,
         Opts.base.but(help="base revision (default: the CI event's)"),
         option(
-            "--out-dir", type=Path, default=Path("ledgers"), metavar="DIR", help="default ledgers"
+            "--out-dir",
+            type=_ledger_path,
+            default=Path("ledgers"),
+            metavar="DIR",
+            help="default ledgers",
         ),
         Opts.summary_md.but(metavar="FILE"),
         Opts.verdict_junit,
@@ -360,13 +434,15 @@ def _add_gate(commands: Subparsers) -> None:
             help="the runner's JUnit report (not pytest)",
         ),
         Opts.timeout,
+        Opts.quiet,
+        Opts.keep_env,
         help="run the whole workflow (digest, properties, dual-pin, flake-observe, merge)",
         description="Find the properties pin, the fixture pins it names and the flake pin in "
         "--pins-dir; run digest and properties on each fixture pin, dual-pin (or --not-run), "
         "flake-observe for each flake entry that did not pass, then merge. Each ledger is a "
         "file of its own in --out-dir; a step that refuses leaves its ledger absent and the "
-        "chain goes on to merge. Exit: merge's (1 reject, 0 otherwise). A change that touches "
-        "only --pins-dir is not scored: check-pins runs and the posture is human_review.",
+        "chain goes on to merge, whose exit code gate gives. A change that touches only "
+        "--pins-dir, or only tests, is not scored: it goes to its owners as human_review.",
     )
 
 
@@ -379,7 +455,7 @@ def _add_check_pins(commands: Subparsers) -> None:
         help="validate every pin in a pins folder, listing every problem",
         description="Check that each pin parses and matches its schema, that fixture_pins "
         "names fixture pins of the folder, that every domain names pinned files, and that "
-        "every pinned path exists under ROOT. Exit 2 lists every problem. An expired "
+        "every pinned path exists under ROOT. A refusal lists every problem. An expired "
         "review_by is a warning, not a failure.",
     )
 
@@ -415,9 +491,7 @@ def _add_explain(commands: Subparsers) -> None:
         description="One line per pinned path added, removed or changed, sorted by path, "
         "tab-separated:\n\n"
         "  KIND<TAB>PATH<TAB>size BEFORE -> AFTER<TAB>sha256 BEFORE -> AFTER\n\n"
-        "KIND is added, removed or changed; '-' marks the side without the file.\n"
-        "Exit 0: equal digests over equal file lists; 1: anything else (a difference, or a\n"
-        "ledger that does not match its own digest); 2: a ledger is not a valid fixture ledger.",
+        "KIND is added, removed or changed; '-' marks the side without the file.",
     )
 
 
@@ -450,19 +524,19 @@ def _add_vet(commands: Subparsers) -> None:
             help="also mutate up to N domain files one at a time (a fixed sample)",
         ),
         Opts.timeout.but(help=f"per run of the command, default {DEFAULT_TIMEOUT_S:g}"),
+        Opts.quiet,
         option(
             "--strict",
             action="store_true",
             help="count a weak property (only malformed input kills it) as surviving",
         ),
         Opts.new_tests_base,
+        Opts.keep_env,
         help="watch each pinned property fail on its own fixtures",
         description="Copy ROOT to a scratch folder, run the command once unmutated (every "
         "property must pass; which pinned files each test opens is recorded), then mutate "
-        "each property's domain files and run it again. Exit 0: every property was killed "
-        "by a mutant and read one of its domain files; 1: some property cannot fail on its "
-        "fixtures (not a gate); 2: refused, or the baseline did not pass; 4: infrastructure "
-        "failure. The user's tree is never written.",
+        "each property's domain files and run it again: a property passes vet when a mutant "
+        "killed it and it read one of its domain files. The user's tree is never written.",
     )
 
 
@@ -482,6 +556,5 @@ def _add_demo(commands: Subparsers) -> None:
         "DIR, then run digest, properties, dual-pin, flake-observe and merge, each as a child "
         "process, on one patch per scenario, and print each step's exit and the merge "
         "posture. Setting up the example stamps its flake pin: accepted_revision names the "
-        "demo repository's first commit, review_by lies 90 days after today (UTC). Exit 0 "
-        "when every scenario ends as expected, 1 otherwise.",
+        "demo repository's first commit, review_by lies 90 days after today (UTC).",
     )

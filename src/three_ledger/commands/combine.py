@@ -207,7 +207,6 @@ def merged_ledger(
         key=_ENFORCEMENT_STRENGTH.__getitem__,
     )
     unmatched = sorted({entry for s in shards for entry in s.record.oracle_paths_unmatched})
-    sandbox = weakest_sandbox([shard.record.sandbox for shard in shards])
     return PropertyLedger(
         ledger_id=new_ledger_id(),
         pin_id=first.pin_id,
@@ -230,7 +229,7 @@ def merged_ledger(
         duration_ms=sum(shard.record.duration_ms for shard in shards),
         network=first.network,
         network_enforcement=weakest,
-        sandbox=sandbox,
+        sandbox=weakest_sandbox([shard.record.sandbox for shard in shards]),
         tripwire=first.tripwire,
         harness=first.harness,
         shards=ShardsProvenance(
@@ -251,12 +250,18 @@ def merged_ledger(
 
 
 def weakest_sandbox(sandboxes: Sequence[Sandbox]) -> Sandbox:
-    """Each layer as the weakest shard had it: held only where every shard held it (the
-    first shard's reason where one did not); the files any shard read where it may write."""
+    """Each layer as the weakest shard had it (the first `missing: ...` in index order), and
+    every name any shard removed or kept, and every file any shard read where it may write:
+    the merged run is no better shut in than its worst shard. Shards may run on runners
+    whose environments differ, so the names are not required to agree."""
     layers: dict[str, str] = {}
-    for each in sandboxes:
-        for name, state in each.layers.items():
-            if layers.get(name, LAYER_HELD) == LAYER_HELD:
-                layers[name] = state
-    reads = sorted({path for each in sandboxes for path in each.writable_reads})
-    return Sandbox(layers, tuple(reads))
+    for sandbox in sandboxes:
+        for layer, state in sandbox.layers.items():
+            if layers.get(layer, LAYER_HELD) == LAYER_HELD:
+                layers[layer] = state
+    return Sandbox(
+        layers=layers,
+        env_removed=tuple(sorted({name for s in sandboxes for name in s.env_removed})),
+        env_kept=tuple(sorted({name for s in sandboxes for name in s.env_kept})),
+        writable_reads=tuple(sorted({path for s in sandboxes for path in s.writable_reads})),
+    )

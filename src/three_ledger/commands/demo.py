@@ -14,7 +14,9 @@ worktree, exactly as a CI job would run it.
 from __future__ import annotations
 
 import importlib.util
+import shlex
 import shutil
+import sys
 import tempfile
 import textwrap
 from collections.abc import Sequence
@@ -22,7 +24,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from three_ledger.demo import vet_check
-from three_ledger.demo.repository import ScenarioPaths, build_repository, prepare
+from three_ledger.demo.repository import (
+    ScenarioPaths,
+    build_repository,
+    example_project,
+    prepare,
+)
 from three_ledger.demo.scenarios import SCENARIOS, Scenario
 from three_ledger.demo.table import progress_line, render_table
 from three_ledger.demo.workflow import ScenarioResult, run_scenario
@@ -50,10 +57,17 @@ def demo(
 
 
 def _check_tools() -> None:
+    """Everything the demo needs but the gate does not, checked before anything is made."""
     if shutil.which("git") is None:
         raise InfraFailure("demo: git is not on PATH: the demo builds a git repository")
     if importlib.util.find_spec("pytest") is None:
-        raise InfraFailure("demo: pytest is not installed: the example's properties need it")
+        # The gate itself never needs pytest; the example's tests, run by this Python, do.
+        raise InfraFailure(
+            "demo: the example's tests need pytest, which this environment lacks: run "
+            f"{shlex.quote(sys.executable)} -m pip install pytest, or install three-ledger with "
+            "its demo extra (pip install 'PATH[demo]', PATH the wheel or checkout it came from)"
+        )
+    example_project()
 
 
 def _claim(directory: Path) -> None:

@@ -29,12 +29,14 @@ from three_ledger.commands import flake_observe as flake_observe_command
 from three_ledger.commands import merge as merge_command
 from three_ledger.commands import properties as properties_command
 from three_ledger.commands import vet as vet_command
+from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.gate_plan import Change, FixtureSide, Plan, Unusable, find_change, find_pins
 from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
 from three_ledger.pins import load_fixture_pin
+from three_ledger.progress import progress
 from three_ledger.report.gate_summary import (
     GateOutcome,
     Step,
@@ -90,6 +92,8 @@ class GateRequest:
     verdict_junit: Path | None = None
     verdict_dotenv: Path | None = None
     junit_xml: Path | None = None
+    # --keep-env: names of the job's environment the test child keeps for this run.
+    keep_env: tuple[str, ...] = ()
 
     @property
     def report_files(self) -> ReportFiles:
@@ -148,6 +152,8 @@ class OutDir:
 def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
     out = OutDir(request.out_dir)
     _refuse_out_dir_in_pins(request)
+    # A flaw of the command line, not of the change: refused before anything is cleared.
+    refuse_keep_env(request.keep_env)
     _clear(out)
     outputs = [request.out_dir, *(output.path for output in request.report_files.outputs())]
     try:
@@ -246,7 +252,10 @@ class InProcess:
 
     def run(self, name: str, call: Call) -> Ran:
         log = self.out.step_log(self.steps_done + 1, name)
-        code, message, details = run_step_logged(log, lambda: self._run(call))
+        # Taken before the step's output goes to its log: the lines reach the console.
+        reporter = progress("gate", sys.stdout)
+        with reporter.running(name):
+            code, message, details = run_step_logged(log, lambda: self._run(call))
         return Ran(code, log, message, tuple(details))
 
     def finished(self, step: Step) -> None:
@@ -288,6 +297,7 @@ class InProcess:
             junit_xml=self.request.junit_xml,
             log_path=call.log,
             flake_pin_path=call.flake_pin,
+            keep_env=self.request.keep_env,
         )
         return properties_command.properties(request)
 
@@ -314,6 +324,7 @@ class InProcess:
             timeout_s=self.request.timeout_s,
             strict=False,
             base=self.base,
+            keep_env=self.request.keep_env,
         )
         return vet_command.vet(request)
 
@@ -329,6 +340,7 @@ class InProcess:
             pins_dir=call.pins_dir,
             base=self.base,
             properties_pin=call.properties_pin,
+            why_missing=call.why_missing,
         )
         # gate writes the reports for the whole chain: merge gets none, and no CI variable.
         files = ReportFiles()
@@ -466,7 +478,9 @@ def _finish(request: GateRequest, out: OutDir, outcome: GateOutcome, env: Mappin
         write_decision(out.decision, verdict, None)
     summary = summary_markdown(outcome)
     steps = [step.junit_case() for step in outcome.steps]
-    report = DecisionReport(verdict, summary, gate_property_cases(outcome), steps)
+    prop = outcome.property_ledger()
+    duration_s = prop.duration_ms / 1000 if prop is not None else 0.0
+    report = DecisionReport(verdict, summary, gate_property_cases(outcome), steps, duration_s)
     write_reports(request.report_files, report, out.decision)
     print(console_report(outcome), end="")
     if env.get("GITHUB_ACTIONS") == "true":

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import assert_never
 
@@ -70,6 +70,8 @@ class Sources:
     pins_dir: Path | None
     base: str | None
     properties_pin: Path | None = None
+    # For `gate`: why a ledger of its chain is absent (the step that refused, its first line).
+    why_missing: Mapping[Path, str] = field(default_factory=dict)
 
     def ledgers(self) -> list[Path]:
         dual_pin = [self.dual_pin] if self.dual_pin is not None else []
@@ -153,7 +155,9 @@ def judge(
     evidence = gather(sources, flake_pin)
     verdict = decide(evidence)
     summary = summary_markdown(evidence, verdict)
-    report = DecisionReport(verdict, summary, merge_property_cases(evidence))
+    prop = evidence.prop.record
+    duration_s = prop.duration_ms / 1000 if prop is not None else 0.0
+    report = DecisionReport(verdict, summary, merge_property_cases(evidence), (), duration_s)
     with nothing_left_on_failure(out):
         write_decision(out, verdict, evidence)
         write_reports(files, report, out)
@@ -185,9 +189,13 @@ def refuse_unwritable_outputs(sources: Sources, out: Path, files: ReportFiles) -
 def gather(sources: Sources, flake_pin: FlakePinView | None) -> Evidence:
     """Read every ledger and ask every git question; problems are recorded, never raised."""
     return Evidence(
-        fixture=read_evidence(sources.fixture, FixtureLedger),
-        prop=read_evidence(sources.prop, PropertyLedger),
-        dual_pin=read_evidence(sources.dual_pin, DualPinLedger) if sources.dual_pin else None,
+        fixture=_explained(read_evidence(sources.fixture, FixtureLedger), sources),
+        prop=_explained(read_evidence(sources.prop, PropertyLedger), sources),
+        dual_pin=(
+            _explained(read_evidence(sources.dual_pin, DualPinLedger), sources)
+            if sources.dual_pin
+            else None
+        ),
         flakes=tuple(read_evidence(path, FlakeLedger) for path in sources.flakes),
         live=_live_tree(sources.pin, sources.root, sources.base) if sources.pin else None,
         pin_changes=_pin_changes(sources),
@@ -196,6 +204,14 @@ def gather(sources: Sources, flake_pin: FlakePinView | None) -> Evidence:
         own_code=_own_code_problem(sources.root) if sources.consults_root() else None,
         binding=_tree_binding(sources),
     )
+
+
+def _explained(reading: Reading[RecordT], sources: Sources) -> Reading[RecordT]:
+    """A ledger the chain did not write says which step refused, and its first line."""
+    why = sources.why_missing.get(reading.path)
+    if why is None or reading.sha256 is not None:
+        return reading
+    return Reading(reading.path, None, None, f"{reading.path}: not written: {why}")
 
 
 def _tree_binding(sources: Sources) -> TreeBinding | None:

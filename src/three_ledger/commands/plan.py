@@ -31,7 +31,6 @@ from three_ledger.matching import (
 )
 from three_ledger.outputs import Output, refuse_unwritable
 from three_ledger.paths import glob_matches
-from three_ledger.pins import FixturePin
 from three_ledger.product_guess import Proposal, propose
 from three_ledger.results import TestResult, hashed_ids, ids_sha256, merge_worst
 from three_ledger.run import measurement, network_namespace
@@ -59,6 +58,8 @@ class PlanRequest:
     report: Path | None = None
     # New test modules against this base are left out of the collection, as in `properties`.
     base: str | None = None
+    # --keep-env: names of the job's environment the child keeps for this run.
+    keep_env: tuple[str, ...] = ()
 
     def checks(self) -> Checks:
         """The checks `properties` makes before it runs, but those of the base and digest:
@@ -71,6 +72,7 @@ class PlanRequest:
             flake_pin_path=self.flake_pin_path,
             own_code=False,
             runs_suite=self.report is None,
+            keep_env=self.keep_env,
         )
 
 
@@ -92,7 +94,7 @@ def plan(request: PlanRequest) -> int:
             network = pins.properties_pin.network
             enforcement = choose_enforcement(network, request.command, probe.result)
         ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)
-        collection = collect_measured(request, pins.fixture_pin, enforcement, ignore)
+        collection = collect_measured(request, pins, enforcement, ignore)
         tests = collection.tests
         source = request.command
     match = match_pin(pins.properties_pin, pins.flake_selectors(), tests)
@@ -154,28 +156,28 @@ class Collection:
 
 def collect(
     request: PlanRequest,
-    fixture_pin: FixturePin,
+    pins: Preflight,
     enforcement: Enforcement,
     ignore: tuple[str, ...] = (),
 ) -> list[TestResult]:
     """Run the command with `--collect-only`; the collected tests, one per node id. The new
     test modules IGNORE names are left out, as the scored run leaves them out."""
-    return _collect(request, fixture_pin, enforcement, ignore, measure=False).tests
+    return _collect(request, pins, enforcement, ignore, measure=False).tests
 
 
 def collect_measured(
     request: PlanRequest,
-    fixture_pin: FixturePin,
+    pins: Preflight,
     enforcement: Enforcement,
     ignore: tuple[str, ...] = (),
 ) -> Collection:
     """`collect`, with the audit hook of the closed oracle set armed in every process."""
-    return _collect(request, fixture_pin, enforcement, ignore, measure=True)
+    return _collect(request, pins, enforcement, ignore, measure=True)
 
 
 def _collect(
     request: PlanRequest,
-    fixture_pin: FixturePin,
+    pins: Preflight,
     enforcement: Enforcement,
     ignore: tuple[str, ...],
     *,
@@ -192,7 +194,7 @@ def _collect(
         child = Child(
             command=request.command or (),
             root=request.root,
-            fixture_pin=fixture_pin,
+            fixture_pin=pins.fixture_pin,
             enforcement=enforcement,
             timeout_s=request.timeout_s,
             log_path=log_path,
@@ -202,6 +204,7 @@ def _collect(
             console=quiet,
             ignore=ignore,
             measurement=measuring,
+            keep_env=(*pins.properties_pin.env, *request.keep_env),
         )
         run = run_child(child)
         failure = run.failure()

@@ -38,6 +38,8 @@ class Request:
     junit_xml: Path | None
     log_path: Path | None
     flake_pin_path: Path | None
+    # --keep-env: names of the job's environment the child keeps for this run.
+    keep_env: tuple[str, ...] = ()
 
     def checks(self) -> Checks:
         """Every check before the run (SPEC 4.2 steps 1-4)."""
@@ -50,6 +52,7 @@ class Request:
             against_base=True,
             base=self.base,
             command=self.command,
+            keep_env=self.keep_env,
         )
 
     def pins(self) -> list[Path]:
@@ -72,6 +75,7 @@ def properties(request: Request) -> int:
         log_path,
         request.junit_xml,
         out=request.out,
+        keep_env=request.keep_env,
     )
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         # The sandbox's probe is a child process of its own: start it now, so that it

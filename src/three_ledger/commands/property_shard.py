@@ -58,9 +58,15 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
             ids_path = Path(private) / "slice.json"
             ids_path.write_text(json.dumps(list(plan.slices[index])), encoding="utf-8")
             run = ScoredRun(
-                request.command, request.root, request.timeout_s, log_path, None, ids_path,
+                request.command,
+                request.root,
+                request.timeout_s,
+                log_path,
+                None,
+                ids_path,
                 out=request.out,
-            )  # fmt: skip
+                keep_env=request.keep_env,
+            )
             observed = observe(run, scored, enforcement, probe.result())
         whole = property_ledger(run, scored, enforcement, observed)
         ledger = PropertyShardLedger(

@@ -18,6 +18,7 @@ from three_ledger.commands.plan import PlanRequest, collect
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import ShardPlan, fresh_recorded_at, new_ledger_id, write_ledger
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
+from three_ledger.progress import progress
 from three_ledger.run import network_namespace
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import new_tests_left_out, preflight
@@ -38,6 +39,8 @@ class ShardPlanRequest:
     log_path: Path | None
     out: Path
     base: str | None = None
+    # --keep-env: names of the job's environment the child keeps for this run.
+    keep_env: tuple[str, ...] = ()
 
 
 def shard_plan(request: ShardPlanRequest) -> int:
@@ -58,6 +61,7 @@ def shard_plan(request: ShardPlanRequest) -> int:
         timeout_s=request.timeout_s,
         log_path=request.log_path,
         as_json=True,
+        keep_env=request.keep_env,
     )
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         probe = background.submit(network_namespace.namespace_available)
@@ -66,7 +70,8 @@ def shard_plan(request: ShardPlanRequest) -> int:
         digest = pins.digest
         head = git.head_revision(request.root)
         ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)
-        tests = collect(collecting, pins.fixture_pin, enforcement, ignore)
+        with progress("shard-plan").running("the collection"):
+            tests = collect(collecting, pins, enforcement, ignore)
         if request.all_tests:
             ids = [test.id for test in tests]
         else:

@@ -39,6 +39,7 @@ from three_ledger.ledgers import (
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FixturePin
 from three_ledger.plugin.wire import HARNESS_ENV, READS_ENV, ROOT_ENV, WATCHED_ENV
+from three_ledger.progress import progress
 from three_ledger.results import (
     PropertyScore,
     TestResult,
@@ -88,6 +89,8 @@ class Request:
     strict: bool
     # New test modules against this base are left out of every run, as in `properties`.
     base: str | None = None
+    # --keep-env: names of the job's environment the child keeps for this run.
+    keep_env: tuple[str, ...] = ()
 
     def checks(self) -> Checks:
         """The refusals (exit 2): the gate's own code, pins, the tree, an oracle-rewriting flag."""
@@ -96,6 +99,7 @@ class Request:
             pin_path=self.pin_path,
             properties_path=self.properties_path,
             command=self.command,
+            keep_env=self.keep_env,
         )
 
 
@@ -189,6 +193,7 @@ class Bench:
         self.requirements = checked.properties_pin.requirements()
         self.command = scratch.command_for_copy(request.command, request.root)
         self.runs = 0
+        self.progress = progress("vet")
         # New test modules (relative to the tree) that no run collects.
         self.ignore: tuple[str, ...] = ()
         self._stack = contextlib.ExitStack()
@@ -253,9 +258,13 @@ class Bench:
             extra_env={**bytecode, **sentinels.environment(), **extra_env},
             console=self._quiet,
             ignore=self.ignore,
+            keep_env=(*self.checked.properties_pin.env, *self.request.keep_env),
         )
-        run = run_child(child)
+        started = time.monotonic()
+        with self.progress.running(f"run {self.runs}, {label}"):
+            run = run_child(child)
         ending = run.failure() or f"exit {run.exit_code}"
+        self.progress.say(f"run {self.runs}: {ending} in {time.monotonic() - started:.1f} s")
         self._keep_log(label, run_log, ending)
         return Ran(label, run.exit_code, run.failure(), results_path, sentinels)
 

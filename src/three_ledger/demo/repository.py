@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+import three_ledger
 from three_ledger.demo.scenarios import Scenario
 from three_ledger.errors import InfraFailure
 from three_ledger.pins import utc_today
@@ -58,7 +59,7 @@ def build_repository(repo: Path) -> str:
     valid in this repository: accepted_revision names the first commit, review_by lies
     REVIEW_WINDOW_DAYS after today. This sets up the example; the gate never writes a pin.
     """
-    example = resources.files("three_ledger") / "example"
+    example = example_project()
     repo.mkdir(parents=True)
     _git(repo, "init", "-q")
     (repo / ".gitignore").write_text("__pycache__/\n", encoding="utf-8")
@@ -71,6 +72,31 @@ def build_repository(repo: Path) -> str:
     _stamp_flake_pin(repo / FLAKE_PIN, first, utc_today())
     _commit(repo, "pins: reviewed fixture, properties and flake pins")
     return _git(repo, "rev-parse", "HEAD")
+
+
+def example_project() -> Traversable:
+    """The example project: three_ledger/example in an installed wheel, else the checkout's.
+
+    An editable install puts the checkout's src/ on sys.path and copies no data, so the
+    example is then read where it lives, examples/orders beside src/.
+    """
+    return locate_example(
+        resources.files("three_ledger"), Path(three_ledger.__file__).resolve().parents[2]
+    )
+
+
+def locate_example(package: Traversable, source_root: Path) -> Traversable:
+    """PACKAGE/example, else SOURCE_ROOT/examples/orders; missing from both is exit 4."""
+    shipped = package / "example"
+    if shipped.is_dir():
+        return shipped
+    checkout = source_root / "examples" / "orders"
+    if checkout.is_dir():
+        return checkout
+    raise InfraFailure(
+        f"demo: the example project is not in this installation ({shipped} is missing): "
+        "reinstall three-ledger from its repository or from a wheel built there"
+    )
 
 
 def _copy_tree(source: Traversable, target: Path) -> None:

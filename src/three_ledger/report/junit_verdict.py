@@ -2,7 +2,10 @@
 
 An output, not to be confused with `properties --junit-xml`, the runner's report read as
 input. One testcase per property id, where fail, error, skip and missing are all failures
-carrying the reason (missing is not a pass); one per gate step; one for the decision.
+carrying the reason (missing is not a pass), as is every property of a run whose oracles
+moved (not evidence); one per gate step; one for the decision. A `human_review` decision is
+a skipped case: a decision still to be taken, neither green nor red. Every suite carries the
+posture and row as properties, and a `time`.
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ class PropertyCase:
     reason: str = ""
     # How many tests it counted ("42 tests"); "" when no ledger says.
     tests: str = ""
+    # The tests behind a miss, as the ledger names them.
+    failing: tuple[str, ...] = ()
+    # Why the status is not evidence at all (the oracles moved); "" when it is.
+    not_evidence: str = ""
 
 
 def property_cases(
@@ -58,9 +65,23 @@ def property_cases(
             claims.get(prop_id) or unscored,
             ledger.missing_reasons.get(prop_id, "") if ledger is not None else "",
             tests_counted(ledger, prop_id) if ledger is not None else "",
+            _failing(ledger, prop_id),
+            NOT_EVIDENCE if ledger is not None and ledger.oracle_moved else "",
         )
         for prop_id in ids
     ]
+
+
+# Every property of a run whose oracles moved: its status says nothing about the change.
+NOT_EVIDENCE = "not evidence (oracles moved)"
+# Failing tests named in a failing case's message before "and N more".
+FIRST_FAILING = 3
+
+
+def _failing(ledger: PropertyLedger | None, prop_id: str) -> tuple[str, ...]:
+    if ledger is None:
+        return ()
+    return tuple(test.id for test in ledger.failing_tests.get(prop_id, ()))
 
 
 @dataclass(frozen=True)
@@ -80,18 +101,26 @@ class DecisionCase:
 
 
 def junit_xml(
-    decision: DecisionCase, properties: Sequence[PropertyCase], steps: Sequence[StepCase] = ()
+    decision: DecisionCase,
+    properties: Sequence[PropertyCase],
+    steps: Sequence[StepCase] = (),
+    duration_s: float = 0.0,
 ) -> bytes:
-    """The XML document; with STEPS, the last step (merge) carries the decision."""
+    """The XML document; with STEPS, the last step (merge) carries the decision. DURATION_S,
+    the scored run's, is the properties suite's `time` (a property has none of its own)."""
     root = ET.Element("testsuites", name=SUITES)
-    _suite(root, PROPERTIES, [_property_case(case) for case in properties])
+    cases = [_property_case(case) for case in properties]
+    _suite(root, PROPERTIES, cases, decision, duration_s)
     if steps:
-        _suite(root, STEPS, [_step_case(step) for step in steps])
+        step_cases = [_step_case(step) for step in steps]
+        if step_cases and decision.posture is Posture.HUMAN_REVIEW:
+            _to_be_decided(step_cases[-1], decision)
+        _suite(root, STEPS, step_cases, decision, 0.0)
     else:
-        _suite(root, DECISION, [_decision_case(decision)])
-    failures = sum(int(suite.get("failures", "0")) for suite in root)
-    root.set("tests", str(sum(int(suite.get("tests", "0")) for suite in root)))
-    root.set("failures", str(failures))
+        _suite(root, DECISION, [_decision_case(decision)], decision, 0.0)
+    for key in ("tests", "failures", "skipped"):
+        root.set(key, str(sum(int(suite.get(key, "0")) for suite in root)))
+    root.set("time", _seconds(sum(float(suite.get("time", "0")) for suite in root)))
     ET.indent(root)
     return bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True)) + b"\n"
 
@@ -100,18 +129,39 @@ def _clean(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def _suite(parent: ET.Element, name: str, cases: Sequence[ET.Element]) -> None:
+def _suite(
+    parent: ET.Element,
+    name: str,
+    cases: Sequence[ET.Element],
+    decision: DecisionCase,
+    duration_s: float,
+) -> None:
     failures = sum(1 for case in cases if case.find("failure") is not None)
+    skipped = sum(1 for case in cases if case.find("skipped") is not None)
     suite = ET.SubElement(
         parent, "testsuite", name=name, tests=str(len(cases)), failures=str(failures)
     )
     suite.set("errors", "0")
-    suite.set("skipped", "0")
+    suite.set("skipped", str(skipped))
+    suite.set("time", _seconds(duration_s))
+    facts = ET.SubElement(suite, "properties")
+    ET.SubElement(facts, "property", name="three-ledger.posture", value=str(decision.posture))
+    ET.SubElement(facts, "property", name="three-ledger.row", value=str(decision.row))
     suite.extend(cases)
 
 
+def _seconds(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _to_be_decided(case: ET.Element, decision: DecisionCase) -> None:
+    """A `human_review` decision: skipped, with the reason, before any output of the case."""
+    text = f"{decision.posture} (row {decision.row}): {decision.reason}"
+    case.insert(0, ET.Element("skipped", message=_clean(f"a person decides: {text}")))
+
+
 def _case(classname: str, name: str, failure: str | None, body: str = "") -> ET.Element:
-    case = ET.Element("testcase", classname=classname, name=_clean(name))
+    case = ET.Element("testcase", classname=classname, name=_clean(name), time="0.000")
     if failure is not None:
         element = ET.SubElement(case, "failure", message=_clean(failure))
         element.text = _clean(body or failure)
@@ -122,14 +172,23 @@ def _case(classname: str, name: str, failure: str | None, body: str = "") -> ET.
 
 def _property_case(case: PropertyCase) -> ET.Element:
     counted = f"{case.tests} counted" if case.tests else ""
+    if case.not_evidence:
+        message = f"{case.not_evidence}: recorded {case.status}, which says nothing here"
+        body = "\n".join(part for part in (message, case.detail, counted) if part)
+        return _case(PROPERTIES, case.prop_id, message, body)
     if case.status == Status.PASS:
         body = "\n".join(part for part in (case.detail, counted) if part)
         return _case(PROPERTIES, case.prop_id, None, body)
     meaning = _STATUS_MEANING[case.status]
     if case.reason:
         meaning = f"{case.reason}; missing is not a pass"
-    body = "\n".join(part for part in (meaning, case.detail, counted) if part)
-    return _case(PROPERTIES, case.prop_id, f"{case.status}: {meaning}", body)
+    message = f"{case.status}: {meaning}"
+    if case.failing:
+        shown = ", ".join(case.failing[:FIRST_FAILING])
+        more = len(case.failing) - FIRST_FAILING
+        message += f"; failing: {shown}" + (f" and {more} more" if more > 0 else "")
+    body = "\n".join(part for part in (meaning, *case.failing, case.detail, counted) if part)
+    return _case(PROPERTIES, case.prop_id, message, body)
 
 
 def _step_case(step: StepCase) -> ET.Element:
@@ -140,7 +199,10 @@ def _step_case(step: StepCase) -> ET.Element:
 
 def _decision_case(decision: DecisionCase) -> ET.Element:
     text = f"{decision.posture} (row {decision.row}): {decision.reason}"
-    return _case(DECISION, "merge", text if decision.posture is Posture.REJECT else None, text)
+    case = _case(DECISION, "merge", text if decision.posture is Posture.REJECT else None, text)
+    if decision.posture is Posture.HUMAN_REVIEW:
+        _to_be_decided(case, decision)
+    return case
 
 
 def dotenv(posture: Posture, row: int, decision_path: str | None) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, PropertyLedger
 from three_ledger.merge_table import Evidence, FlakePinView, Reading, Verdict
 from three_ledger.report.findings import tests_counted
+from three_ledger.report.junit_verdict import NOT_EVIDENCE
 from three_ledger.vocabulary import Posture, Status, VetVerdict
 
 SHORT_HEX = 12
@@ -35,6 +36,7 @@ MAX_PROBLEMS = 20
 FIRST_TESTS = 3
 
 _POSTURE_MARK = {Posture.REJECT: "❌", Posture.HUMAN_REVIEW: "🟡", Posture.REVIEW: "🔎"}
+NOT_EVIDENCE_MARK = "🚫"
 STATUS_MARK = {
     Status.PASS: "✅",
     Status.FAIL: "❌",
@@ -266,6 +268,8 @@ def _properties(summary: SummaryInput) -> list[str]:
         for prop_id in ordered
     ]
     heading = "**Properties**" if prop is not None else "**Properties** (no property ledger)"
+    if prop is not None and prop.oracle_moved:
+        heading = f"**Properties** ({NOT_EVIDENCE}: what judged the change is what changed)"
     return [heading, _table(["", "Property", "Status", "Claim and failing tests"], rows)]
 
 
@@ -301,6 +305,10 @@ def _unpinned_failures(summary: SummaryInput) -> list[str]:
 def _property_row(summary: SummaryInput, prop_id: str, status: Status) -> list[str]:
     shown = f"**{status}**" if status != Status.PASS else status
     prop = _property_ledger(summary)
+    mark = STATUS_MARK[status]
+    if prop is not None and prop.oracle_moved:
+        # Never a green mark for a run whose oracles moved: its statuses are not evidence.
+        mark, shown = NOT_EVIDENCE_MARK, f"{NOT_EVIDENCE} (recorded {status})"
     counted = tests_counted(prop, prop_id) if prop is not None else ""
     if counted:
         shown = f"{shown}, {counted}"
@@ -313,7 +321,7 @@ def _property_row(summary: SummaryInput, prop_id: str, status: Status) -> list[s
         listed = ", ".join(tests[:FIRST_TESTS])
         more = f" and {len(tests) - FIRST_TESTS} more" if len(tests) > FIRST_TESTS else ""
         lines.append(f"failing: {listed}{more}")
-    return [STATUS_MARK[status], code(prop_id), shown, "<br>".join(line for line in lines if line)]
+    return [mark, code(prop_id), shown, "<br>".join(line for line in lines if line)]
 
 
 def _flakes(summary: SummaryInput) -> list[str]:

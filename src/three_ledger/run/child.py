@@ -1,9 +1,11 @@
 """Starting the test child, one way for every command, and reading what its plugin wrote.
 
-The child's environment is the job's, plus what SPEC 6 gives the property tests, plus the
-staged plugin (`staging.py`), plus what the command asks for; under the network ban's
-namespace the command runs inside it, and a scored run inside the sandbox's layers
-(`sandbox.py`). `properties` and `vet` score the run; `plan` asks only for the collection.
+The child's environment is closed (`env_policy.py`): the allow-list, the names the pin and
+--keep-env ask for, and a private, empty HOME; plus what SPEC 6 gives the property tests,
+plus the staged plugin (`staging.py`), plus what the command asks for. It starts with
+PR_SET_NO_NEW_PRIVS set; under the network ban's namespace the command runs inside it, and
+a scored run inside the sandbox's other layers (`sandbox.py`). `properties` and `vet` score
+the run; `plan` asks only for the collection.
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from three_ledger import env_policy
 from three_ledger.errors import InfraFailure
+from three_ledger.ledgers import Sandbox, ledger_text
 from three_ledger.pins import FixturePin
 from three_ledger.plugin.wire import (
     COLLECT_ENV,
@@ -26,14 +31,13 @@ from three_ledger.plugin.wire import (
     NETWORK_BANNED,
     NETWORK_ENV,
     PIN_ID_ENV,
-    PYTEST_SEEN_ENV,
     RESULTS_ENV,
 )
 from three_ledger.results import TestResult, read_results_file
 from three_ledger.run import network_namespace
 from three_ledger.run.staging import StagedPlugin, plugin_environment
 from three_ledger.run.trampoline import KILLED_BY, SIGNAL_BASE
-from three_ledger.vocabulary import Enforcement
+from three_ledger.vocabulary import LAYER_HELD, Enforcement, layer_missing
 
 if TYPE_CHECKING:
     from three_ledger.run.sandbox import Confinement
@@ -67,6 +71,8 @@ class Child:
     measurement: Measurement | None = None
     # New test modules the run leaves out (relative to ROOT): pytest gets `--ignore` for each.
     ignore: tuple[str, ...] = ()
+    # Names of the job's environment kept beyond the allow-list: the pin's `env`, --keep-env.
+    keep_env: tuple[str, ...] = ()
     # The sandbox's layers (scored runs only), and where the run's caches go, outside the tree.
     confinement: Confinement | None = None
     caches: Path | None = None
@@ -85,35 +91,77 @@ def run_child(child: Child) -> RunResult:
     from three_ledger.runner import run_command
 
     argv = list(child.command)  # empty: the runner reports "empty command"
-    env = child_environment(child)
+    if child.confinement is not None:
+        argv = child.confinement.argv(argv, child.enforcement)
+    elif child.enforcement is Enforcement.NETNS:
+        argv = network_namespace.namespace_argv(argv)
+    # A private, empty HOME for this run alone; what the run leaves there goes with it.
+    with tempfile.TemporaryDirectory(
+        prefix="three-ledger-home-", ignore_cleanup_errors=True
+    ) as home:
+        return run_command(
+            argv,
+            cwd=child.root,
+            env=sandboxed_environment(child, Path(home)),
+            timeout_s=child.timeout_s,
+            log_path=child.log_path,
+            console=child.console,
+            no_new_privs=True,
+        )
+
+
+def sandboxed_environment(child: Child, home: Path) -> dict[str, str]:
+    """The child's environment, with the run's caches outside the tree and, with the mount
+    layer, the HOME and /tmp of the sandbox."""
+    env = child_environment(child, home)
     if child.caches is not None:
         from three_ledger.run.sandbox import cache_environment
 
         env.update(cache_environment(env, child.command, child.root, child.caches))
     if child.confinement is not None:
-        argv = child.confinement.argv(argv, child.enforcement)
         env.update(child.confinement.environment())
-    elif child.enforcement is Enforcement.NETNS:
-        argv = network_namespace.namespace_argv(argv)
-    return run_command(
-        argv,
-        cwd=child.root,
-        env=env,
-        timeout_s=child.timeout_s,
-        log_path=child.log_path,
-        console=child.console,
+    return env
+
+
+def sandbox(
+    child: Child,
+    ran: RunResult,
+    inherited: Mapping[str, str] = os.environ,
+    writable_reads: Sequence[str] = (),
+) -> Sandbox:
+    """What the ledger says of the run's sandbox: each layer, and the names, never values."""
+    from three_ledger.run.sandbox import assemble
+
+    # The environment run_child gave: only HOME's value differs, and no name depends on it.
+    given = child_environment(child, Path(os.devnull), inherited)
+    layers = {
+        # Closed in-process, so it always holds here. Alone it does not protect: without a
+        # PID namespace, /proc/<ppid>/environ still shows the job's whole environment, so
+        # `assemble` turns this into `missing: ...` where the PID layer is itself missing.
+        "environment": LAYER_HELD,
+        "no_new_privs": ran.no_new_privs or layer_missing("the runner was not asked to set it"),
+        **(child.confinement.layers if child.confinement is not None else {}),
+    }
+    removed = [name for name in inherited if name not in given]
+    return Sandbox(
+        layers=assemble(layers),
+        env_removed=tuple(sorted(ledger_text(removed))),
+        env_kept=tuple(sorted(ledger_text(env_policy.kept_beyond(inherited, child.keep_env)))),
+        writable_reads=tuple(writable_reads),
     )
 
 
-def child_environment(child: Child, inherited: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """INHERITED plus what the plugin and the property tests read (SPEC 6)."""
-    env = dict(inherited)
-    env.pop(RESULTS_ENV, None)
+def child_environment(
+    child: Child, home: Path, inherited: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """INHERITED closed to what the child may have, with HOME at HOME, plus what the plugin
+    and the property tests read (SPEC 6)."""
+    # No THREE_LEDGER_* variable of the job passes: the child gets exactly those set here.
+    env = env_policy.close(inherited, child.keep_env, str(home))
     if child.results_path is not None:
         env[RESULTS_ENV] = str(child.results_path)
     env[FIXTURES_ENV] = str((child.root / child.fixture_pin.fixtures_dir).resolve())
     env[PIN_ID_ENV] = child.fixture_pin.pin_id
-    env.pop(NETWORK_ENV, None)
     if child.enforcement is Enforcement.SOCKET_GUARD:
         env[NETWORK_ENV] = NETWORK_BANNED
     if child.collect_into is not None:
@@ -125,9 +173,6 @@ def child_environment(child: Child, inherited: Mapping[str, str] = os.environ) -
     # in the tree that the change brings is refused before the run (bytecode.py). `vet`
     # keeps its own in a private folder of its scratch copy.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.pop(MEASURE_ENV, None)
-    env.pop(MEASURE_ROOT_ENV, None)
-    env.pop(PYTEST_SEEN_ENV, None)  # set again, by the caller, only in a JUnit run
     if child.measurement is not None:
         # First on the path: `site` imports this `sitecustomize` before anything of ROOT.
         paths = [child.measurement.hook_folder, *env["PYTHONPATH"].split(os.pathsep)]

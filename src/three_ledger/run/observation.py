@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from three_ledger import jsonio
 from three_ledger.errors import InfraFailure
@@ -27,6 +28,7 @@ from three_ledger.ledgers import (
 )
 from three_ledger.paths import is_under
 from three_ledger.plugin.wire import HARNESS_ENV, PYTEST_SEEN_ENV, ROOT_ENV, SHARD_IDS_ENV
+from three_ledger.progress import progress
 from three_ledger.results import TestResult, pinned, scored_fields
 from three_ledger.run import measurement
 from three_ledger.run.child import (
@@ -35,6 +37,7 @@ from three_ledger.run.child import (
     killed_in_sandbox,
     read_plugin_results,
     run_child,
+    sandbox,
 )
 from three_ledger.run.harness import read_harness
 from three_ledger.run.measured_oracles import ClosedWorld, closed_changes, measured_changes
@@ -44,10 +47,13 @@ from three_ledger.run.mount_plan import (
     refuse_writable_holding,
 )
 from three_ledger.run.preflight import Preflight
-from three_ledger.run.sandbox import Confinement, Probe, confine, run_files
+from three_ledger.run.sandbox import Confinement, Probe, confine, require, run_files
 from three_ledger.run.staging import stage_plugin
 from three_ledger.run.tripwire import Sentinels, checked_and_removed
 from three_ledger.vocabulary import Enforcement, OracleModel, Tripwire
+
+if TYPE_CHECKING:
+    from three_ledger.runner import RunResult
 
 # The one folder of the run's private folder the child may write: its records and caches.
 WRITTEN = "written"
@@ -87,6 +93,12 @@ class ScoredRun:
     # The ledger's path: with a JUnit report, its folder is not the report's, and it is the
     # gate's own output, never an oracle.
     out: Path | None = None
+    # --keep-env: names of the job's environment the child keeps for this run.
+    keep_env: tuple[str, ...] = ()
+
+    def kept_names(self, checked: Preflight) -> tuple[str, ...]:
+        """The names kept beyond the allow-list: the pin's `env`, then --keep-env."""
+        return (*checked.properties_pin.env, *self.keep_env)
 
 
 def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe: Probe) -> Observed:
@@ -129,8 +141,10 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
             ignore=unscored,
             confinement=confinement,
             caches=written / "caches",
+            keep_env=run.kept_names(checked),
         )
-        ran = run_child(child)
+        with progress("properties").running(f"the command: {' '.join(run.command)}"):
+            ran = run_child(child)
         failure = ran.failure()
         if failure is not None:
             raise InfraFailure(
@@ -181,7 +195,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
         ran.duration_ms,
         None,
         Tripwire.SENTINELS,
-        Sandbox(confinement.layers, writable_reads),
+        _recorded_sandbox(child, ran, checked, writable_reads),
         harness,
         world.changes,
         model,
@@ -211,6 +225,20 @@ def _confine(
         refuse_writable_holding(run.root, pin.writable_paths, needed)
         prepare_writable_paths(run.root, pin.writable_paths)
     return confinement
+
+
+def _recorded_sandbox(
+    child: Child, ran: RunResult, checked: Preflight, writable_reads: Sequence[str] = ()
+) -> Sandbox:
+    """The ledger's `sandbox` of a run; InfraFailure where the pin requires a layer that
+    did not hold (no_new_privs is known only once the child started)."""
+    recorded = sandbox(child, ran, writable_reads=writable_reads)
+    try:
+        require(checked.properties_pin.sandbox, recorded.layers)
+    except InfraFailure as missing:
+        missing.details.append(f"no property ledger written (log: {child.log_path})")
+        raise
+    return recorded
 
 
 def _writable_reads(
@@ -273,6 +301,7 @@ def _observe_report(
             extra_env={PYTEST_SEEN_ENV: str(seen)},
             confinement=confinement,
             caches=written / "caches",
+            keep_env=run.kept_names(checked),
         )
         start = junit_evidence.started(report)
         ran = run_child(child)
@@ -301,9 +330,16 @@ def _observe_report(
     model = OracleModel.INFERRED
     if checked.properties_pin.product_paths is not None:
         model = OracleModel.CLOSED
-    sandbox = Sandbox(confinement.layers)
     return Observed(
-        results, ran.exit_code, ran.duration_ms, entry, Tripwire.NONE, sandbox, None, changes, model
+        results,
+        ran.exit_code,
+        ran.duration_ms,
+        entry,
+        Tripwire.NONE,
+        _recorded_sandbox(child, ran, checked),
+        None,
+        changes,
+        model,
     )
 
 

@@ -19,6 +19,7 @@ from three_ledger import git
 from three_ledger.base_resolution import BaseResolution, choose_base
 from three_ledger.bytecode import refuse_bytecode_in_tree, refuse_new_bytecode
 from three_ledger.digest import live_digest, refuse_unreviewed
+from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.isolation import refuse_code_from_root
 from three_ledger.pins import (
@@ -56,6 +57,8 @@ class Checks:
     command: Sequence[str] | None = None
     # The suite runs from ROOT: bytecode Python would load in place of its source is refused.
     runs_suite: bool = True
+    # --keep-env: a name that looks like a credential, or is the gate's own, is refused.
+    keep_env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ def preflight(checks: Checks, env: Mapping[str, str] = os.environ) -> Preflight:
 
 
 def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
+    refuse_keep_env(checks.keep_env)
     if checks.own_code:
         refuse_code_from_root(checks.root)
     fixture_pin = load_fixture_pin(checks.pin_path)

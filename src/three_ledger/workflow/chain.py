@@ -9,7 +9,7 @@ two cannot drift. Each ledger is loaded once, right after its step, and kept in 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol, assert_never
@@ -99,6 +99,9 @@ class Merge:
     pins_dir: Path
     properties_pin: Path
     out: Path
+    # Why a ledger of the chain is absent: the step that should have written it, and its
+    # first line. merge says so instead of "No such file".
+    why_missing: Mapping[Path, str] = field(default_factory=dict)
 
 
 Call = Digest | Properties | DualPin | FlakeObserve | Vet | CheckPins | Merge
@@ -158,10 +161,16 @@ class Chain:
 
     runner: StepRunner
     steps: list[Step] = field(default_factory=list)
+    # Each ledger a step should have written and did not, with why.
+    why_missing: dict[Path, str] = field(default_factory=dict)
 
     def step(self, name: str, call: Call) -> Step:
         ran = self.runner.run(name, call)
         ledger, record, problem = _load(call)
+        out = getattr(call, "out", None)
+        if ledger is None and out is not None and ran.exit_code != 0:
+            said = ran.message or "wrote no ledger"
+            self.why_missing[out] = f"{name} exited {ran.exit_code}: {said}"
         unreadable = f"ledger unreadable: {problem}" if problem is not None else ""
         note = ran.message or unreadable or describe(call.KIND, record)
         return self._add(
@@ -199,6 +208,7 @@ def run_chain(chain: Chain, pins: Pins, layout: Layout, vet: Sequence[Vet] = ())
         pins_dir=pins.pins_dir,
         properties_pin=pins.properties_pin,
         out=layout.decision,
+        why_missing=dict(chain.why_missing),
     )
     chain.step("merge", merge)
 

@@ -57,6 +57,8 @@ class DecisionReport:
     properties: Sequence[PropertyCase]
     # gate's steps; `merge` reports none, and its JUnit has a decision case instead.
     steps: Sequence[StepCase] = ()
+    # How long the scored run took (the property ledger's duration_ms), in seconds.
+    duration_s: float = 0.0
 
 
 def write_decision(path: Path, verdict: Verdict, evidence: Evidence | None) -> None:
@@ -93,7 +95,7 @@ def write_reports(files: ReportFiles, report: DecisionReport, decision: Path) ->
         jsonio.write_atomic(files.summary_md, report.summary_md)
     if files.verdict_junit is not None:
         case = DecisionCase(verdict.posture, verdict.row, verdict.reason)
-        document = junit_xml(case, report.properties, report.steps)
+        document = junit_xml(case, report.properties, report.steps, report.duration_s)
         jsonio.write_atomic(files.verdict_junit, document.decode("utf-8"))
     if files.verdict_dotenv is not None:
         text = dotenv(verdict.posture, verdict.row, os.fspath(decision))

@@ -38,6 +38,12 @@ mkdir -p test && cp "$here/vitest/"*.test.js test/
 npx vitest run --reporter=junit --outputFile.junit="$out/vitest-junit.xml" >/dev/null 2>&1
 echo "vitest junit: exit $?"
 
+# node's own runner and its built-in junit reporter: nothing to install.
+mkdir -p "$work/node/test" && cp "$here/node/"*.test.js "$work/node/test/" && cd "$work/node"
+node --test --test-reporter=junit --test-reporter-destination="$out/node-test-junit.xml" \
+  test/suite.test.js >/dev/null 2>&1
+echo "node --test junit: exit $?"
+
 if command -v gotestsum >/dev/null; then
   mkdir -p "$work/go" && cp -r "$here/go/." "$work/go/" && cd "$work/go"
   gotestsum --junitfile "$out/gotestsum.xml" -- ./... >/dev/null 2>&1
