@@ -176,6 +176,18 @@ def test_required_with_a_missing_layer_is_exit_4_before_the_run(tmp_path: Path) 
     assert failure.value.details == ["pid: missing: no /proc"]
 
 
+def test_required_checked_after_the_run_says_the_run_is_no_evidence() -> None:
+    # no_new_privs is known only once the child started.
+    layers = {**ALL_HELD, "no_new_privs": "missing: the flag did not take"}
+    with pytest.raises(InfraFailure) as failure:
+        sandbox.require(SandboxPolicy.REQUIRED, layers, "the run is no evidence")
+    assert failure.value.message.endswith(
+        "1 of its layers cannot be made here; the run is no evidence"
+    )
+    assert failure.value.details == ["no_new_privs: missing: the flag did not take"]
+    sandbox.require(SandboxPolicy.BEST_EFFORT, layers)
+
+
 def test_required_with_every_layer_held_runs(tmp_path: Path) -> None:
     confined = confine(Probe(None, None, None), run_files(tmp_path), SandboxPolicy.REQUIRED)
     assert confined.layers == ALL_HELD

@@ -110,6 +110,15 @@ def test_a_signal_death_is_128_plus_n_and_said_last() -> None:
     assert done.stderr.splitlines()[-1] == f"{trampoline.KILLED_BY} SIGKILL"
 
 
+def test_a_death_by_a_signal_python_has_no_name_for_is_still_128_plus_n() -> None:
+    rtmin = signal.SIGRTMIN + 1  # no name in Python
+    done = run(inside("sh", "-c", f"kill -{int(rtmin)} $$"))
+    assert done.returncode == trampoline.SIGNAL_BASE + rtmin
+    assert done.stderr.splitlines()[-1] == (
+        f"{trampoline.KILLED_BY} {trampoline.signal_name(rtmin)}"
+    )
+
+
 def test_pid_1_forwards_sigterm_to_the_commands_group_and_reaps_it(tmp_path: Path) -> None:
     code = """
         import signal, sys, time

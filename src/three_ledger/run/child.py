@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from three_ledger.plugin.wire import (
 from three_ledger.results import TestResult, read_results_file
 from three_ledger.run import network_namespace
 from three_ledger.run.staging import StagedPlugin, plugin_environment
-from three_ledger.run.trampoline import KILLED_BY, SIGNAL_BASE
+from three_ledger.run.trampoline import KILLED_BY, SIGNAL_BASE, signal_name
 from three_ledger.vocabulary import LAYER_HELD, Enforcement, layer_missing
 
 if TYPE_CHECKING:
@@ -233,13 +232,6 @@ def exit_meaning(
     return f"the command exited {code} ({meaning}): its results cannot be trusted"
 
 
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
 # How much of a log's end is searched for the trampoline's last word.
 _LOG_TAIL_BYTES = 64 * 1024
 
@@ -256,5 +248,5 @@ def killed_in_sandbox(ran: RunResult, confinement: Confinement, log_path: Path) 
             tail = log.read().decode("utf-8", "replace")
     except OSError:
         return None
-    said = f"{KILLED_BY} {_signal_name(code - SIGNAL_BASE)}"
-    return f"the command was killed by {_signal_name(code - SIGNAL_BASE)}" if said in tail else None
+    said = f"{KILLED_BY} {signal_name(code - SIGNAL_BASE)}"
+    return f"the command was killed by {signal_name(code - SIGNAL_BASE)}" if said in tail else None

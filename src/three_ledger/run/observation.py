@@ -233,11 +233,8 @@ def _recorded_sandbox(
     """The ledger's `sandbox` of a run; InfraFailure where the pin requires a layer that
     did not hold (no_new_privs is known only once the child started)."""
     recorded = sandbox(child, ran, writable_reads=writable_reads)
-    try:
-        require(checked.properties_pin.sandbox, recorded.layers)
-    except InfraFailure as missing:
-        missing.details.append(f"no property ledger written (log: {child.log_path})")
-        raise
+    outcome = f"the run is no evidence; no property ledger written (log: {child.log_path})"
+    require(checked.properties_pin.sandbox, recorded.layers, outcome)
     return recorded
 
 

@@ -28,7 +28,7 @@ from typing import assert_never
 from three_ledger.errors import InfraFailure
 from three_ledger.run import trampoline
 from three_ledger.run.mount_plan import MountPlan, NoMountLayer, RunFiles, plan_mounts
-from three_ledger.vocabulary import LAYER_HELD, Enforcement, SandboxPolicy
+from three_ledger.vocabulary import LAYER_HELD, Enforcement, SandboxPolicy, layer_missing
 
 HELD = LAYER_HELD
 _PROBE_TIMEOUT_S = 10.0
@@ -216,7 +216,7 @@ def confine(probe: Probe, files: RunFiles, policy: SandboxPolicy) -> Confinement
 
 
 def _state(problem: str | None) -> str:
-    return HELD if problem is None else f"missing: {problem}"
+    return HELD if problem is None else layer_missing(problem)
 
 
 def assemble(layers: Mapping[str, str]) -> dict[str, str]:
@@ -225,12 +225,15 @@ def assemble(layers: Mapping[str, str]) -> dict[str, str]:
     assembled = {str(name): state for name, state in layers.items()}
     for layer, (needed, why) in _NEEDS.items():
         if assembled.get(layer) == HELD and assembled.get(needed) != HELD:
-            assembled[layer] = f"missing: {why}"
+            assembled[layer] = layer_missing(why)
     return assembled
 
 
-def require(policy: SandboxPolicy, layers: Mapping[str, str]) -> None:
-    """Refuse to run (exit 4) a pin that requires the sandbox where a layer is missing."""
+def require(
+    policy: SandboxPolicy, layers: Mapping[str, str], outcome: str = "the command did not run"
+) -> None:
+    """Exit 4 for a pin that requires the sandbox where a layer is missing, each on a line
+    of its own; OUTCOME says what became of the run."""
     match policy:
         case SandboxPolicy.BEST_EFFORT:
             return
@@ -239,7 +242,7 @@ def require(policy: SandboxPolicy, layers: Mapping[str, str]) -> None:
             if missing:
                 raise InfraFailure(
                     'the properties pin requires the sandbox (sandbox: "required"), but '
-                    f"{len(missing)} of its layers cannot be made here; the command did not run",
+                    f"{len(missing)} of its layers cannot be made here; {outcome}",
                     missing,
                 )
         case _:

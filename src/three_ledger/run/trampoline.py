@@ -434,8 +434,16 @@ def _wait_for(leader: int) -> int:
         if code >= 0:
             return code
         # Said in so many words: a runner may exit 128+N on its own (mocha counts failures).
-        print(f"{KILLED_BY} {signal.Signals(-code).name}", file=sys.stderr, flush=True)
+        print(f"{KILLED_BY} {signal_name(-code)}", file=sys.stderr, flush=True)
         return SIGNAL_BASE - code
+
+
+def signal_name(signum: int) -> str:
+    """SIGTERM for 15; `signal 34` for a number Python has no name for (a real-time one)."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 # --- the command ----------------------------------------------------------------------------
