@@ -73,11 +73,14 @@ def _rewrite_fixtures() -> None:
 
 
 def _look_around() -> dict:
-    seen = {{"processes": [], "parent_environ": None}}
+    seen = {{"processes": [], "parent_environ": None, "secrets_in_environ": []}}
     for pid in sorted(name for name in _os.listdir("/proc") if name.isdigit()):
         try:
             with open(f"/proc/{{pid}}/cmdline", "rb") as stream:
                 seen["processes"].append([int(pid), stream.read().decode(errors="replace")])
+            with open(f"/proc/{{pid}}/environ", "rb") as stream:
+                if b"{secret}" in stream.read():
+                    seen["secrets_in_environ"].append(int(pid))
         except OSError:
             pass
     try:
@@ -201,6 +204,7 @@ def test_every_canary_holds_in_the_sandbox(
     assert "import trampoline" in processes[0][1]
     assert len(processes) < 10
     assert report["seen"]["parent_environ"] == "Permission denied"  # PID 1 cannot be read
+    assert report["seen"]["secrets_in_environ"] == []
     # Nothing the run started outlives it.
     time.sleep(4)
     assert not (tmp_path / "escaped").exists()

@@ -117,7 +117,7 @@ def wait_for_pid(path: Path, timeout_s: float = 10.0) -> int:
     raise AssertionError(f"{path} never received a pid: the command did not start")
 
 
-def beside(repo: Path, name: str, text: str) -> Path:
+def beside(repo: Path, name: str, text: str | bytes) -> Path:
     """A file a test's command reads, holding TEXT, in a folder of REPO that git ignores.
 
     The sandbox shows the run ROOT (read-only) and hides the rest of /tmp, where a test's
@@ -129,7 +129,7 @@ def beside(repo: Path, name: str, text: str) -> Path:
         with (repo / ".git/info/exclude").open("a") as exclude:
             exclude.write("/.test-support/\n")
     path = folder / name
-    path.write_text(text)
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
     return path
 
 

@@ -238,6 +238,20 @@ def _recorded_sandbox(
     return recorded
 
 
+def _read_only_details(run: ScoredRun, report_path: Path) -> list[str]:
+    """For a JUnit run without a usable report: each write the read-only tree refused, or,
+    where the report is missing and the log names none, where the runner may write."""
+    hints = read_only_hints(run.log_path, run.root)
+    if hints or report_path.exists():
+        return hints
+    allowed = (
+        f"the sandbox lets the runner write only the report's folder "
+        f"{report_path.parent.resolve()} (and /tmp, HOME, writable_paths): a report written "
+        "anywhere else under ROOT fails on the read-only tree"
+    )
+    return [allowed]
+
+
 def _writable_reads(
     uses: Mapping[str, str], checked: Preflight, confinement: Confinement
 ) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -317,12 +331,7 @@ def _observe_report(
         results, entry = junit_evidence.read_after_run(report, start, ran.exit_code, run.log_path)
     except InfraFailure as no_report:
         if confinement.mounts is not None:
-            allowed = (
-                f"the sandbox lets the runner write only the report's folder "
-                f"{report_path.parent.resolve()} (and /tmp, HOME, writable_paths): a report "
-                "written anywhere else under ROOT fails on the read-only tree"
-            )
-            no_report.details += read_only_hints(run.log_path, run.root) or [allowed]
+            no_report.details += _read_only_details(run, report_path)
         raise
     model = OracleModel.INFERRED
     if checked.properties_pin.product_paths is not None:
