@@ -134,9 +134,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     confined = request.init or request.plan is not None
     if request.init:
         code = _init(request.command)
-        # At once: the namespace ends with PID 1, and the interpreter's teardown is not free.
-        sys.stderr.flush()
-        os._exit(code)
+        if sys.flags.no_site:
+            # At once, as the gate starts it: the namespace ends with PID 1, and the
+            # interpreter's teardown is not free. With `site` (a test starting it under
+            # coverage), it returns, so that what atexit holds runs.
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     return _exec(request.command, drop_capabilities=confined)
 
 
