@@ -56,7 +56,7 @@ typecheck: $(INSTALLED)
 # The unit and command layers under coverage; every Python child they start is measured too
 # (`patch = ["subprocess"]` in pyproject.toml), then combined and held to `fail_under`.
 coverage: $(INSTALLED)
-	rm -f .coverage .coverage.*
+	rm -rf build/coverage
 	$(BIN)/coverage run -m pytest $(XDIST) --hypothesis-profile=quick $(FAST_LAYERS)
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report
@@ -83,5 +83,5 @@ dist: $(INSTALLED)
 	$(BIN)/python -m build --outdir dist .
 
 clean:
-	rm -rf $(VENV) $(VENV_PYTEST8) dist ledgers .coverage .coverage.* htmlcov
+	rm -rf $(VENV) $(VENV_PYTEST8) dist ledgers build/coverage htmlcov
 	rm -rf .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,7 +1,7 @@
 """`properties` on N trivial passing tests against plain `python -m pytest -q` on the same tests.
 
     .venv/bin/python benchmarks/bench_properties.py [--tests 2000] [--runs 7] [--decompose]
-        [--compare-with OTHER_PYTHON] [--closed]
+        [--compare-with OTHER_PYTHON] [--closed] [--without-layers]
 
 Builds a throwaway git repository with one fixture, one property covering every test,
 and N parametrised trivial tests; then runs, in alternation after a warm-up, plain
@@ -17,6 +17,10 @@ With --closed, also the gate under a properties pin that declares `product_paths
 run is then measured by the closed oracle set's audit hook, armed in every process, and
 every file the run reads is compared with the base. The tests import a product module, so
 that the hook has the work a real suite gives it.
+
+With --without-layers, also the same gate with the sandbox's PID and mount layers missing
+(the probe's answer replaced in the gate's own process, as the tests do): the sandbox's
+cost is the difference, measured in one run.
 
 With --compare-with, also the gate of another checkout: OTHER_PYTHON is the Python of a
 virtual environment where that version of three-ledger is installed (an earlier commit in a
@@ -35,13 +39,27 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from timing import Run, median_seconds, run_measured, spread
+from timing import Run, median_cpu_seconds, median_seconds, run_measured, spread
 
 PYTHON = Path(sys.executable)
 TARGET_RATIO = 1.10  # issue 16, to be met once the trust issue's additions are in
 COMPARED_TARGET = 1.05  # issue 11: the trust measures cost at most 5% over the gate before them
 COMPARED = "three-ledger properties, --compare-with"
 CLOSED = "three-ledger properties, closed oracle model"
+WITHOUT_LAYERS = "three-ledger properties, without the sandbox's layers"
+# The gate, with its probe answering that neither the PID nor the mount layer can be made,
+# and without what only a run lacking the read-only tree pays (importing jsonschema first):
+# the gate as it ran before the sandbox, in the network namespace alone.
+WITHOUT_LAYERS_GATE = """
+import dataclasses, sys
+from three_ledger import jsonio
+from three_ledger.run import sandbox
+found = sandbox.probe_namespaces
+sandbox.probe_namespaces = lambda: dataclasses.replace(found(), pid="off", mount="off")
+jsonio.load_validator_code = lambda: None
+from three_ledger.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
 TESTS = """import pytest
 
 from product import double
@@ -132,6 +150,16 @@ def closed_model(digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
     return {CLOSED: (argv, dict(os.environ))}
 
 
+def without_layers(digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
+    argv = gate_argv(PYTHON, digest, "../property-bare.json")
+    return {
+        WITHOUT_LAYERS: (
+            [str(PYTHON), "-P", "-c", WITHOUT_LAYERS_GATE, *argv[4:]],
+            dict(os.environ),
+        )
+    }
+
+
 def other_version(python: Path, digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
     return {COMPARED: (gate_argv(python, digest, "../property-other.json"), dict(os.environ))}
 
@@ -166,6 +194,11 @@ def main() -> int:
         "--closed", action="store_true", help="also time the gate with the closed oracle set"
     )
     parser.add_argument(
+        "--without-layers",
+        action="store_true",
+        help="also time the gate without the sandbox's PID and mount layers",
+    )
+    parser.add_argument(
         "--compare-with",
         type=Path,
         metavar="OTHER_PYTHON",
@@ -183,6 +216,8 @@ def main() -> int:
             variants.update(parts(root))
         if args.closed:
             variants.update(closed_model(digest))
+        if args.without_layers:
+            variants.update(without_layers(digest))
         if args.compare_with is not None:
             variants.update(other_version(args.compare_with, digest))
         runs: dict[str, list[Run]] = {name: [] for name in variants}
@@ -200,7 +235,11 @@ def main() -> int:
         if args.compare_with is not None:
             other = json.loads((root.parent / "property-other.json").read_text())
             assert other["status_by_id"] == ledger["status_by_id"], other["status_by_id"]
+        if args.without_layers:
+            bare = json.loads((root.parent / "property-bare.json").read_text())
+            assert bare["sandbox"]["layers"]["mount"] == "missing: off", bare["sandbox"]
         print_table(args.tests, runs, ledger["network_enforcement"])
+        print(f"Sandbox layers of the gate's run: {ledger.get('sandbox', {}).get('layers')}")
     return 0
 
 
@@ -226,6 +265,15 @@ def print_table(count: int, runs: dict[str, list[Run]], enforcement: str) -> Non
         print(
             f"The closed oracle set against the same gate without it: {closed / gate:.3f}x, "
             f"{1000 * (closed - gate):+.0f} ms over {count} tests."
+        )
+    if WITHOUT_LAYERS in runs:
+        bare = median_seconds(runs[WITHOUT_LAYERS])
+        cpu = median_cpu_seconds(runs["three-ledger properties"])
+        bare_cpu = median_cpu_seconds(runs[WITHOUT_LAYERS])
+        print(
+            f"The sandbox's layers against the same gate without them: {gate / bare:.3f}x, "
+            f"{1000 * (gate - bare):+.0f} ms a run over {count} tests (CPU: "
+            f"{cpu / bare_cpu:.3f}x, {1000 * (cpu - bare_cpu):+.0f} ms)."
         )
     if COMPARED in runs:
         other = median_seconds(runs[COMPARED])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -17,6 +18,7 @@ from helpers import (
     RunCli,
     git,
     namespace_problem,
+    sandbox_problem,
 )
 from helpers.example_run import Run, build_clean_run
 from three_ledger.cli import main
@@ -71,6 +73,50 @@ def needs_network_namespace() -> None:
     problem = namespace_problem()
     if problem is not None:
         pytest.skip(f"no network namespace here: {problem}")
+
+
+@pytest.fixture
+def needs_mount_layer() -> None:
+    """Skip where the gate's own probe finds that the sandbox's mount layer cannot be made."""
+    problem = sandbox_problem("mount")
+    if problem is not None:
+        pytest.skip(f"no mount layer here: {problem}")
+
+
+@pytest.fixture
+def needs_pid_layer() -> None:
+    """Skip where the gate's own probe finds that the sandbox's PID layer cannot be made."""
+    problem = sandbox_problem("pid")
+    if problem is not None:
+        pytest.skip(f"no PID layer here: {problem}")
+
+
+@pytest.fixture(autouse=True)
+def coverage_data_stays_writable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `make test`, the folder of coverage's data files writable in the sandbox.
+
+    Every Python child is measured (`patch = ["subprocess"]`), the pytest children that load
+    the plugin included; inside the gate's sandbox the tree is read-only, and their data
+    would be lost. Only for runs the gate starts in this process, and only under coverage.
+    """
+    import dataclasses
+
+    import coverage
+
+    from three_ledger.run import mount_plan, sandbox
+
+    measuring = coverage.Coverage.current()
+    if measuring is None:
+        return
+    folder = str(Path(measuring.config.data_file).resolve().parent)
+    planned = mount_plan.plan_mounts
+
+    def plan_mounts(*args: Any, **kwargs: Any) -> mount_plan.MountPlan:
+        plan = planned(*args, **kwargs)
+        writable: mount_plan.Step = ["writable", folder]
+        return dataclasses.replace(plan, steps=(*plan.steps[:-1], writable, plan.steps[-1]))
+
+    monkeypatch.setattr(sandbox, "plan_mounts", plan_mounts)
 
 
 @pytest.fixture(autouse=True)

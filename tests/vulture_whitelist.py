@@ -65,9 +65,12 @@ claim
 pytestmark
 hermetic_git
 child_runs_without_hypothesis
+coverage_data_stays_writable
 bare_pytest_children
 flaky_fails
 needs_network_namespace
+needs_mount_layer
+needs_pid_layer
 writing_bytecode
 # A fixture a test requests by parameter for its effect on PATH alone.
 hanging_git

@@ -77,6 +77,11 @@ def _git_env() -> dict[str, str]:
     env["GIT_NO_REPLACE_OBJECTS"] = "1"
     # Never stop to ask for a password or a passphrase: there is nobody to answer.
     env["GIT_TERMINAL_PROMPT"] = "0"
+    # Neither the machine's nor the user's configuration: an earlier step of the job (or a
+    # test run without the sandbox) could have set a command git runs (`core.fsmonitor`, a
+    # diff driver) or a setting that changes what git reports.
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
     return env
 
 

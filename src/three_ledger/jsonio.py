@@ -319,6 +319,12 @@ def _compiled(schema_name: str) -> compiled_schema.Check | None:
         return None
 
 
+def load_validator_code() -> None:
+    """Import now what a validation that the compiled checks do not clear imports later."""
+    _validator("property-ledger")
+    from jsonschema.exceptions import best_match  # noqa: F401
+
+
 @functools.cache
 def _validator(schema_name: str) -> Any:
     # Imported here: only a document the compiled check does not clear pays for jsonschema.

@@ -22,6 +22,7 @@ from three_ledger.base_resolution import BaseResolution
 from three_ledger.errors import Refused
 from three_ledger.plugin.wire import OUTSIDE_ROOT
 from three_ledger.vocabulary import (
+    LAYER_HELD,
     DualPinState,
     Enforcement,
     MutationKind,
@@ -267,12 +268,18 @@ class Harness:
 
 @dataclass(frozen=True)
 class Sandbox:
-    """How the run was shut in: each layer `held` or `missing: WHY`, and which of the job's
-    variable names the child did not get and which it kept beyond the allow-list."""
+    """How the run was shut in: each layer `held` or `missing: WHY`, which of the job's
+    variable names the child did not get and which it kept beyond the allow-list, and the
+    files the measured run read where it may write (`writable_paths`)."""
 
     layers: dict[str, str]
     env_removed: tuple[str, ...]
     env_kept: tuple[str, ...]
+    writable_reads: tuple[str, ...] = ()
+
+    def missing(self) -> dict[str, str]:
+        """Each layer that did not hold, with its `missing: WHY`."""
+        return {name: state for name, state in self.layers.items() if state != LAYER_HELD}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,7 @@ from three_ledger import env_policy, git, jsonio
 from three_ledger.errors import Refused
 from three_ledger.paths import all_plain_under, casefold_twins, glob_matches, is_under, path_problem
 from three_ledger.results import ExpectedSkip, TestsRequirement, selector_tuple
-from three_ledger.vocabulary import Network
+from three_ledger.vocabulary import Network, SandboxPolicy
 
 DEFAULT_FIXTURES_DIR = "fixtures"
 DEFAULT_ORACLE_PATHS = ("properties", "tests")
@@ -85,6 +85,9 @@ class PropertiesPin:
     product_paths: tuple[str, ...] | None = None
     # Names of the job's environment the test child keeps beyond the allow-list.
     env: tuple[str, ...] = ()
+    # Folders under ROOT the run may write: an empty tmpfs each, in the sandbox's mount layer.
+    writable_paths: tuple[str, ...] = ()
+    sandbox: SandboxPolicy = SandboxPolicy.BEST_EFFORT
 
     @classmethod
     def from_json(cls, document: dict[str, Any], source: Path, sha256: str) -> PropertiesPin:
@@ -115,6 +118,8 @@ class PropertiesPin:
                 tuple(document["product_paths"]) if "product_paths" in document else None
             ),
             env=tuple(document.get("env", ())),
+            writable_paths=tuple(document.get("writable_paths", ())),
+            sandbox=SandboxPolicy(document.get("sandbox", SandboxPolicy.BEST_EFFORT)),
         )
         pin._check()
         return pin
@@ -138,6 +143,8 @@ class PropertiesPin:
                 _refuse_bad_path(self.source, where, entry.removesuffix("/"))
         for index, path in enumerate(self.oracle_paths):
             _refuse_bad_path(self.source, f"$.oracle_paths[{index}]", path.removesuffix("/"))
+        for index, path in enumerate(self.writable_paths):
+            _refuse_bad_path(self.source, f"$.writable_paths[{index}]", path.removesuffix("/"))
         for index, glob in enumerate(self.product_paths or ()):
             plain = glob.removesuffix("/").replace("**", "x").replace("*", "x").replace("?", "x")
             _refuse_bad_path(self.source, f"$.product_paths[{index}]", plain)

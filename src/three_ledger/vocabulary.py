@@ -60,6 +60,15 @@ def layer_missing(why: str) -> str:
     return f"missing: {why}"
 
 
+class SandboxPolicy(enum.StrEnum):
+    """A properties pin's `sandbox`: whether a run may go on with a layer missing."""
+
+    # Each layer that can be made is; a missing one is recorded, and the run goes on.
+    BEST_EFFORT = "best_effort"
+    # A run with any layer missing is an infrastructure failure (exit 4) before it starts.
+    REQUIRED = "required"
+
+
 class Tripwire(enum.StrEnum):
     """What guarded a run's reports, as the property ledger records it."""
 

@@ -15,8 +15,10 @@ import pytest
 
 from helpers import REPO, RunCli, fixture_pin, git, make_tree, write_json
 
-# Stands in for the test command: it leaves a mark when it runs, and writes no results.
-MARKS_ITS_RUN = shlex.join([sys.executable, "-c", "open('ran', 'w').close()"])
+# Stands in for the test command: it leaves a mark in its log when it runs (the sandbox keeps
+# ROOT read-only), and writes no results.
+MARK = "the command ran"
+MARKS_ITS_RUN = shlex.join([sys.executable, "-c", f"print({MARK!r})"])
 REPORT = REPO / "tests/data/junit/mocha-xunit.xml"
 
 
@@ -53,8 +55,17 @@ def pins(root: Path) -> tuple[str | Path, ...]:
     return ("--pin", root / "pins/fixtures.json", "--properties", root / "pins/properties.json")
 
 
+def ran(root: Path) -> bool:
+    """Whether the command ran: its mark is in the log."""
+    log = root.parent / "run.log"
+    return log.exists() and MARK in log.read_text()
+
+
 def plan(run_cli: RunCli, root: Path) -> tuple[int, str]:
-    result = run_cli("plan", *pins(root), "--root", root, "--command", MARKS_ITS_RUN)
+    result = run_cli(
+        "plan", *pins(root), "--root", root, "--command", MARKS_ITS_RUN,
+        "--log", root.parent / "run.log",
+    )  # fmt: skip
     return result.code, result.first_error_line
 
 
@@ -72,6 +83,7 @@ def properties(run_cli: RunCli, root: Path) -> tuple[int, str]:
     result = run_cli(
         "properties", *pins(root), "--expect-digest", digest, "--command", MARKS_ITS_RUN,
         "--root", root, "--base", "HEAD", "--out", root.parent / "p.json",
+        "--log", root.parent / "run.log",
     )  # fmt: skip
     return result.code, result.first_error_line
 
@@ -94,7 +106,7 @@ def test_a_pyc_outside_pycache_is_refused_ignored_or_not(
         "(outside __pycache__ under ROOT): Python imports such a file without its source, in "
         "place of the module; delete it (`git rm` where git tracks it)"
     )
-    assert not (project / "ran").exists()
+    assert not ran(project)
 
 
 def test_properties_refuses_bytecode_new_against_the_base(run_cli: RunCli, project: Path) -> None:
@@ -104,7 +116,7 @@ def test_properties_refuses_bytecode_new_against_the_base(run_cli: RunCli, proje
     assert code == 2
     assert "bytecode new or changed against the base " in first_line
     assert ": properties/__pycache__/test_a.cpython-311.pyc: Python or pytest could" in first_line
-    assert not (project / "ran").exists()
+    assert not ran(project)
 
 
 def ignored_bytecode(project: Path, mode: py_compile.PycInvalidationMode) -> str:
@@ -127,7 +139,7 @@ def test_ignored_unchecked_hash_bytecode_in_pycache_is_refused(
         "source without comparing the two, so the run would execute code other than the source "
         "under review; delete it (`git rm` where git tracks it)"
     )
-    assert not (project / "ran").exists()
+    assert not ran(project)
 
 
 MODES = {
@@ -148,7 +160,7 @@ def test_ignored_bytecode_in_pycache_python_checks_is_no_refusal(
     code, first_line = command(run_cli, project)
     assert code == 4, first_line
     assert "bytecode" not in first_line
-    assert (project / "ran").exists() or command is vet  # vet runs in a copy of ROOT
+    assert ran(project) or command is vet  # vet runs in a copy of ROOT
 
 
 def test_plan_from_a_report_runs_nothing_and_refuses_no_bytecode(

@@ -205,21 +205,26 @@ def test_combine_keeps_the_weakest_sandbox_layer_and_every_name_a_shard_recorded
 ) -> None:
     _, plan, paths = two_shards
     shards = [read(path)["sandbox"] for path in paths]
-    assert [shard["layers"] for shard in shards] == [
-        {"environment": "held", "no_new_privs": "held"}
-    ] * 2
+    layers = shards[0]["layers"]
+    assert list(layers) == ["environment", "no_new_privs", "pid", "mount", "file_commands"]
+    assert shards[1]["layers"] == layers
+    held = dict.fromkeys(layers, "held")
     weaker = "missing: prctl(PR_SET_NO_NEW_PRIVS) did not take effect in the child"
+    for path, reads in zip(paths, (["build/a"], ["build/b", "build/a"]), strict=True):
+        edit(path, {"sandbox": {**read(path)["sandbox"], "layers": held, "writable_reads": reads}})
     edit(paths[1], {"sandbox": {
-        "layers": {"environment": "held", "no_new_privs": weaker},
+        "layers": {**held, "no_new_privs": weaker},
         "env_removed": [*shards[1]["env_removed"], "ONLY_ON_RUNNER_TWO"],
         "env_kept": ["SSL_CERT_FILE"],
+        "writable_reads": ["build/b", "build/a"],
     }})  # fmt: skip
     out = plan.with_name("combined.json")
     assert combine(run_cli, plan, paths, out).code in (0, 1)
     combined = read(out)
-    assert combined["sandbox"]["layers"] == {"environment": "held", "no_new_privs": weaker}
+    assert combined["sandbox"]["layers"] == {**held, "no_new_privs": weaker}
     assert "ONLY_ON_RUNNER_TWO" in combined["sandbox"]["env_removed"]
     assert set(shards[0]["env_removed"]) <= set(combined["sandbox"]["env_removed"])
     assert combined["sandbox"]["env_kept"] == ["SSL_CERT_FILE"]
+    assert combined["sandbox"]["writable_reads"] == ["build/a", "build/b"]
     keys = list(combined)
     assert keys[keys.index("network_enforcement") + 1] == "sandbox"

@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 
-from helpers import CliResult, RunCli, git, make_tree, write_json
+from helpers import (
+    CliResult,
+    RunCli,
+    beside,
+    git,
+    make_tree,
+    simulate_missing_layers,
+    write_json,
+)
 from three_ledger.run.junit_oracles import CHANGED_OUTSIDE_PRODUCT, NAMED_BY_COMMAND
 
 PASSING = "test_total_non_negative"
@@ -69,12 +77,15 @@ def no_ledger(repo: Path) -> bool:
     return not (repo.parent / "ledgers/p.json").exists()
 
 
+def source_file(repo: Path, text: str) -> Path:
+    """A report for a stand-in runner to copy, where the sandbox lets the run read it."""
+    return beside(repo, "report.src", text)
+
+
 @pytest.fixture
 def source(orders_repo: Path) -> Path:
-    """A report with one passing and one failing property test, outside the repository."""
-    path = orders_repo.parent / "report.src"
-    path.write_text(report_xml())
-    return path
+    """A report with one passing and one failing property test, beside the project's files."""
+    return source_file(orders_repo, report_xml())
 
 
 @pytest.fixture
@@ -160,8 +171,18 @@ def test_a_staged_report_is_refused_too(run_cli: RunCli, orders_repo: Path, sour
     ids=["older-than-the-run", "symbolic-link", "hard-link", "fifo"],
 )
 def test_a_report_this_run_did_not_write_is_exit_4(
-    run_cli: RunCli, orders_repo: Path, source: Path, report: Path, then: str, problem: str
+    run_cli: RunCli,
+    orders_repo: Path,
+    source: Path,
+    report: Path,
+    then: str,
+    problem: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    if " ln " in then:
+        # The mount layer forbids the link itself (ROOT and the report's folder are two
+        # mounts); where it is missing, the gate's own check is what refuses it.
+        simulate_missing_layers(monkeypatch, mount="mount_setattr: Function not implemented")
     command = writes(source, report, then.format(report=report, source=source))
     result = score(run_cli, orders_repo, command, report)
     assert result.code == 4, result.err
@@ -189,6 +210,8 @@ def test_a_relative_report_path_is_read_from_the_current_directory_and_the_error
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Where the mount layer holds, the runner cannot write into ROOT at all (next test).
+    simulate_missing_layers(monkeypatch, mount="mount_setattr: Function not implemented")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
@@ -200,6 +223,23 @@ def test_a_relative_report_path_is_read_from_the_current_directory_and_the_error
         f"(not {orders_repo / 'out/junit.xml'}, which exists: --junit-xml is relative to the "
         "current directory, not to --root): missing after the command"
     )
+
+
+@pytest.mark.usefixtures("needs_mount_layer")
+def test_a_report_the_read_only_tree_kept_the_runner_from_writing_names_writable_paths(
+    run_cli: RunCli, orders_repo: Path, source: Path, tmp_path: Path
+) -> None:
+    report = orders_repo / "out/junit.xml"
+    command = f"sh -c 'mkdir -p out; cat {source} > out/junit.xml'"
+    result = score(run_cli, orders_repo, command, tmp_path / "elsewhere/junit.xml")
+    assert result.code == 4
+    assert "missing after the command" in result.first_error_line
+    assert (
+        "  the run tried to write out, which the sandbox keeps read-only: "
+        "a test that writes into ROOT fails; if the run must write there, list its folder under "
+        "writable_paths in the properties pin"
+    ) in result.err
+    assert not report.exists()
 
 
 @pytest.mark.parametrize(
@@ -229,8 +269,7 @@ def test_a_report_path_the_gate_may_not_clear_is_refused(
 def test_any_normal_exit_with_a_fresh_report_gives_a_ledger(
     run_cli: RunCli, orders_repo: Path, report: Path, exit_code: int
 ) -> None:
-    source = orders_repo.parent / "report.src"
-    source.write_text(report_xml(failing=max(exit_code, 1)))
+    source = source_file(orders_repo, report_xml(failing=max(exit_code, 1)))
     result = score(run_cli, orders_repo, writes(source, report, f"; exit {exit_code}"), report)
     assert result.code == 1, result.err
     written = ledger(orders_repo)
@@ -264,8 +303,7 @@ def test_a_runner_killed_by_a_signal_is_exit_4_even_with_a_report(
 def test_a_failing_exit_with_an_all_passing_report_is_noted(
     run_cli: RunCli, orders_repo: Path, report: Path
 ) -> None:
-    source = orders_repo.parent / "report.src"
-    source.write_text(report_xml(failing=0))
+    source = source_file(orders_repo, report_xml(failing=0))
     result = score(run_cli, orders_repo, writes(source, report, "; exit 1"), report)
     assert result.code == 1  # round_trip has no selector a JUnit report can match: missing
     assert "the command exited 1 but its report holds no failing testcase" in result.err
@@ -283,8 +321,7 @@ def test_an_exit_0_whose_report_holds_a_failure_is_not_a_pass(
 def test_mocha_exiting_3_reaches_merge_row_7(
     run_cli: RunCli, orders_repo: Path, report: Path
 ) -> None:
-    source = orders_repo.parent / "report.src"
-    source.write_text(report_xml(failing=3))
+    source = source_file(orders_repo, report_xml(failing=3))
     assert score(run_cli, orders_repo, writes(source, report, "; exit 3"), report).code == 1
     decision = orders_repo.parent / "decision.json"
     result = run_cli(
@@ -299,9 +336,9 @@ def test_mocha_exiting_3_reaches_merge_row_7(
 def test_an_anonymous_test_warns_instead_of_failing_the_run(
     run_cli: RunCli, orders_repo: Path, report: Path
 ) -> None:
-    source = orders_repo.parent / "report.src"
-    source.write_text(
-        report_xml().replace("</testsuite>", '<testcase classname="p" name=""/></testsuite>')
+    source = source_file(
+        orders_repo,
+        report_xml().replace("</testsuite>", '<testcase classname="p" name=""/></testsuite>'),
     )
     result = score(run_cli, orders_repo, writes(source, report), report)
     assert result.code == 1
@@ -390,11 +427,11 @@ def test_the_gate_empties_the_folder_of_ignored_files_before_the_command(
     report = orders_repo / "reports/junit.xml"
     stale = {"reports/junit.xml": b"<testsuites/>", "reports/other.xml": b"x", "reports/.x": b""}
     make_tree(orders_repo, stale)
-    listing = orders_repo.parent / "listing"
-    command = f"sh -c 'ls -A reports > {listing}; cat {source} > reports/junit.xml'"
+    command = f"sh -c 'echo listing: $(ls -A reports) .; cat {source} > reports/junit.xml'"
     result = score(run_cli, orders_repo, command, report)
     assert result.code == 1, result.err
-    assert listing.read_text() == ""  # the command met an empty folder
+    log = (orders_repo.parent / "ledgers/p.json.log").read_text()
+    assert "listing: .\n" in log  # the command met an empty folder
     assert sorted(p.name for p in report.parent.iterdir()) == ["junit.xml"]
     assert ledger(orders_repo)["oracle_moved"] is False
 
@@ -471,9 +508,8 @@ def test_an_old_report_copied_with_its_times_is_exit_4(
 def test_a_report_whose_timestamps_predate_the_run_is_exit_4(
     run_cli: RunCli, orders_repo: Path, report: Path
 ) -> None:
-    source = orders_repo.parent / "report.src"
     stamped = '<testsuite name="orders" timestamp="2024-05-01T10:00:00">'
-    source.write_text(report_xml().replace('<testsuite name="orders">', stamped))
+    source = source_file(orders_repo, report_xml().replace('<testsuite name="orders">', stamped))
     result = score(run_cli, orders_repo, writes(source, report), report)  # `cat`: fresh times
     assert result.code == 4, result.err
     assert result.first_error_line.startswith(
@@ -486,19 +522,20 @@ def test_a_report_whose_timestamps_predate_the_run_is_exit_4(
 def test_timestamps_from_this_run_pass_in_every_form_runners_write(
     run_cli: RunCli, orders_repo: Path, report: Path
 ) -> None:
-    source = orders_repo.parent / "report.src"
     suites = "".join(
         f'<testsuite name="s{n}" timestamp="{stamp}"><testcase classname="s" name="t{n}"/>'
         "</testsuite>"
         for n, stamp in enumerate(["ISO_Z", "NAIVE", "RFC", "1970-01-01T00:00:00"])
     )
-    source.write_text(report_xml().replace("</testsuites>", suites + "</testsuites>"))
+    source = source_file(
+        orders_repo, report_xml().replace("</testsuites>", suites + "</testsuites>")
+    )
     forms = {
         "ISO_Z": "+%Y-%m-%dT%H:%M:%S.000Z",  # vitest
         "NAIVE": "+%Y-%m-%dT%H:%M:%S",  # mocha-junit-reporter, jest-junit: UTC, no zone
         "RFC": "+%a, %d %b %Y %H:%M:%S GMT",  # mocha's xunit
     }
-    script = orders_repo.parent / "stamp.sh"
+    script = source.parent / "stamp.sh"
     edits = " ".join(f'-e "s/{name}/$(date -u "{form}")/"' for name, form in forms.items())
     script.write_text(f"mkdir -p {report.parent}\nLC_ALL=C sed {edits} {source} > {report}\n")
     result = score(run_cli, orders_repo, f"sh {script}", report)
@@ -544,8 +581,8 @@ def test_without_product_paths_the_launch_chain_is_an_oracle(
     git(orders_repo, "commit", "-q", "-m", "a runner script, in the base")
     assert score(run_cli, orders_repo, "sh run.sh", report).code == 1
     assert ledger(orders_repo)["oracle_model"] == "inferred"
-    (orders_repo / "run.sh").write_text(f"cp {orders_repo.parent / 'old.xml'} {report}\n")
-    (orders_repo.parent / "old.xml").write_text(report_xml(failing=0))
+    old = source_file(orders_repo, report_xml(failing=0))
+    (orders_repo / "run.sh").write_text(f"cp {old} {report}\n")
     result = score(run_cli, orders_repo, "sh run.sh", report)
     assert result.code == 5, result.err
     assert ledger(orders_repo)["oracle_change_reasons"] == {"run.sh": NAMED_BY_COMMAND}

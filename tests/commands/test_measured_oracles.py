@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, git, make_tree
+from helpers import RunCli, git, make_tree, simulate_missing_layers
 from helpers.scoring import PYTEST, ledger, score
 from three_ledger.ledgers import Harness, PluginSource
 from three_ledger.results import TestResult
@@ -115,20 +115,44 @@ atexit.register(lambda: pathlib.Path(__file__).write_text("# honest\\n"))
 """
 
 
-@pytest.mark.pytest_child
-def test_a_helper_that_changes_its_bytes_during_the_run_is_exit_4(
-    run_cli: RunCli, orders_repo: Path
-) -> None:
-    """A conftest that rewrites itself while the run lasts cannot pass for its base bytes."""
+def self_restoring_conftest(orders_repo: Path) -> str:
+    """A conftest weakened in the patch that writes back the base's bytes at the run's end."""
     (orders_repo / "properties/conftest.py").write_text("# honest\n")
     git(orders_repo, "add", "-A")
     git(orders_repo, "commit", "-qm", "a conftest")
     base = git(orders_repo, "rev-parse", "HEAD")
     (orders_repo / "properties/conftest.py").write_text(SELF_RESTORING)
+    return base
+
+
+@pytest.mark.pytest_child
+def test_a_helper_that_changes_its_bytes_during_the_run_is_exit_4(
+    run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the tree is writable (no mount layer), a conftest that rewrites itself while the
+    run lasts cannot pass for its base bytes."""
+    simulate_missing_layers(monkeypatch, mount="mount_setattr: Function not implemented")
+    base = self_restoring_conftest(orders_repo)
     result = score(run_cli, orders_repo, "--base", base, command=f"{PYTEST} properties")
     assert result.code == 4, result.err
     assert "oracle files changed while the command ran: properties/conftest.py" in result.err
     assert not (orders_repo.parent / "ledgers/p.json").exists()
+
+
+@pytest.mark.pytest_child
+@pytest.mark.usefixtures("needs_mount_layer")
+def test_in_the_read_only_tree_a_helper_cannot_restore_its_bytes(
+    run_cli: RunCli, orders_repo: Path
+) -> None:
+    """The mount layer keeps the tree read-only: the rewrite fails, the edit stays in place,
+    and the conftest is the oracle change it is."""
+    base = self_restoring_conftest(orders_repo)
+    result = score(run_cli, orders_repo, "--base", base, command=f"{PYTEST} properties")
+    assert result.code == 5, result.err
+    assert "properties/conftest.py (listed in oracle_paths)" in result.err
+    assert (orders_repo / "properties/conftest.py").read_text() == SELF_RESTORING
+    log = (orders_repo.parent / "ledgers/p.json.log").read_text()
+    assert "Read-only file system" in log
 
 
 @pytest.mark.pytest_child

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import RunCli, git
+from helpers import RunCli, beside, expected_layers, git
 from helpers.scoring import ledger, score
 from helpers.suites import PYTEST, TEST_FILE, make_suite, plan_json, prop, properties_pin
 
@@ -148,7 +148,7 @@ def test_the_jobs_tokens_never_reach_the_tests_and_the_ledger_names_them_only(
         "cases": "pass",
     }
     sandbox = written["sandbox"]
-    assert sandbox["layers"] == {"environment": "held", "no_new_privs": "held"}
+    assert sandbox["layers"] == expected_layers()
     removed = sandbox["env_removed"]
     assert {"GITHUB_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "CANARY_SETTING"} <= set(removed)
     assert "THREE_LEDGER_DEBUG" in removed
@@ -218,8 +218,7 @@ with open(report, "w") as out:
 def test_a_junit_runner_gets_the_closed_environment_too(
     run_cli: RunCli, orders_repo: Path, job: Path, needs_network_namespace: None
 ) -> None:
-    runner = orders_repo.parent / "runner.py"
-    runner.write_text(JUNIT_RUNNER)
+    runner = beside(orders_repo, "runner.py", JUNIT_RUNNER)
     report = orders_repo.parent / "reports" / "junit.xml"
     names = "GITHUB_TOKEN ACTIONS_ID_TOKEN_REQUEST_TOKEN CANARY_SETTING"
     command = f"{sys.executable} {runner} {report} {names}"
@@ -227,7 +226,7 @@ def test_a_junit_runner_gets_the_closed_environment_too(
     assert closed.code == 1, closed.err  # the example's other properties are missing
     written = ledger(orders_repo)
     assert written["status_by_id"]["orders.total.non_negative"] == "pass"
-    assert written["sandbox"]["layers"] == {"environment": "held", "no_new_privs": "held"}
+    assert written["sandbox"]["layers"] == expected_layers()
     assert {"GITHUB_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"} <= set(
         written["sandbox"]["env_removed"]
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, git, make_tree, write_json
+from helpers import RunCli, git, make_tree, simulate_missing_layers, write_json
 from helpers.junit_gate import ORDERS_JSON, TOTAL_JS, Gate, junit_gate
 
 MOCHA = "mocha@11.8.0"
@@ -220,6 +220,8 @@ def test_an_anonymous_test_is_a_warning_not_a_failure(run_cli: RunCli, js_repo: 
 def test_a_report_written_under_root_but_looked_for_elsewhere_names_both(
     run_cli: RunCli, js_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Without the sandbox's read-only tree the runner writes under ROOT; with it, the next test.
+    simulate_missing_layers(monkeypatch, mount="mount_setattr: Function not implemented")
     monkeypatch.chdir(tmp_path)
     digest = run_cli(
         "digest", "--pin", js_repo / "pins/fixtures.json", "--root", js_repo,
@@ -234,3 +236,26 @@ def test_a_report_written_under_root_but_looked_for_elsewhere_names_both(
     assert result.code == 4
     assert f"JUnit XML {tmp_path / 'test-results/junit.xml'} (not " in result.first_error_line
     assert f"{js_repo / 'test-results/junit.xml'}, which exists" in result.first_error_line
+
+
+@pytest.mark.usefixtures("needs_mount_layer")
+def test_in_the_sandbox_a_report_looked_for_elsewhere_says_where_the_runner_may_write(
+    run_cli: RunCli, js_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    digest = run_cli(
+        "digest", "--pin", js_repo / "pins/fixtures.json", "--root", js_repo,
+        "--out", "f.json",
+    ).out.strip()  # fmt: skip
+    result = run_cli(
+        "properties", "--pin", js_repo / "pins/fixtures.json", "--expect-digest", digest,
+        "--properties", js_repo / "pins/properties.json", "--command", "npm test",
+        "--root", js_repo, "--base", "main", "--junit-xml", "test-results/junit.xml",
+        "--out", "p.json",
+    )  # fmt: skip
+    assert result.code == 4
+    assert "missing after the command" in result.first_error_line
+    assert (
+        f"the sandbox lets the runner write only the report's folder {tmp_path / 'test-results'}"
+    ) in result.err
+    assert not (js_repo / "test-results/junit.xml").exists()

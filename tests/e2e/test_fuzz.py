@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import PLUGIN_STAND_IN, RunCli, write_json
+from helpers import PLUGIN_STAND_IN, RunCli, beside, write_json
 from three_ledger import jsonio
 from three_ledger.errors import GateError, InfraFailure, Refused
 from three_ledger.junit_report import read_junit_xml
@@ -274,9 +274,16 @@ PROPERTY_LEDGER = {
     "network": "banned",
     "network_enforcement": "netns",
     "sandbox": {
-        "layers": {"environment": "held", "no_new_privs": "held"},
+        "layers": {
+            "environment": "held",
+            "no_new_privs": "held",
+            "pid": "held",
+            "mount": "held",
+            "file_commands": "held",
+        },
         "env_removed": ["GITHUB_TOKEN"],
         "env_kept": [],
+        "writable_reads": [],
     },
     "flake_results": {"t.slow": "fail"},
     "tripwire": "sentinels",
@@ -896,8 +903,7 @@ def test_properties_turns_any_results_file_into_exit_4_or_a_true_ledger(
     run_cli: RunCli, scoring_repo: tuple[Path, str], data: bytes
 ) -> None:
     repo, digest = scoring_repo
-    source = repo.parent / "results.src"
-    source.write_bytes(data)
+    source = beside(repo, "results.src", data)
     # What pytest with the plugin would write: the tripwire's two lines, then the results.
     copy_in = [sys.executable, "-c", PLUGIN_STAND_IN + COPY_IN, str(source)]
     code, err, out = score_with(run_cli, repo, digest, copy_in)
@@ -927,8 +933,7 @@ def test_properties_turns_any_junit_file_into_exit_4_or_a_true_ledger(
     run_cli: RunCli, scoring_repo: tuple[Path, str], data: bytes
 ) -> None:
     repo, digest = scoring_repo
-    junit, source = repo.parent / "report/junit.xml", repo.parent / "junit.src"
-    source.write_bytes(data)
+    junit, source = repo.parent / "report/junit.xml", beside(repo, "junit.src", data)
     copy_in = ["sh", "-c", 'cat "$0" > "$1"', str(source), str(junit)]
     code, err, out = score_with(run_cli, repo, digest, copy_in, "--junit-xml", junit)
     try:

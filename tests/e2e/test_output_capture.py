@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import PLUGIN_STAND_IN
+from helpers import PLUGIN_STAND_IN, beside
 
 MIB = 1024 * 1024
 # Peak RSS the gate may gain over a quiet run, whatever the output: a few pipe chunks.
@@ -59,8 +59,7 @@ def expected_output(blocks: int, kind: str) -> tuple[int, str]:
 
 def run_gate(repo: Path, digest: str, blocks: int, kind: str) -> tuple[int, str, int]:
     """Run `properties` over the flood; return its exit code, stderr and own peak RSS in KiB."""
-    flood = repo.parent / "flood.py"
-    flood.write_text(FLOOD)
+    flood = beside(repo, "flood.py", FLOOD)
     done = subprocess.run(
         [sys.executable, "-P", "-c", GATE, "properties", "--pin", "pins/fixtures.json",
          "--expect-digest", digest, "--properties", "pins/properties.json", "--base", "HEAD",

@@ -15,7 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, ban_enforcement, git, is_gone, wait_for_pid
+from helpers import (
+    RunCli,
+    ban_enforcement,
+    beside,
+    git,
+    is_gone,
+    simulate_missing_layers,
+    sleeper_argv,
+    wait_for_process,
+)
 from helpers.scoring import PYTEST, ledger, live_digest, score
 
 pytestmark = pytest.mark.pytest_child
@@ -186,15 +195,22 @@ def test_oracle_rewriting_flags_are_refused(
     assert_no_ledger(orders_repo)
 
 
-def test_timeout_kills_the_background_grandchild(run_cli: RunCli, orders_repo: Path) -> None:
-    command = "sh -c 'sleep 600 & echo $! > grandchild.pid; wait'"
+def test_timeout_kills_the_background_grandchild(
+    run_cli: RunCli, orders_repo: Path, tmp_path: Path
+) -> None:
+    seconds, sleep = sleeper_argv(tmp_path)
+    command = f"sh -c '{sleep} & wait'"
+    grandchild: list[int] = []
+    watcher = threading.Thread(target=lambda: grandchild.append(wait_for_process(seconds)))
+    watcher.start()
     started = time.monotonic()
-    result = score(run_cli, orders_repo, "--base", "HEAD", "--timeout", "1", command=command)
+    result = score(run_cli, orders_repo, "--base", "HEAD", "--timeout", "3", command=command)
+    watcher.join()
     assert result.code == 4
     assert "timed out" in result.first_error_line
     assert time.monotonic() - started < 30
     assert_no_ledger(orders_repo)
-    assert is_gone(wait_for_pid(orders_repo / "grandchild.pid"))
+    assert is_gone(grandchild[0])
 
 
 def test_command_not_found_exits_4(run_cli: RunCli, orders_repo: Path) -> None:
@@ -280,8 +296,8 @@ def writes_report(source: Path, report: Path) -> str:
 
 
 def test_junit_call_failure_and_teardown_error_is_error(run_cli: RunCli, orders_repo: Path) -> None:
-    junit, source = orders_repo.parent / "report/junit.xml", orders_repo.parent / "junit.src"
-    source.write_text(JUNIT_CALL_AND_TEARDOWN)
+    junit = orders_repo.parent / "report/junit.xml"
+    source = beside(orders_repo, "junit.src", JUNIT_CALL_AND_TEARDOWN)
     command = writes_report(source, junit)
     result = score(run_cli, orders_repo, "--base", "HEAD", "--junit-xml", junit, command=command)
     assert result.code == 1
@@ -292,8 +308,9 @@ def test_junit_call_failure_and_teardown_error_is_error(run_cli: RunCli, orders_
 
 
 def test_junit_with_doctype_exits_4(run_cli: RunCli, orders_repo: Path) -> None:
-    junit, source = orders_repo.parent / "report/junit.xml", orders_repo.parent / "junit.src"
-    source.write_text('<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY e "boom">]>\n<testsuites/>\n')
+    junit = orders_repo.parent / "report/junit.xml"
+    doctype = '<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY e "boom">]>\n<testsuites/>\n'
+    source = beside(orders_repo, "junit.src", doctype)
     command = writes_report(source, junit)
     result = score(run_cli, orders_repo, "--base", "HEAD", "--junit-xml", junit, command=command)
     assert result.code == 4
@@ -312,7 +329,10 @@ def test_out_inside_a_pin_folder_is_refused(run_cli: RunCli, orders_repo: Path) 
     assert not (orders_repo / "pins/p.json").exists()
 
 
-def test_sigterm_to_the_gate_kills_the_group_and_writes_nothing(orders_repo: Path) -> None:
+def test_sigterm_to_the_gate_kills_the_group_and_writes_nothing(
+    orders_repo: Path, tmp_path: Path
+) -> None:
+    seconds, sleep = sleeper_argv(tmp_path)
     digest = subprocess.run(
         [sys.executable, "-P", "-m", "three_ledger", "digest", "--pin", "pins/fixtures.json",
          "--out", "../f.json"], cwd=orders_repo, capture_output=True, text=True, check=True,
@@ -320,31 +340,24 @@ def test_sigterm_to_the_gate_kills_the_group_and_writes_nothing(orders_repo: Pat
     gate = subprocess.Popen(
         [sys.executable, "-P", "-m", "three_ledger", "properties", "--pin", "pins/fixtures.json",
          "--expect-digest", digest, "--properties", "pins/properties.json", "--base", "HEAD",
-         "--command", "sh -c 'sleep 600 & echo $! > grandchild.pid; wait'",
+         "--command", f"sh -c '{sleep} & wait'",
          "--out", "../ledgers/p.json"],
         cwd=orders_repo, stderr=subprocess.PIPE, text=True, env={**os.environ},
     )  # fmt: skip
-    pid_file = orders_repo / "grandchild.pid"
-    deadline = time.monotonic() + 20
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        assert time.monotonic() < deadline, "the command never started"
-        time.sleep(0.05)
+    grandchild = wait_for_process(seconds)
     gate.terminate()
     _, err = gate.communicate(timeout=30)
     assert gate.returncode == 4
     assert "interrupted by SIGTERM" in err
     assert_no_ledger(orders_repo)
-    assert is_gone(wait_for_pid(pid_file))
+    assert is_gone(grandchild)
 
 
 def test_socket_guard_acts_where_no_namespace_can(
     run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from three_ledger.run import network_namespace
-
-    monkeypatch.setattr(
-        network_namespace, "namespace_available", lambda: "user namespaces are disabled"
-    )
+    disabled = "user namespaces are disabled"
+    simulate_missing_layers(monkeypatch, network=disabled, pid=disabled, mount=disabled)
     test = orders_repo / "properties/test_orders.py"
     test.write_text(
         test.read_text()
@@ -360,11 +373,8 @@ def test_socket_guard_acts_where_no_namespace_can(
 def test_no_namespace_and_not_pytest_exits_4(
     run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from three_ledger.run import network_namespace
-
-    monkeypatch.setattr(
-        network_namespace, "namespace_available", lambda: "user namespaces are disabled"
-    )
+    disabled = "user namespaces are disabled"
+    simulate_missing_layers(monkeypatch, network=disabled, pid=disabled, mount=disabled)
     result = score(run_cli, orders_repo, "--base", "HEAD", command="make check")
     assert result.code == 4
     assert "user namespaces are disabled" in result.first_error_line

@@ -12,20 +12,26 @@ from pathlib import Path
 
 import pytest
 
-from helpers import default_sigint, git, is_gone, terminated_on_exit, wait_for_pid
+from helpers import (
+    default_sigint,
+    git,
+    is_gone,
+    sleeper_argv,
+    terminated_on_exit,
+    wait_for_process,
+)
 
 pytestmark = pytest.mark.pytest_child
 
 # A background grandchild that ignores SIGINT, as `&` makes it in a non-interactive shell:
-# only the group-wide SIGKILL after the leader's exit can stop it.
-SHELL_CHILD = "sh -c 'sleep 600 & echo $! > grandchild.pid; wait'"
+# only the group-wide SIGKILL after the leader's exit (or the end of its PID namespace) can
+# stop it. The test finds it on the host by its command line (its sleep argument).
+SHELL_CHILD = "sh -c '{sleep} & wait'"
 SLEEPING_PROPERTY = """
 
 def test_slow_grandparent() -> None:
     import subprocess, time
-    grandchild = subprocess.Popen(["sleep", "600"])
-    with open("grandchild.pid", "w") as pid_file:
-        pid_file.write(f"{grandchild.pid}\\n")
+    subprocess.Popen(["sleep", "{seconds}"])
     time.sleep(600)
 """
 PYTEST_CHILD = f"{sys.executable} -m pytest -q -p no:cacheprovider properties/test_orders.py"
@@ -58,11 +64,12 @@ def live_digest(repo: Path) -> str:
     ids=["SIGINT-shell", "SIGINT-pytest", "SIGTERM-pytest"],
 )
 def test_an_interrupted_gate_kills_the_group_and_leaves_no_ledger(
-    orders_repo: Path, signum: int, child: str
+    orders_repo: Path, tmp_path: Path, signum: int, child: str
 ) -> None:
+    seconds, sleep = sleeper_argv(tmp_path)
     if child == "pytest":
         tests = orders_repo / "properties/test_orders.py"
-        tests.write_text(tests.read_text() + SLEEPING_PROPERTY)
+        tests.write_text(tests.read_text() + SLEEPING_PROPERTY.format(seconds=seconds))
         git(orders_repo, "commit", "-qam", "a slow test, reviewed")
     stale = orders_repo.parent / "ledgers/p.json"
     stale.parent.mkdir()
@@ -70,11 +77,12 @@ def test_an_interrupted_gate_kills_the_group_and_leaves_no_ledger(
     running = gate(
         orders_repo, "properties", "--pin", "pins/fixtures.json",
         "--expect-digest", live_digest(orders_repo), "--properties", "pins/properties.json",
-        "--base", "HEAD", "--command", SHELL_CHILD if child == "shell" else PYTEST_CHILD,
+        "--base", "HEAD",
+        "--command", SHELL_CHILD.format(sleep=sleep) if child == "shell" else PYTEST_CHILD,
         "--out", "../ledgers/p.json",
     )  # fmt: skip
     with terminated_on_exit(running):
-        grandchild = wait_for_pid(orders_repo / "grandchild.pid")
+        grandchild = wait_for_process(seconds)
         running.send_signal(signum)
         _, err = running.communicate(timeout=40)
     assert running.returncode == 4, err

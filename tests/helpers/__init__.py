@@ -117,6 +117,46 @@ def wait_for_pid(path: Path, timeout_s: float = 10.0) -> int:
     raise AssertionError(f"{path} never received a pid: the command did not start")
 
 
+def beside(repo: Path, name: str, text: str | bytes) -> Path:
+    """A file a test's command reads, holding TEXT, in a folder of REPO that git ignores.
+
+    The sandbox shows the run ROOT (read-only) and hides the rest of /tmp, where a test's
+    other files live; an ignored file is no part of the change under review.
+    """
+    folder = repo / ".test-support"
+    if not folder.exists():
+        folder.mkdir()
+        with (repo / ".git/info/exclude").open("a") as exclude:
+            exclude.write("/.test-support/\n")
+    path = folder / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def sleeper_argv(tmp_path: Path) -> tuple[str, str]:
+    """A `sleep` whose command line no other process has: (its seconds argument, its shell
+    command). A test finds it on the host by that argument, whatever its pid in a namespace."""
+    seconds = f"600.{abs(hash(tmp_path)) % 10**9:09d}"
+    return seconds, f"sleep {seconds}"
+
+
+def wait_for_process(argument: str, timeout_s: float = 20.0) -> int:
+    """The pid, on the host, of the process whose command line holds ARGUMENT, once it runs."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argument.encode() in cmdline:
+                return int(entry.name)
+        time.sleep(0.05)
+    raise AssertionError(f"no process with {argument!r} in its command line: it never started")
+
+
 def is_gone(pid: int, timeout_s: float = 5.0) -> bool:
     """True once `pid` no longer runs; a zombie counts as gone (PID 1 here may not reap)."""
     deadline = time.monotonic() + timeout_s
@@ -171,6 +211,45 @@ def namespace_problem() -> str | None:
 def ban_enforcement() -> str:
     """What enforces a pinned network ban on a pytest command here (SPEC 4.2 step 5)."""
     return "netns" if namespace_problem() is None else "socket-guard"
+
+
+@functools.cache
+def sandbox_probe() -> Any:
+    """What the gate's own probe finds here (a `sandbox.Probe`), probed once per process."""
+    from three_ledger.run.sandbox import probe_namespaces
+
+    return probe_namespaces()
+
+
+def sandbox_problem(layer: str) -> str | None:
+    """Why the sandbox's LAYER (`pid`, `mount`) cannot be made here; None when it can."""
+    problem: str | None = getattr(sandbox_probe(), layer)
+    return problem
+
+
+def expected_layers() -> dict[str, str]:
+    """The ledger's `sandbox.layers` of a run here with nothing simulated, as the gate's
+    probe finds the namespaces (the closed environment counts only with a PID namespace)."""
+    from three_ledger.run.sandbox import assemble
+
+    def state(problem: str | None) -> str:
+        return "held" if problem is None else f"missing: {problem}"
+
+    layers = {"environment": "held", "no_new_privs": "held", "pid": state(sandbox_problem("pid"))}
+    layers.update(mount=state(sandbox_problem("mount")), file_commands="held")
+    return assemble(layers)
+
+
+def simulate_missing_layers(monkeypatch: Any, **reasons: str) -> None:
+    """The gate's probe, in this process, answering that each layer named cannot be made, for
+    the reason given; the others as the real probe finds them. The run then goes without
+    them, as it would on a machine where the probe fails."""
+    import dataclasses
+
+    from three_ledger.run import sandbox
+
+    real = sandbox.probe_namespaces
+    monkeypatch.setattr(sandbox, "probe_namespaces", lambda: dataclasses.replace(real(), **reasons))
 
 
 # The Hypothesis profiles (registered in conftest.py): `quick` in make test and test-fast,

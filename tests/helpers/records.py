@@ -22,6 +22,8 @@ from three_ledger.vocabulary import BaseHow
 HEX = "ab" * 32
 COMMIT = "cd" * 20
 STAMP = "2026-09-25T12:00:00.123456Z"
+# The layers of the process and mount namespaces, as a run with every layer records them.
+HELD_LAYERS = {"pid": "held", "mount": "held", "file_commands": "held"}
 
 
 def property_ledger(**change: Any) -> PropertyLedger:
@@ -46,7 +48,7 @@ def property_ledger(**change: Any) -> PropertyLedger:
         "network": "banned",
         "network_enforcement": "netns",
         "sandbox": Sandbox(
-            layers={"environment": "held", "no_new_privs": "held"},
+            layers={"environment": "held", "no_new_privs": "held", **HELD_LAYERS},
             env_removed=("GITHUB_TOKEN",),
             env_kept=(),
         ),

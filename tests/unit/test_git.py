@@ -169,6 +169,25 @@ def test_untracked_new_file_counts(repo: Repo, base: str) -> None:
     assert changed(repo, base) == ["tests/test_new.py"]
 
 
+def test_the_users_and_the_machines_git_configuration_are_not_read(
+    repo: Repo, base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    excludes = tmp_path / "ignore-everything"
+    excludes.write_text("tests/\n")
+    config = tmp_path / "gitconfig"
+    config.write_text(f"[core]\n\texcludesFile = {excludes}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    repo.write("tests/test_new.py", "def test_new(): pass\n")
+    # git with that configuration would call the new test module ignored...
+    listed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=repo.root, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "test_new.py" not in listed
+    # ...the gate's git reads neither the global nor the system configuration.
+    assert changed(repo, base) == ["tests/test_new.py"]
+
+
 def test_ignored_file_does_not_count(repo: Repo, base: str) -> None:
     repo.write("tests/run.log", "noise\n")
     assert changed(repo, base) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import is_gone, wait_for_pid
-from three_ledger.run import network_namespace
+from three_ledger.run import network_namespace, trampoline
 from three_ledger.runner import run_command
 
 
@@ -62,9 +62,10 @@ def host_server() -> Iterator[socket.socket]:
 def test_namespace_argv_wraps_the_command_in_unshare_and_the_trampoline() -> None:
     argv = network_namespace.namespace_argv(["pytest", "-q"])
     assert argv[:5] == ["unshare", "--user", "--map-root-user", "--net", "--"]
-    assert argv[5:8] == [sys.executable, "-I", "-S"]
-    assert Path(argv[8]) == Path(network_namespace.__file__).resolve()
-    assert argv[9:] == ["--outer-netns", str(host_netns_inode()), "--", "pytest", "-q"]
+    assert argv[5:9] == [sys.executable, "-I", "-S", "-c"]
+    assert "import trampoline" in argv[9]
+    assert Path(argv[10]) == Path(trampoline.__file__).resolve().parent
+    assert argv[11:] == ["--outer-netns", str(host_netns_inode()), "--", "pytest", "-q"]
 
 
 @pytest.mark.skipif(_raw_unshare_problem() is not None, reason="`unshare -Urn` fails here")
@@ -167,7 +168,7 @@ def run_trampoline_directly(outer: str, *command: str) -> subprocess.CompletedPr
     argv = [
         sys.executable,
         "-m",
-        "three_ledger.run.network_namespace",
+        "three_ledger.run.trampoline",
         "--outer-netns",
         outer,
         "--",
@@ -199,8 +200,8 @@ def test_trampoline_refuses_a_namespace_with_other_interfaces(tmp_path: Path) ->
 
 
 def test_trampoline_rejects_a_malformed_command_line() -> None:
-    assert network_namespace.main(["--outer-netns", "x", "--", "true"]) == network_namespace.USAGE
-    assert network_namespace.main(["--outer-netns", "1", "--"]) == network_namespace.USAGE
+    assert trampoline.main(["--outer-netns", "x", "--", "true"]) == trampoline.USAGE
+    assert trampoline.main(["--outer-netns", "1", "--"]) == trampoline.USAGE
 
 
 @needs_unshare
@@ -275,7 +276,7 @@ def trampoline_in_a_bare_namespace(*command: str) -> subprocess.CompletedProcess
     """`python -m` the trampoline inside `unshare -Urn`, as namespace_argv starts it but with
     site on, so that a coverage run measures the trampoline where it really runs."""
     argv = ["unshare", "--user", "--map-root-user", "--net", "--", sys.executable, "-m"]
-    argv += ["three_ledger.run.network_namespace", "--outer-netns", str(host_netns_inode())]
+    argv += ["three_ledger.run.trampoline", "--outer-netns", str(host_netns_inode())]
     return subprocess.run([*argv, "--", *command], capture_output=True, text=True, timeout=30)
 
 
@@ -292,6 +293,6 @@ def test_a_command_that_cannot_be_executed_exits_126(tmp_path: Path) -> None:
     script = tmp_path / "not-executable.sh"
     script.write_text("#!/bin/sh\necho ran\n")
     done = trampoline_in_a_bare_namespace(str(script))
-    assert done.returncode == network_namespace.CANNOT_EXECUTE
+    assert done.returncode == trampoline.CANNOT_EXECUTE
     assert done.stdout == ""
     assert done.stderr == f"three-ledger netns: cannot run {script}: Permission denied\n"

@@ -251,9 +251,9 @@ def merged_ledger(
 
 def weakest_sandbox(sandboxes: Sequence[Sandbox]) -> Sandbox:
     """Each layer as the weakest shard had it (the first `missing: ...` in index order), and
-    every name any shard removed or kept: the merged run is no better shut in than its worst
-    shard. Shards may run on runners whose environments differ, so the names are not
-    required to agree."""
+    every name any shard removed or kept, and every file any shard read where it may write:
+    the merged run is no better shut in than its worst shard. Shards may run on runners
+    whose environments differ, so the names are not required to agree."""
     layers: dict[str, str] = {}
     for sandbox in sandboxes:
         for layer, state in sandbox.layers.items():
@@ -263,4 +263,5 @@ def weakest_sandbox(sandboxes: Sequence[Sandbox]) -> Sandbox:
         layers=layers,
         env_removed=tuple(sorted({name for s in sandboxes for name in s.env_removed})),
         env_kept=tuple(sorted({name for s in sandboxes for name in s.env_kept})),
+        writable_reads=tuple(sorted({path for s in sandboxes for path in s.writable_reads})),
     )

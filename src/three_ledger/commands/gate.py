@@ -18,14 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, assert_never
 
+from three_ledger import git
 from three_ledger.bytecode import is_bytecode
+
+# Every step of the chain, imported before the first test run starts: a run without the
+# sandbox's read-only tree must not be able to plant code that a later step imports.
+from three_ledger.commands import check_pins as check_pins_command
+from three_ledger.commands import dual_pin as dual_pin_command
+from three_ledger.commands import flake_observe as flake_observe_command
 from three_ledger.commands import merge as merge_command
+from three_ledger.commands import properties as properties_command
+from three_ledger.commands import vet as vet_command
 from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.gate_plan import Change, FixtureSide, Plan, Unusable, find_change, find_pins
 from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
+from three_ledger.pins import load_fixture_pin
 from three_ledger.progress import progress
 from three_ledger.report.gate_summary import (
     GateOutcome,
@@ -268,18 +278,14 @@ class InProcess:
             case Vet():
                 return self._vet(call)
             case CheckPins():
-                from three_ledger.commands.check_pins import check_pins
-
-                return check_pins(pins_dir=call.pins_dir, root=self.request.root)
+                return check_pins_command.check_pins(pins_dir=call.pins_dir, root=self.request.root)
             case Merge():
                 return self._merge(call)
             case _:
                 assert_never(call)
 
     def _properties(self, call: Properties) -> int:
-        from three_ledger.commands.properties import Request, properties
-
-        request = Request(
+        request = properties_command.Request(
             pin_path=call.side.path,
             expect_digest=call.expect_digest,
             properties_path=call.properties_pin,
@@ -293,12 +299,10 @@ class InProcess:
             flake_pin_path=call.flake_pin,
             keep_env=self.request.keep_env,
         )
-        return properties(request)
+        return properties_command.properties(request)
 
     def _flake_observe(self, call: FlakeObserve) -> int:
-        from three_ledger.commands.flake_observe import flake_observe
-
-        return flake_observe(
+        return flake_observe_command.flake_observe(
             fixture_path=call.fixture,
             property_path=call.prop,
             flake_pin_path=call.flake_pin,
@@ -309,9 +313,7 @@ class InProcess:
         )
 
     def _vet(self, call: Vet) -> int:
-        from three_ledger.commands import vet
-
-        request = vet.Request(
+        request = vet_command.Request(
             pin_path=call.side.path,
             properties_path=call.properties_pin,
             command=self.request.command,
@@ -324,7 +326,7 @@ class InProcess:
             base=self.base,
             keep_env=self.request.keep_env,
         )
-        return vet.vet(request)
+        return vet_command.vet(request)
 
     def _merge(self, call: Merge) -> int:
         sources = merge_command.Sources(
@@ -349,18 +351,14 @@ class InProcess:
 
 
 def _dual_pin(call: DualPin) -> int:
-    from three_ledger.commands import dual_pin
-
     if len(call.scored) == 1:
-        return dual_pin.dual_pin_not_run(out=call.out)
+        return dual_pin_command.dual_pin_not_run(out=call.out)
     left, right = call.scored
-    return dual_pin.dual_pin(left_path=left, right_path=right, out=call.out)
+    return dual_pin_command.dual_pin(left_path=left, right_path=right, out=call.out)
 
 
 def moved_fixtures(root: Path, base: str, plan: Plan) -> tuple[str, ...]:
     """Paths under each fixture pin's folder that differ from the base (for annotations)."""
-    from three_ledger import git
-    from three_ledger.pins import load_fixture_pin
 
     moved: set[str] = set()
     for side in plan.sides:
@@ -432,8 +430,6 @@ def _checked_and_vetted(
 def _test_side(request: GateRequest, change: Change, plan: Plan) -> list[TestSideChange] | None:
     """Each test-side path of a change whose every path is test-side (or a pin, with at least
     one test-side path), relative to ROOT; None for a change to score."""
-    from three_ledger import git
-
     pins = set(change.changed_pins())
     others = [path for path in change.changed if path not in pins]
     if not others or any(is_bytecode(path) for path in change.changed):

@@ -91,7 +91,8 @@ def plan(request: PlanRequest) -> int:
         with ThreadPoolExecutor(max_workers=1) as background:
             probe = background.submit(network_namespace.namespace_available)
             pins = preflight(request.checks())
-            enforcement = choose_enforcement(pins.properties_pin.network, request.command, probe)
+            network = pins.properties_pin.network
+            enforcement = choose_enforcement(network, request.command, probe.result)
         ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)
         collection = collect_measured(request, pins, enforcement, ignore)
         tests = collection.tests

@@ -18,7 +18,8 @@ from three_ledger.ledgers import PropertyLedger, write_ledger
 from three_ledger.matching import match_pin, skip_suggestion_lines, warning_lines
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.report.findings import findings, plain_lines, status_lines
-from three_ledger.run import network_namespace
+from three_ledger.run import sandbox
+from three_ledger.run.mount_plan import read_only_hints
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.observation import ScoredRun, observe, property_ledger
 from three_ledger.run.preflight import Checks, preflight
@@ -77,17 +78,29 @@ def properties(request: Request) -> int:
         keep_env=request.keep_env,
     )
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
-        # The namespace probe is a child process of its own: start it now, so that it
+        # The sandbox's probe is a child process of its own: start it now, so that it
         # overlaps the pin and tree checks instead of adding to the gate's cost.
-        probe = background.submit(network_namespace.namespace_available)
+        probe = background.submit(sandbox.probe_namespaces)
         checked = preflight(request.checks())
-        enforcement = choose_enforcement(checked.properties_pin.network, request.command, probe)
-        observed = observe(run, checked, enforcement)
+        network = checked.properties_pin.network
+        enforcement = choose_enforcement(network, request.command, lambda: probe.result().network)
+        observed = observe(run, checked, enforcement, probe.result())
         ledger = property_ledger(run, checked, enforcement, observed)
         write_ledger(request.out, ledger)
     match = match_pin(checked.properties_pin, checked.flake_selectors(), observed.results)
     warnings = [*warning_lines(match), *skip_suggestion_lines(match)]
+    warnings += sandbox_warnings(ledger, log_path, request.root)
     return report(ledger, request.out, log_path, warnings)
+
+
+def sandbox_warnings(ledger: PropertyLedger, log_path: Path, root: Path) -> list[str]:
+    """Each layer of the sandbox that did not hold; for a run with misses, each write the
+    read-only tree refused."""
+    missing = ledger.sandbox.missing()
+    warnings = [f"sandbox layer {name}: {state}" for name, state in missing.items()]
+    if ledger.failing_ids() and ledger.sandbox.layers.get(sandbox.Layer.MOUNT) == sandbox.HELD:
+        warnings += read_only_hints(log_path, root)
+    return warnings
 
 
 def report(ledger: PropertyLedger, out: Path, log_path: Path, warnings: Sequence[str]) -> int:

@@ -28,7 +28,7 @@ from three_ledger.ledgers import (
     write_ledger,
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
-from three_ledger.run import network_namespace
+from three_ledger.run import sandbox
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.observation import ScoredRun, observe, property_ledger
 from three_ledger.run.preflight import Preflight, preflight
@@ -49,10 +49,11 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
         inputs=[plan_path],
     )
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
-        probe = background.submit(network_namespace.namespace_available)
+        probe = background.submit(sandbox.probe_namespaces)
         scored = preflight(request.checks())
         refuse_other_plan(plan, plan_file.path, scored, request)
-        enforcement = choose_enforcement(scored.properties_pin.network, request.command, probe)
+        network = scored.properties_pin.network
+        enforcement = choose_enforcement(network, request.command, lambda: probe.result().network)
         with tempfile.TemporaryDirectory(prefix="three-ledger-shard-") as private:
             ids_path = Path(private) / "slice.json"
             ids_path.write_text(json.dumps(list(plan.slices[index])), encoding="utf-8")
@@ -63,9 +64,10 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
                 log_path,
                 None,
                 ids_path,
+                out=request.out,
                 keep_env=request.keep_env,
             )
-            observed = observe(run, scored, enforcement)
+            observed = observe(run, scored, enforcement, probe.result())
         whole = property_ledger(run, scored, enforcement, observed)
         ledger = PropertyShardLedger(
             ledger_id=whole.ledger_id,

@@ -66,7 +66,7 @@ def shard_plan(request: ShardPlanRequest) -> int:
     with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
         probe = background.submit(network_namespace.namespace_available)
         pins = preflight(collecting.checks())
-        enforcement = choose_enforcement(pins.properties_pin.network, request.command, probe)
+        enforcement = choose_enforcement(pins.properties_pin.network, request.command, probe.result)
         digest = pins.digest
         head = git.head_revision(request.root)
         ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)

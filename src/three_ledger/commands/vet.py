@@ -116,7 +116,8 @@ def vet(request: Request) -> int:
         # The namespace probe is a child of its own: it overlaps the pin and tree checks.
         probe = background.submit(network_namespace.namespace_available)
         checked = preflight(request.checks())
-        enforcement = choose_enforcement(checked.properties_pin.network, request.command, probe)
+        network = checked.properties_pin.network
+        enforcement = choose_enforcement(network, request.command, probe.result)
         with tempfile.TemporaryDirectory(prefix="three-ledger-vet-") as private:
             bench = Bench.prepare(request, checked, enforcement, Path(private), log_path)
             with bench:

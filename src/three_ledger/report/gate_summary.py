@@ -187,7 +187,15 @@ def console_report(outcome: GateOutcome) -> str:
         lines.append(
             one_line(f"posture: {verdict.posture.value} (row {verdict.row}): {verdict.reason}")
         )
+    lines += [one_line(f"warning: {line}") for line in sandbox_warnings(outcome)]
     return "\n".join(lines) + "\n"
+
+
+def sandbox_warnings(outcome: GateOutcome) -> list[str]:
+    """One line per layer of the test child's sandbox that did not hold in the scored run."""
+    prop = outcome.property_ledger()
+    missing = prop.sandbox.missing() if prop is not None else {}
+    return [f"the test run's sandbox layer {name} is {state}" for name, state in missing.items()]
 
 
 def summary_markdown(outcome: GateOutcome) -> str:
@@ -251,7 +259,17 @@ def github_annotations(outcome: GateOutcome) -> list[Annotation]:
     headline = Annotation(
         level, f"three-ledger {verdict.posture.value} (row {verdict.row})", verdict.reason
     )
-    return [headline, *_moved_fixtures(outcome), *_oracle_changes(outcome), *_pin_edits(outcome)]
+    sandbox = [
+        Annotation("warning", "three-ledger: sandbox layer missing", line)
+        for line in sandbox_warnings(outcome)
+    ]
+    return [
+        headline,
+        *_moved_fixtures(outcome),
+        *_oracle_changes(outcome),
+        *_pin_edits(outcome),
+        *sandbox,
+    ]
 
 
 def _level(outcome: GateOutcome, row: int) -> Level:

@@ -165,6 +165,7 @@ def render(summary: SummaryInput) -> str:
         *_test_change(summary),
         *_pin_change(summary),
         *_problems(summary),
+        *_sandbox(summary),
         *_vet(summary),
         *_properties(summary),
         *_unpinned_failures(summary),
@@ -218,6 +219,20 @@ def _problems(summary: SummaryInput) -> list[str]:
     if more > 0:
         items += f"\n- and {more} more (see the step logs)"
     return ["**Problems found:**", items]
+
+
+def _sandbox(summary: SummaryInput) -> list[str]:
+    """A warning for each layer of the test child's sandbox that did not hold."""
+    prop = _property_ledger(summary)
+    missing = prop.sandbox.missing() if prop is not None else {}
+    if not missing:
+        return []
+    items = "\n".join(f"- {code(name)}: {text(state)}" for name, state in missing.items())
+    heading = (
+        f"**⚠️ Sandbox:** the test run went without {len(missing)} of its layers "
+        "(docs/ci.md says what turns each on):"
+    )
+    return [heading, items]
 
 
 def _vet(summary: SummaryInput) -> list[str]:

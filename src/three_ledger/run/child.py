@@ -3,8 +3,9 @@
 The child's environment is closed (`env_policy.py`): the allow-list, the names the pin and
 --keep-env ask for, and a private, empty HOME; plus what SPEC 6 gives the property tests,
 plus the staged plugin (`staging.py`), plus what the command asks for. It starts with
-PR_SET_NO_NEW_PRIVS set; under the network ban's namespace the command runs inside it.
-`properties` and `vet` score the run; `plan` asks only for the collection.
+PR_SET_NO_NEW_PRIVS set; under the network ban's namespace the command runs inside it, and
+a scored run inside the sandbox's other layers (`sandbox.py`). `properties` and `vet` score
+the run; `plan` asks only for the collection.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ from three_ledger.plugin.wire import (
 from three_ledger.results import TestResult, read_results_file
 from three_ledger.run import network_namespace
 from three_ledger.run.staging import StagedPlugin, plugin_environment
+from three_ledger.run.trampoline import KILLED_BY, SIGNAL_BASE, signal_name
 from three_ledger.vocabulary import LAYER_HELD, Enforcement, layer_missing
 
 if TYPE_CHECKING:
+    from three_ledger.run.sandbox import Confinement
     from three_ledger.runner import RunResult
 
 # pytest's own exit codes other than 0 and 1 say the run itself went wrong.
@@ -69,6 +72,9 @@ class Child:
     ignore: tuple[str, ...] = ()
     # Names of the job's environment kept beyond the allow-list: the pin's `env`, --keep-env.
     keep_env: tuple[str, ...] = ()
+    # The sandbox's layers (scored runs only), and where the run's caches go, outside the tree.
+    confinement: Confinement | None = None
+    caches: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,9 @@ def run_child(child: Child) -> RunResult:
     from three_ledger.runner import run_command
 
     argv = list(child.command)  # empty: the runner reports "empty command"
-    if child.enforcement is Enforcement.NETNS:
+    if child.confinement is not None:
+        argv = child.confinement.argv(argv, child.enforcement)
+    elif child.enforcement is Enforcement.NETNS:
         argv = network_namespace.namespace_argv(argv)
     # A private, empty HOME for this run alone; what the run leaves there goes with it.
     with tempfile.TemporaryDirectory(
@@ -93,7 +101,7 @@ def run_child(child: Child) -> RunResult:
         return run_command(
             argv,
             cwd=child.root,
-            env=child_environment(child, Path(home)),
+            env=sandboxed_environment(child, Path(home)),
             timeout_s=child.timeout_s,
             log_path=child.log_path,
             console=child.console,
@@ -101,22 +109,44 @@ def run_child(child: Child) -> RunResult:
         )
 
 
-def sandbox(child: Child, ran: RunResult, inherited: Mapping[str, str] = os.environ) -> Sandbox:
+def sandboxed_environment(child: Child, home: Path) -> dict[str, str]:
+    """The child's environment, with the run's caches outside the tree and, with the mount
+    layer, the HOME and /tmp of the sandbox."""
+    env = child_environment(child, home)
+    if child.caches is not None:
+        from three_ledger.run.sandbox import cache_environment
+
+        env.update(cache_environment(env, child.command, child.root, child.caches))
+    if child.confinement is not None:
+        env.update(child.confinement.environment())
+    return env
+
+
+def sandbox(
+    child: Child,
+    ran: RunResult,
+    inherited: Mapping[str, str] = os.environ,
+    writable_reads: Sequence[str] = (),
+) -> Sandbox:
     """What the ledger says of the run's sandbox: each layer, and the names, never values."""
+    from three_ledger.run.sandbox import assemble
+
     # The environment run_child gave: only HOME's value differs, and no name depends on it.
     given = child_environment(child, Path(os.devnull), inherited)
     layers = {
         # Closed in-process, so it always holds here. Alone it does not protect: without a
-        # PID namespace, /proc/<ppid>/environ still shows the job's whole environment, so the
-        # process-namespace layer turns this into `missing: ...` where it is itself missing.
+        # PID namespace, /proc/<ppid>/environ still shows the job's whole environment, so
+        # `assemble` turns this into `missing: ...` where the PID layer is itself missing.
         "environment": LAYER_HELD,
         "no_new_privs": ran.no_new_privs or layer_missing("the runner was not asked to set it"),
+        **(child.confinement.layers if child.confinement is not None else {}),
     }
     removed = [name for name in inherited if name not in given]
     return Sandbox(
-        layers=layers,
+        layers=assemble(layers),
         env_removed=tuple(sorted(ledger_text(removed))),
         env_kept=tuple(sorted(ledger_text(env_policy.kept_beyond(inherited, child.keep_env)))),
+        writable_reads=tuple(writable_reads),
     )
 
 
@@ -186,11 +216,37 @@ def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
         raise
 
 
-def exit_meaning(code: int, enforcement: Enforcement) -> str:
+def exit_meaning(
+    code: int, enforcement: Enforcement, confinement: Confinement | None = None
+) -> str:
     """Why an exit other than 0 or 1 means the run's results cannot be trusted."""
+    sandboxed = confinement is not None and confinement.wraps()
+    if sandboxed and code == network_namespace.ISOLATION_FAILED:
+        return "the sandbox could not be made (the log says why); the command did not run"
     if enforcement is Enforcement.NETNS and code == network_namespace.ISOLATION_FAILED:
         return "the network namespace failed its isolation check; the command did not run"
-    if enforcement is Enforcement.NETNS and code == network_namespace.COMMAND_NOT_FOUND:
+    wrapped = sandboxed or enforcement is Enforcement.NETNS
+    if wrapped and code == network_namespace.COMMAND_NOT_FOUND:
         return "the command could not start: not found"
     meaning = _PYTEST_EXITS.get(code, "neither 0 (all passed) nor 1 (some failed)")
     return f"the command exited {code} ({meaning}): its results cannot be trusted"
+
+
+# How much of a log's end is searched for the trampoline's last word.
+_LOG_TAIL_BYTES = 64 * 1024
+
+
+def killed_in_sandbox(ran: RunResult, confinement: Confinement, log_path: Path) -> str | None:
+    """The signal that killed the command under the sandbox's PID 1, which exits 128+N then
+    and says so last in the log; None when it was not killed."""
+    code = ran.exit_code
+    if not confinement.pid_namespace or code is None or code <= SIGNAL_BASE:
+        return None
+    try:
+        with log_path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - _LOG_TAIL_BYTES))
+            tail = log.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    said = f"{KILLED_BY} {signal_name(code - SIGNAL_BASE)}"
+    return f"the command was killed by {signal_name(code - SIGNAL_BASE)}" if said in tail else None

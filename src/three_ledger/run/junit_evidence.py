@@ -43,7 +43,7 @@ _NO_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 # Codes that say the command did not run, from the namespace launcher (`network_namespace`)
 # and from shells; a runner that happens to exit with one cannot be told apart.
 RESERVED_EXITS = {
-    125: "the network namespace launcher refused to run the command",
+    125: "the sandbox's trampoline refused to run the command (a namespace was not made)",
     126: "the command could not be executed",
     127: "the command was not found",
 }

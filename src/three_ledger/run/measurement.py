@@ -23,9 +23,10 @@ IMPORTED = "imported"
 _LEFT_OUT_FOLDERS = frozenset({".git", "__pycache__"})
 
 
-def prepare(private: Path) -> Measurement:
-    """Stage the hook in PRIVATE and make its empty records folder."""
-    records = private / "measured"
+def prepare(private: Path, written: Path | None = None) -> Measurement:
+    """Stage the hook in PRIVATE and make its empty records folder in WRITTEN (the folder the
+    child may write; PRIVATE itself when not given)."""
+    records = (written or private) / "measured"
     records.mkdir()
     return Measurement(stage_measurement(private), records)
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Sequence
 from typing import assert_never
 
 from three_ledger.errors import InfraFailure
@@ -18,17 +17,18 @@ from three_ledger.vocabulary import Enforcement, Network
 
 
 def choose_enforcement(
-    network: Network, command: Sequence[str], probe: Future[str | None]
+    network: Network, command: Sequence[str], probe: Callable[[], str | None]
 ) -> Enforcement:
     """The mechanism for this run; InfraFailure when the ban is pinned and none can act.
 
-    `probe` resolves to None when a network namespace works here, else to the reason why not.
+    `probe` answers None when a network namespace works here, else the reason why not (it
+    waits for the probe that runs in the background).
     """
     match network:
         case Network.ALLOWED:
             return Enforcement.NONE
         case Network.BANNED:
-            reason = probe.result()
+            reason = probe()
             if reason is None:
                 return Enforcement.NETNS
             if runs_pytest(command):

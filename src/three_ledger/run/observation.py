@@ -13,7 +13,9 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from three_ledger import jsonio
 from three_ledger.errors import InfraFailure
 from three_ledger.ledgers import (
     FileEntry,
@@ -24,17 +26,37 @@ from three_ledger.ledgers import (
     ledger_text,
     new_ledger_id,
 )
+from three_ledger.paths import is_under
 from three_ledger.plugin.wire import HARNESS_ENV, PYTEST_SEEN_ENV, ROOT_ENV, SHARD_IDS_ENV
 from three_ledger.progress import progress
 from three_ledger.results import TestResult, pinned, scored_fields
 from three_ledger.run import measurement
-from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child, sandbox
+from three_ledger.run.child import (
+    Child,
+    exit_meaning,
+    killed_in_sandbox,
+    read_plugin_results,
+    run_child,
+    sandbox,
+)
 from three_ledger.run.harness import read_harness
 from three_ledger.run.measured_oracles import ClosedWorld, closed_changes, measured_changes
+from three_ledger.run.mount_plan import (
+    prepare_writable_paths,
+    read_only_hints,
+    refuse_writable_holding,
+)
 from three_ledger.run.preflight import Preflight
+from three_ledger.run.sandbox import Confinement, Probe, confine, require, run_files
 from three_ledger.run.staging import stage_plugin
 from three_ledger.run.tripwire import Sentinels, checked_and_removed
 from three_ledger.vocabulary import Enforcement, OracleModel, Tripwire
+
+if TYPE_CHECKING:
+    from three_ledger.runner import RunResult
+
+# The one folder of the run's private folder the child may write: its records and caches.
+WRITTEN = "written"
 
 
 @dataclass(frozen=True)
@@ -79,14 +101,19 @@ class ScoredRun:
         return (*checked.properties_pin.env, *self.keep_env)
 
 
-def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Observed:
-    """Run the command and read its results; a run that is not evidence is InfraFailure."""
+def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe: Probe) -> Observed:
+    """Run the command and read its results; a run that is not evidence is InfraFailure.
+
+    PROBE says which of the sandbox's layers can be made here (`sandbox.py`).
+    """
     if run.junit_xml is not None:
-        return _observe_report(run, run.junit_xml, checked, enforcement)
+        return _observe_report(run, run.junit_xml, checked, enforcement, probe)
     sentinels = Sentinels.fresh()
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
-        results_path = Path(private) / "results.jsonl"
-        harness_path = Path(private) / "harness.json"
+        written = Path(private) / WRITTEN
+        written.mkdir()
+        results_path = written / "results.jsonl"
+        harness_path = written / "harness.json"
         extra_env: dict[str, str] = {}
         if run.shard_ids is not None:
             extra_env[SHARD_IDS_ENV] = str(run.shard_ids)
@@ -97,7 +124,8 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
         # New test modules are left out of a pytest run; the measurement tells whether the
         # run loaded one anyway, so it is armed for them in the inferred model too.
         unscored = checked.base().unscored_new_files
-        measuring = measurement.prepare(Path(private)) if closed or unscored else None
+        measuring = measurement.prepare(Path(private), written) if closed or unscored else None
+        confinement = _confine(run, checked, probe, Path(private), [written])
         child = Child(
             command=run.command,
             root=run.root,
@@ -111,16 +139,27 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             extra_env=extra_env,
             measurement=measuring,
             ignore=unscored,
+            confinement=confinement,
+            caches=written / "caches",
             keep_env=run.kept_names(checked),
         )
         with progress("properties").running(f"the command: {' '.join(run.command)}"):
             ran = run_child(child)
         failure = ran.failure()
         if failure is not None:
-            raise InfraFailure(f"{failure}; no property ledger written (log: {run.log_path})")
+            raise InfraFailure(
+                f"{failure}; no property ledger written (log: {run.log_path})",
+                read_only_hints(run.log_path, run.root) if confinement.mounts else (),
+            )
         assert ran.exit_code is not None  # no failure means the command exited
         if ran.exit_code not in (0, 1):
-            raise InfraFailure(f"{exit_meaning(ran.exit_code, enforcement)} (log: {run.log_path})")
+            meaning = killed_in_sandbox(ran, confinement, run.log_path) or exit_meaning(
+                ran.exit_code, enforcement, confinement
+            )
+            raise InfraFailure(
+                f"{meaning} (log: {run.log_path})",
+                read_only_hints(run.log_path, run.root) if confinement.mounts else (),
+            )
         recorded = read_plugin_results(results_path, run.log_path)
         try:
             results = checked_and_removed(
@@ -129,6 +168,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             harness = read_harness(harness_path)
             kept = [result for result in results if _scores(result, checked)]
             uses = {} if measuring is None else measurement.read_measured(measuring, run.root)
+            uses, writable_reads = _writable_reads(uses, checked, confinement)
             if not closed:
                 changes = measured_changes(
                     run.root, checked.base().before, harness, kept, checked.fixture_pin.files
@@ -155,13 +195,73 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
         ran.duration_ms,
         None,
         Tripwire.SENTINELS,
-        sandbox(child, ran),
+        _recorded_sandbox(child, ran, checked, writable_reads),
         harness,
         world.changes,
         model,
         world.untracked_reads,
         tuple(path for path in unscored if path not in uses),
     )
+
+
+def _confine(
+    run: ScoredRun, checked: Preflight, probe: Probe, private: Path, writable: Sequence[Path]
+) -> Confinement:
+    """The sandbox's layers for RUN; with the mount layer, its writable_paths made ready."""
+    pin = checked.properties_pin
+    outputs = [path for path in (run.out, run.log_path) if path is not None]
+    readable = [run.shard_ids] if run.shard_ids is not None else []
+    files = run_files(
+        run.root, private, writable, pin.writable_paths, outputs, run.command, readable
+    )
+    confinement = confine(probe, files, pin.sandbox)
+    if confinement.mounts is None:
+        # Without the read-only tree the run could plant code where the gate imports from:
+        # what the gate imports only later is imported now.
+        jsonio.load_validator_code()
+    elif pin.writable_paths:
+        needed = [("the gate's private folder", private)]
+        needed += [("the folder the run writes its records to", folder) for folder in writable]
+        refuse_writable_holding(run.root, pin.writable_paths, needed)
+        prepare_writable_paths(run.root, pin.writable_paths)
+    return confinement
+
+
+def _recorded_sandbox(
+    child: Child, ran: RunResult, checked: Preflight, writable_reads: Sequence[str] = ()
+) -> Sandbox:
+    """The ledger's `sandbox` of a run; InfraFailure where the pin requires a layer that
+    did not hold (no_new_privs is known only once the child started)."""
+    recorded = sandbox(child, ran, writable_reads=writable_reads)
+    outcome = f"the run is no evidence; no property ledger written (log: {child.log_path})"
+    require(checked.properties_pin.sandbox, recorded.layers, outcome)
+    return recorded
+
+
+def _read_only_details(run: ScoredRun, report_path: Path) -> list[str]:
+    """For a JUnit run without a usable report: each write the read-only tree refused, or,
+    where the report is missing and the log names none, where the runner may write."""
+    hints = read_only_hints(run.log_path, run.root)
+    if hints or report_path.exists():
+        return hints
+    allowed = (
+        f"the sandbox lets the runner write only the report's folder "
+        f"{report_path.parent.resolve()} (and /tmp, HOME, writable_paths): a report written "
+        "anywhere else under ROOT fails on the read-only tree"
+    )
+    return [allowed]
+
+
+def _writable_reads(
+    uses: Mapping[str, str], checked: Preflight, confinement: Confinement
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """USES without the files the run read under writable_paths (each its own empty tmpfs
+    there: the run wrote them itself, and they are no file of the tree), and those files."""
+    entries = checked.properties_pin.writable_paths
+    if confinement.mounts is None or not entries:
+        return dict(uses), ()
+    inside = sorted(path for path in uses if any(is_under(path, entry) for entry in entries))
+    return {path: how for path, how in uses.items() if path not in inside}, tuple(inside)
 
 
 def left_out(
@@ -177,7 +277,7 @@ def left_out(
 
 
 def _observe_report(
-    run: ScoredRun, report_path: Path, checked: Preflight, enforcement: Enforcement
+    run: ScoredRun, report_path: Path, checked: Preflight, enforcement: Enforcement, probe: Probe
 ) -> Observed:
     """A run scored from the JUnit report at REPORT_PATH (`junit_evidence.py`).
 
@@ -195,7 +295,11 @@ def _observe_report(
     for path in checked.base().unscored_new_files:
         changes[path] = "new test module: a JUnit run cannot leave it out"
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
-        seen = Path(private) / "pytest-seen.jsonl"
+        written = Path(private) / WRITTEN
+        written.mkdir()
+        seen = written / "pytest-seen.jsonl"
+        writable = [written, report_path.parent]
+        confinement = _confine(run, checked, probe, Path(private), writable)
         child = Child(
             command=run.command,
             root=run.root,
@@ -206,16 +310,29 @@ def _observe_report(
             plugin=stage_plugin(Path(private)),
             results_path=None,
             extra_env={PYTEST_SEEN_ENV: str(seen)},
+            confinement=confinement,
+            caches=written / "caches",
             keep_env=run.kept_names(checked),
         )
         start = junit_evidence.started(report)
         ran = run_child(child)
         failure = ran.failure()
         if failure is not None:
-            raise InfraFailure(f"{failure}; no property ledger written (log: {run.log_path})")
+            raise InfraFailure(
+                f"{failure}; no property ledger written (log: {run.log_path})",
+                read_only_hints(run.log_path, run.root) if confinement.mounts else (),
+            )
         assert ran.exit_code is not None  # no failure means the command exited
+        killed = killed_in_sandbox(ran, confinement, run.log_path)
+        if killed is not None:
+            raise InfraFailure(f"{killed}; no property ledger written (log: {run.log_path})")
         junit_evidence.refuse_pytest(seen, run.log_path)
-    results, entry = junit_evidence.read_after_run(report, start, ran.exit_code, run.log_path)
+    try:
+        results, entry = junit_evidence.read_after_run(report, start, ran.exit_code, run.log_path)
+    except InfraFailure as no_report:
+        if confinement.mounts is not None:
+            no_report.details += _read_only_details(run, report_path)
+        raise
     model = OracleModel.INFERRED
     if checked.properties_pin.product_paths is not None:
         model = OracleModel.CLOSED
@@ -225,7 +342,7 @@ def _observe_report(
         ran.duration_ms,
         entry,
         Tripwire.NONE,
-        sandbox(child, ran),
+        _recorded_sandbox(child, ran, checked),
         None,
         changes,
         model,

@@ -31,6 +31,7 @@ from three_ledger.pins import (
     load_properties_pin,
 )
 from three_ledger.run.measured_oracles import BeforeRun, before_run, unmatched_oracle_paths
+from three_ledger.run.mount_plan import known_oracle_files, refuse_writable_overlaps
 from three_ledger.run.oracles import rewriting_flag
 from three_ledger.run.runner_config import runner_oracle_changes
 from three_ledger.test_changes import new_test_modules
@@ -116,6 +117,7 @@ def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
     properties_pin = load_properties_pin(checks.properties_path)
     flake_pin = load_flake_pin(checks.flake_pin_path) if checks.flake_pin_path else None
     properties_pin.check_against(fixture_pin)
+    _refuse_writable_paths(checks.root, properties_pin, fixture_pin)
     live = live_digest(checks.root, fixture_pin)
     if checks.expect_digest is not None:
         _refuse_other_digest(checks, fixture_pin, live.digest, env)
@@ -135,6 +137,19 @@ def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
         if flag is not None:
             raise Refused(f"--command carries {flag!r}, which rewrites the oracles it is judged by")
     return Preflight(fixture_pin, properties_pin, flake_pin, live.digest, facts)
+
+
+def _refuse_writable_paths(root: Path, pin: PropertiesPin, fixture_pin: FixturePin) -> None:
+    """A folder the run may write never holds what judges it (mount_plan.py)."""
+    if not pin.writable_paths:
+        return
+    refuse_writable_overlaps(
+        pin.source,
+        pin.writable_paths,
+        fixture_pin.fixtures_dir,
+        pin.oracle_paths,
+        known_oracle_files(root, pin.writable_paths),
+    )
 
 
 def new_tests_left_out(

@@ -1,0 +1,496 @@
+"""The test child's trampoline: it finishes the namespaces `unshare` made, then runs the command.
+
+Started from its own folder under `python -I -S` (`launcher`: no site-packages, nothing from
+the child's folder, so it starts fast and nothing installed can stand in for it), so it
+imports only the standard library. `network_namespace.py` and `sandbox.py` say what they ask of it:
+
+- `--outer-netns INODE`: the network namespace must not be the gate's and must hold only
+  `lo`, which it brings up.
+- `--plan JSON`: the mount layer's operations, in order (`sandbox.py` plans them): the tree
+  read-only, a private `/tmp`, the folders the run may write.
+- `--init`: it is PID 1 of a new PID namespace. It mounts a fresh `/proc`, runs the command in
+  a process group of its own, forwards SIGINT and SIGTERM to that group, reaps orphans, and
+  exits with the command's status (a death by signal N as 128+N); the kernel then kills
+  whatever is left in the namespace.
+- `--probe`: it runs nothing, and prints as one JSON line why each layer asked for cannot be
+  made here (`null` where it can).
+
+With `--plan` or `--init` the command starts without any capability, so it cannot undo a
+mount; otherwise it is exec'd in place and keeps the pid and process group the runner gave.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ctypes
+
+# A namespace was not what the gate asked for, or could not be finished: nothing ran.
+ISOLATION_FAILED = 125
+# As a shell reports them, since `unshare` itself started fine and the runner cannot tell.
+CANNOT_EXECUTE = 126
+COMMAND_NOT_FOUND = 127
+USAGE = 64  # ExitCode.USAGE, not imported: the trampoline must not need the package
+# A command killed by signal N exits 128+N, as a shell reports it, after this line.
+SIGNAL_BASE = 128
+KILLED_BY = "three-ledger sandbox: the command was killed by"
+
+_NET_NS = "/proc/self/ns/net"
+_SIOCGIFFLAGS = 0x8913
+_SIOCSIFFLAGS = 0x8914
+_IFF_UP = 0x1
+# struct ifreq: a 16-byte name, then a union whose first member is the short flags (40 bytes).
+_IFREQ = struct.Struct("16sH22x")
+
+# <sys/mount.h> and <linux/mount.h>
+_MS_RDONLY = 0x1
+_MS_NOSUID = 0x2
+_MS_NODEV = 0x4
+_MS_NOEXEC = 0x8
+_MS_BIND = 0x1000
+_MS_REC = 0x4000
+_MOUNT_ATTR_RDONLY = 0x1
+_AT_FDCWD = -100
+_AT_RECURSIVE = 0x8000
+# The same number on every architecture that numbers its system calls from the common table.
+_SYS_MOUNT_SETATTR = 442
+# <linux/prctl.h>
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAPABILITY_VERSION_3 = 0x20080522
+
+
+# struct mount_attr: attr_set, attr_clr, propagation, userns_fd.
+_MOUNT_ATTR = struct.Struct("=QQQQ")
+# struct __user_cap_header_struct (version, pid), then two __user_cap_data_struct
+# (effective, permitted, inheritable) for 64 capabilities: all zero.
+_CAP_HEADER = struct.Struct("=Ii")
+_CAP_DATA_SIZE = 2 * struct.calcsize("=III")
+
+
+# Imports this module from its folder, put last on sys.path (after the standard library), so
+# that Python uses its cached bytecode: a script run by path is compiled again every time.
+_BOOT = (
+    "import sys; sys.path.append(sys.argv.pop(1)); import trampoline; "
+    "raise SystemExit(trampoline.main())"
+)
+
+
+def launcher() -> list[str]:
+    """The argv that starts the trampoline; its options and `-- COMMAND` follow."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    return [sys.executable, "-I", "-S", "-c", _BOOT, folder]
+
+
+class SetupFailed(Exception):
+    """A layer the gate asked for could not be made: the command must not run."""
+
+
+@dataclass
+class Request:
+    """What the command line asks for."""
+
+    outer_netns: int | None = None
+    init: bool = False
+    plan: list[list[Any]] | None = None
+    probe: bool = False
+    command: list[str] | None = None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`[--outer-netns INODE] [--init] [--plan JSON] [--probe] -- COMMAND...`."""
+    request = _parse(list(sys.argv[1:] if argv is None else argv))
+    if request is None:
+        print(
+            "usage: trampoline [--outer-netns INODE] [--init] [--plan JSON] [--probe] "
+            "-- COMMAND [ARG...]",
+            file=sys.stderr,
+        )
+        return USAGE
+    if request.probe:
+        print(json.dumps(probe(request)))
+        return 0
+    assert request.command is not None  # _parse requires one without --probe
+    try:
+        _set_up(request)
+    except SetupFailed as failed:
+        print(f"three-ledger sandbox: refusing to run the command: {failed}", file=sys.stderr)
+        return ISOLATION_FAILED
+    confined = request.init or request.plan is not None
+    if request.init:
+        code = _init(request.command)
+        if sys.flags.no_site:
+            # At once, as the gate starts it: the namespace ends with PID 1, and the
+            # interpreter's teardown is not free. With `site` (a test starting it under
+            # coverage), it returns, so that what atexit holds runs.
+            sys.stderr.flush()
+            os._exit(code)
+        return code
+    return _exec(request.command, drop_capabilities=confined)
+
+
+def _parse(args: list[str]) -> Request | None:
+    if "--" not in args:
+        return None
+    split = args.index("--")
+    options, command = args[:split], args[split + 1 :]
+    request = Request(command=command)
+    while options:
+        option = options.pop(0)
+        if option == "--outer-netns" and options and options[0].isdigit():
+            request.outer_netns = int(options.pop(0))
+        elif option == "--plan" and options:
+            request.plan = _plan(options.pop(0))
+            if request.plan is None:
+                return None
+        elif option in ("--init", "--probe"):
+            setattr(request, option[2:], True)
+        else:
+            return None
+    if request.probe != (not command):
+        return None
+    return request
+
+
+def _plan(text: str) -> list[list[Any]] | None:
+    try:
+        plan = json.loads(text)
+    except ValueError:
+        return None
+    valid = isinstance(plan, list) and all(
+        isinstance(step, list) and step and isinstance(step[0], str) for step in plan
+    )
+    return plan if valid else None
+
+
+def _set_up(request: Request) -> None:
+    if request.outer_netns is not None:
+        problem = _isolation_problem(request.outer_netns) or _loopback_problem()
+        if problem is not None:
+            raise SetupFailed(problem)
+    if request.plan is not None:
+        where = os.getcwd()
+        _apply_all(request.plan)
+        # Looked up again: the folder it stood in may now lie under a new mount.
+        try:
+            os.chdir(where)
+        except OSError as error:
+            raise SetupFailed(f"cannot enter {where} again: {error.strerror}") from None
+    if request.init:
+        _become_init()
+
+
+def probe(request: Request) -> dict[str, str | None]:
+    """Why each layer REQUEST names cannot be made here: None for each that can."""
+    found: dict[str, str | None] = {}
+    if request.outer_netns is not None:
+        found["network"] = _isolation_problem(request.outer_netns) or _loopback_problem()
+    if request.plan is not None:
+        found["mount"] = _attempt(lambda: _apply_all(request.plan or []))
+    if request.init:
+        found["pid"] = _attempt(_become_init)
+    if request.init or request.plan is not None:
+        # Without this the command could undo every mount: neither layer holds.
+        dropped = _attempt(_drop_capabilities)
+        for layer in ("mount", "pid"):
+            if layer in found and found[layer] is None:
+                found[layer] = dropped
+    return found
+
+
+def _attempt(action: Callable[[], object]) -> str | None:
+    try:
+        action()
+    except (SetupFailed, OSError) as error:
+        return str(error)
+    return None
+
+
+# --- the network namespace ----------------------------------------------------------------
+
+
+def _isolation_problem(outer: int) -> str | None:
+    # Checked before touching any interface, so the host's own `lo` is never changed.
+    inode = os.stat(_NET_NS).st_ino
+    if inode == outer:
+        return f"still in the gate's network namespace (inode {inode})"
+    names = sorted(name for _index, name in socket.if_nameindex())
+    if names != ["lo"]:
+        return f"the namespace has interfaces other than lo: {', '.join(names)}"
+    return None
+
+
+def _loopback_problem() -> str | None:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            flags = _interface_flags(sock, b"lo")
+            fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, _IFREQ.pack(b"lo", flags | _IFF_UP))
+            flags = _interface_flags(sock, b"lo")
+    except OSError as error:
+        return f"cannot bring lo up: {error}"
+    return None if flags & _IFF_UP else "lo is still down after bringing it up"
+
+
+def _interface_flags(sock: socket.socket, name: bytes) -> int:
+    reply = fcntl.ioctl(sock.fileno(), _SIOCGIFFLAGS, _IFREQ.pack(name, 0))
+    flags: int = _IFREQ.unpack(reply)[1]
+    return flags
+
+
+# --- the mount layer ------------------------------------------------------------------------
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    # Imported here: the gate imports this module for its names, and needs no ctypes.
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_ulong,
+        ctypes.c_char_p,
+    ]
+    libc.syscall.restype = ctypes.c_long
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    return libc
+
+
+def _check(result: int, what: str) -> None:
+    import ctypes
+
+    if result != 0:
+        number = ctypes.get_errno()
+        raise SetupFailed(f"{what}: {os.strerror(number)}")
+
+
+def _mount(source: str, target: str, kind: str | None, flags: int, data: str = "") -> None:
+    libc = _libc()
+    done = libc.mount(
+        os.fsencode(source),
+        os.fsencode(target),
+        kind.encode() if kind else None,
+        flags,
+        data.encode() if data else None,
+    )
+    _check(done, f"cannot mount {kind or 'a bind of ' + source} on {target}")
+
+
+def _set_read_only(path: str, *, read_only: bool, recursive: bool) -> None:
+    import ctypes
+
+    changed = (_MOUNT_ATTR_RDONLY, 0) if read_only else (0, _MOUNT_ATTR_RDONLY)
+    attr = ctypes.create_string_buffer(_MOUNT_ATTR.pack(*changed, 0, 0), _MOUNT_ATTR.size)
+    flags = _AT_RECURSIVE if recursive else 0
+    done = _libc().syscall(
+        _SYS_MOUNT_SETATTR, _AT_FDCWD, os.fsencode(path), flags, attr, _MOUNT_ATTR.size
+    )
+    state = "read-only" if read_only else "writable"
+    _check(done, f"cannot make {path} {state} (mount_setattr, Linux 5.12 or later)")
+
+
+def _apply(step: list[Any]) -> None:
+    """One operation of the mount plan; SetupFailed when it cannot be done."""
+    match step:
+        case ["read_only", str(path)]:
+            _set_read_only(path, read_only=True, recursive=True)
+        case ["private_tmp", str(path), list(kept)]:
+            _private_tmp(path, [str(relative) for relative in kept])
+        case ["tmpfs", str(path)]:
+            _require_folder(path)
+            _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755")
+        case ["writable", str(path)]:
+            _require_folder(path)
+            _mount(path, path, None, _MS_BIND)
+            _set_read_only(path, read_only=False, recursive=False)
+        case ["hide", str(path)]:
+            if os.path.isdir(path):  # already out of sight where it is gone (a private /tmp)
+                flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_RDONLY
+                _mount("tmpfs", path, "tmpfs", flags, "mode=0555")
+        case ["mkdir", str(path)]:
+            _make_folder(path)
+        case _:
+            raise SetupFailed(f"unknown mount step {step!r}")
+
+
+def _apply_all(steps: list[list[Any]]) -> None:
+    for step in steps:
+        _apply(step)
+
+
+def _require_folder(path: str) -> None:
+    if not os.path.isdir(path) or os.path.islink(path):
+        raise SetupFailed(f"{path} is not a folder")
+
+
+def _make_folder(path: str) -> None:
+    try:
+        os.mkdir(path, 0o700)
+    except OSError as error:
+        raise SetupFailed(f"cannot make {path}: {error.strerror}") from None
+
+
+def _private_tmp(path: str, kept: list[str]) -> None:
+    """An empty tmpfs over PATH; each of KEPT (relative to PATH) visible again, read-only."""
+    try:
+        real = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as error:
+        raise SetupFailed(f"cannot open {path}: {error.strerror}") from None
+    try:
+        _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777")
+        for relative in kept:
+            _keep(real, path, relative)
+    finally:
+        os.close(real)
+
+
+def _keep(real: int, path: str, relative: str) -> None:
+    """RELATIVE of the real folder (open as REAL) bound again at PATH/RELATIVE."""
+    source = f"/proc/self/fd/{real}/{relative}"
+    target = os.path.join(path, relative)
+    try:
+        os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+        if os.path.isdir(source):
+            os.makedirs(target, mode=0o755, exist_ok=True)
+        else:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+    except OSError as error:
+        raise SetupFailed(f"cannot keep {target} visible: {error.strerror}") from None
+    _mount(source, target, None, _MS_BIND | _MS_REC)
+
+
+# --- the PID namespace ----------------------------------------------------------------------
+
+
+def _become_init() -> None:
+    if os.getpid() != 1:
+        raise SetupFailed(f"not PID 1 of a new PID namespace (pid {os.getpid()})")
+    _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    libc = _libc()
+    # Neither the command nor its children may trace or read PID 1, which keeps capabilities.
+    _check(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0), "cannot make PID 1 undumpable")
+    # If `unshare` dies, so does the namespace.
+    _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0), "cannot set PID 1's death signal")
+
+
+class _Forwarder:
+    """PID 1's SIGINT and SIGTERM handler: each goes to the command's process group."""
+
+    def __init__(self) -> None:
+        self.group: int | None = None
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        if self.group is not None:
+            with contextlib.suppress(ProcessLookupError):  # the group is gone: nothing to stop
+                os.killpg(self.group, signum)
+
+
+def _init(command: list[str]) -> int:
+    """Run COMMAND as PID 1's child until it ends; reap every other process meanwhile."""
+    # A signal the trampoline was started with ignored stays ignored, in the command too.
+    forwarded = [
+        signum
+        for signum in (signal.SIGINT, signal.SIGTERM)
+        if signal.getsignal(signum) is not signal.SIG_IGN
+    ]
+    forwarder = _Forwarder()
+    # Blocked until the command's group exists, so that no signal is lost in between.
+    signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
+    for signum in forwarded:
+        signal.signal(signum, forwarder)
+    leader = os.fork()
+    if leader == 0:
+        os.setpgid(0, 0)
+        for signum in forwarded:
+            signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
+        os._exit(_exec(command, drop_capabilities=True))
+    with contextlib.suppress(OSError):  # the command already set it, or already exec'd
+        os.setpgid(leader, leader)
+    forwarder.group = leader
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
+    return _wait_for(leader)
+
+
+def _wait_for(leader: int) -> int:
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid != leader:
+            continue  # an orphan, reaped
+        code = os.waitstatus_to_exitcode(status)
+        if code >= 0:
+            return code
+        # Said in so many words: a runner may exit 128+N on its own (mocha counts failures).
+        print(f"{KILLED_BY} {signal_name(-code)}", file=sys.stderr, flush=True)
+        return SIGNAL_BASE - code
+
+
+def signal_name(signum: int) -> str:
+    """SIGTERM for 15; `signal 34` for a number Python has no name for (a real-time one)."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+def _drop_capabilities() -> None:
+    """Every capability gone, for good: the command cannot undo a mount, nor mount again."""
+    libc = _libc()
+    for capability in range(_last_capability() + 1):
+        _check(libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0), "cannot drop a capability")
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0)  # EINVAL before Linux 4.3
+    import ctypes
+
+    header = ctypes.create_string_buffer(_CAP_HEADER.pack(_CAPABILITY_VERSION_3, 0))
+    data = ctypes.create_string_buffer(_CAP_DATA_SIZE)
+    _check(libc.capset(header, data), "cannot clear the capabilities")
+
+
+def _last_capability() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as stream:
+            return int(stream.read())
+    except (OSError, ValueError):
+        return 63
+
+
+def _exec(command: list[str], *, drop_capabilities: bool) -> int:
+    # exec, not a child: without --init the command keeps the pid and process group the
+    # runner gave.
+    try:
+        if drop_capabilities:
+            _drop_capabilities()
+        os.execvp(command[0], command)
+    except SetupFailed as failed:
+        print(f"three-ledger sandbox: refusing to run the command: {failed}", file=sys.stderr)
+        return ISOLATION_FAILED
+    except FileNotFoundError:
+        print(f"three-ledger netns: command not found: {command[0]}", file=sys.stderr)
+        return COMMAND_NOT_FOUND
+    except OSError as error:
+        print(f"three-ledger netns: cannot run {command[0]}: {error.strerror}", file=sys.stderr)
+        return CANNOT_EXECUTE
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
