@@ -13,9 +13,11 @@ pytest_runtest_protocol
 pytest_runtest_logreport
 pytest_runtest_logfinish
 pytest_sessionfinish
-# ... and of the tripwire plugin, with its sentinel item's methods that pytest calls.
+# ... and of the tripwire plugin, with its sentinel item's methods that pytest calls, and the
+# hook through which the machinery audit judges each registration.
 pytest_configure_node
 pytest_collection_modifyitems
+pytest_plugin_registered
 pytest_sessionstart
 pytest_terminal_summary
 runtest

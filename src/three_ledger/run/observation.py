@@ -25,13 +25,12 @@ from three_ledger.ledgers import (
 )
 from three_ledger.plugin.wire import HARNESS_ENV, PYTEST_SEEN_ENV, ROOT_ENV, SHARD_IDS_ENV
 from three_ledger.results import TestResult, pinned, scored_fields
-from three_ledger.run import measurement
+from three_ledger.run import measurement, tripwire
 from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
 from three_ledger.run.harness import read_harness
 from three_ledger.run.measured_oracles import ClosedWorld, closed_changes, measured_changes
 from three_ledger.run.preflight import Preflight
 from three_ledger.run.staging import stage_plugin
-from three_ledger.run.tripwire import Sentinels, checked_and_removed
 from three_ledger.vocabulary import Enforcement, OracleModel, Tripwire
 
 
@@ -74,14 +73,14 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
     """Run the command and read its results; a run that is not evidence is InfraFailure."""
     if run.junit_xml is not None:
         return _observe_report(run, run.junit_xml, checked, enforcement)
-    sentinels = Sentinels.fresh()
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         results_path = Path(private) / "results.jsonl"
+        record = tripwire.record_path(Path(private))
         harness_path = Path(private) / "harness.json"
         extra_env: dict[str, str] = {}
         if run.shard_ids is not None:
             extra_env[SHARD_IDS_ENV] = str(run.shard_ids)
-        extra_env.update(sentinels.environment())
+        extra_env.update(tripwire.environment(record))
         extra_env[HARNESS_ENV] = str(harness_path)
         extra_env[ROOT_ENV] = str(run.root.resolve())
         closed = checked.properties_pin.product_paths is not None
@@ -112,8 +111,8 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
             raise InfraFailure(f"{exit_meaning(ran.exit_code, enforcement)} (log: {run.log_path})")
         recorded = read_plugin_results(results_path, run.log_path)
         try:
-            results = checked_and_removed(
-                recorded, sentinels, allow_empty=run.shard_ids is not None
+            results, guarded = tripwire.checked_and_removed(
+                recorded, tripwire.read_record(record), allow_empty=run.shard_ids is not None
             )
             harness = read_harness(harness_path)
             kept = [result for result in results if _scores(result, checked)]
@@ -143,7 +142,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement) -> Obs
         ran.exit_code,
         ran.duration_ms,
         None,
-        Tripwire.SENTINELS,
+        guarded,
         harness,
         world.changes,
         model,
