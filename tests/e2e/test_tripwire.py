@@ -119,7 +119,7 @@ def test_statuses_survive_every_option(
 def sentinels_in(log: str) -> dict[str, str]:
     """The sentinels the log's last line about them names, node id to what each must do."""
     line = [text for text in log.splitlines() if "the gate's tripwire added 2 items" in text][-1]
-    return dict(re.findall(r"(\S+) must (pass|fail)[,)]", line))
+    return dict(re.findall(r"([^\s(]+) must (pass|fail)[,)]", line))
 
 
 def test_sentinels_do_not_reach_the_ledger_or_the_cache(run_cli: RunCli, orders_repo: Path) -> None:
@@ -284,7 +284,7 @@ def test_product_code_cannot_tell_the_sentinels_from_real_tests(
 ) -> None:
     monkeypatch.setattr(tripwire, "fresh_seed", lambda: SEED)
     force_sparing(orders_repo, DISCRIMINATORS[discriminator])
-    result = score(run_cli, orders_repo, f"{PYTEST} -v properties/test_orders.py")
+    result = score(run_cli, orders_repo, f"{PYTEST} -vv properties/test_orders.py")
     assert result.code == 4, result.err
     assert re.match(
         "three-ledger: infrastructure failure: " + FORCED_SENTINEL, result.first_error_line
@@ -348,6 +348,8 @@ def test_the_basic_sentinels_still_catch_blanket_forcing(
     run_cli: RunCli, orders_repo: Path
 ) -> None:
     (orders_repo / "properties/test_a_legacy.py").write_text(UNITTEST_FIRST)
+    git(orders_repo, "add", "-A")
+    git(orders_repo, "commit", "-qm", "a legacy unittest case")
     (orders_repo / "conftest.py").write_text(FORCE_PASS)
     break_total(orders_repo)
     result = score(run_cli, orders_repo, f"{PYTEST} -x properties")
@@ -391,11 +393,11 @@ def test_any_price(cents):
 def test_writes_and_spawns(tmp_path):
     (tmp_path / "out.txt").write_text("x")
     done = subprocess.run([sys.executable, "-c", "print(1)"], capture_output=True, text=True)
-    assert done.stdout == "1\n"
+    assert done.stdout == "1\\n"
 
 
 def test_nested_pytest(pytester):
-    pytester.makepyfile("def test_inner():\n    pass\n")
+    pytester.makepyfile("def test_inner():\\n    pass\\n")
     pytester.runpytest_inprocess().assert_outcomes(passed=1)
 """
 
@@ -444,4 +446,5 @@ def test_honest_plugins_pass_the_machinery_audit(
     assert written["tripwire"] == "sentinels"
     log = (orders_repo.parent / "ledgers/p.json.log").read_text()
     assert "machinery was modified" not in log
-    assert "subtests passed" in log
+    if "randomly" not in options:  # in some orders pytest-subtests 0.15 counts no sub-test
+        assert "subtests passed" in log

@@ -202,7 +202,9 @@ class Tripwire:
             if self.session is not None and self.session.testsfailed > 0:
                 self.session.testsfailed -= 1
             lfplugin = self.config.pluginmanager.get_plugin("lfplugin")
-            getattr(lfplugin, "lastfailed", {}).pop(report.nodeid, None)
+            # pytest 9 keys last-failed by the report's structured id, pytest 8 by its node id.
+            for key in (report.nodeid, getattr(report, "id", None)):
+                getattr(lfplugin, "lastfailed", {}).pop(key, None)
         self.audit.check_report()
 
     def _must(self, report: pytest.TestReport) -> str | None:
