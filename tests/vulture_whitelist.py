@@ -73,6 +73,8 @@ needs_network_namespace
 writing_bytecode
 # A fixture a test requests by parameter for its effect on PATH alone.
 hanging_git
+# A fixture a test asks for by name (request.getfixturevalue) only for the option that needs it.
+cov_path
 
 # Dead in the gate today, kept until their module is next changed: git.file_at (tests
 # only), git.tracked_files (called by nothing).

@@ -312,6 +312,8 @@ class Audit:
             return
         # Frame 0 is this method, 1 the hook; 2 is the code that made the assignment.
         self.events.append((what, stack(sys._getframe(2))))
+        if self.trust is not None:  # judged at once, so that the record has it even if the
+            self._judge_events()  # change crashes the run; those before configure, at bind
 
     # --- binding to the run ----------------------------------------------------------------
 
@@ -322,6 +324,7 @@ class Audit:
         pending, self.pending = self.pending, []
         for plugin, manager, frames in pending:
             self.registered(plugin, manager, frames)
+        self._judge_events()
 
     def disarm(self) -> None:
         """This process is not under the gate (an xdist worker whose controller is not)."""
@@ -434,18 +437,14 @@ class Audit:
         functions = dict(zip(map(id, every.impls), every.functions, strict=True))
         for caller in _callers(hooks):
             for impl in caller._hookimpls:
-                plugin = _plugin_name(hooks.manager, impl.plugin)
-                what = f"hook implementation {caller.name} of {plugin}"
+                what = f"hook implementation {caller.name} of {_impl_plugin(impl)}"
                 if id(impl) not in before and id(impl.plugin) not in self.accounted:
                     self._found_impl(f"{what} added", impl)
                 elif id(impl) in before and impl.function is not functions[id(impl)]:
                     self._found_impl(f"{what} replaced", impl)
                 before.pop(id(impl), None)
         for name, impl in before.values():
-            self._found(
-                f"hook implementation {name} of {_plugin_name(hooks.manager, impl.plugin)} removed",
-                None,
-            )
+            self._found(f"hook implementation {name} of {_impl_plugin(impl)} removed", None)
 
     def _found_impl(self, what: str, impl: Any) -> None:
         assert self.trust is not None
@@ -481,9 +480,17 @@ class Audit:
 
 
 def _plugin_name(manager: Any, plugin: object) -> str:
+    return _named(manager.get_name(plugin), plugin)
+
+
+def _impl_plugin(impl: Any) -> str:
+    """The name the implementation's plugin was registered under (it may be gone since)."""
+    return _named(impl.plugin_name, impl.plugin)
+
+
+def _named(name: object, plugin: object) -> str:
     # Unnamed plugin objects are registered under their id(): name them by class instead.
-    name = manager.get_name(plugin)
-    if isinstance(name, str) and not name.isdigit():
+    if isinstance(name, str) and name and not name.isdigit():
         return name
     kind = plugin if isinstance(plugin, type) else type(plugin)
     return f"{kind.__module__}.{kind.__qualname__}"
