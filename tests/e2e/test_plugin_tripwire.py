@@ -140,6 +140,20 @@ def test_colour_count(colour, n):
 """
 
 
+def test_a_sentinel_never_takes_parameters_marked_to_skip(tmp_path: Path) -> None:
+    source = """import pytest
+
+@pytest.mark.parametrize("n", [1, pytest.param(2, marks=pytest.mark.skip(reason="no"))])
+def test_count_up(n):
+    assert n
+"""
+    folder = write(tmp_path, {"test_marked.py": source})
+    for seed in range(1, 7):
+        done, record = run(folder, "-q", seed=seed)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert all(nodeid.endswith("[1]") for nodeid in record["sentinels"]), record
+
+
 def test_a_sentinel_beside_a_class_is_a_method_of_that_class(tmp_path: Path) -> None:
     source = "class TestTotals:\n    def test_sum_empty(self):\n        assert sum([]) == 0\n"
     folder = write(tmp_path, {"test_cls.py": source})

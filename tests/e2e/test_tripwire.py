@@ -311,6 +311,30 @@ def test_the_forcer_gets_through_where_its_rule_can_tell_them_apart(
     assert ledger(orders_repo)["status_by_id"] == ALL_PASS  # the product is broken
 
 
+BROKEN_SETUP = """import pytest
+
+
+@pytest.fixture(autouse=True)
+def database():
+    raise RuntimeError("the test database is down")
+"""
+
+
+def test_a_setup_that_breaks_every_test_breaks_the_sentinels_and_the_run_is_still_scored(
+    run_cli: RunCli, orders_repo: Path
+) -> None:
+    """The sentinels share the project's fixtures: they error with its tests, which rewrites
+    nothing. Only the opposite outcome (a must-fail sentinel recorded as pass) trips."""
+    (orders_repo / "conftest.py").write_text(BROKEN_SETUP)
+    git(orders_repo, "add", "-A")
+    git(orders_repo, "commit", "-qm", "tests need the database")
+    result = score(run_cli, orders_repo, f"{PYTEST} properties/test_orders.py")
+    assert result.code == 1, result.err
+    written = ledger(orders_repo)
+    assert set(written["status_by_id"].values()) == {"error"}
+    assert written["tripwire"] == "sentinels"
+
+
 UNITTEST_FIRST = """import unittest
 
 

@@ -50,15 +50,22 @@ def test_a_forced_must_fail_sentinel_refuses_the_run(tmp_path: Path) -> None:
     )
 
 
-def test_a_must_pass_sentinel_that_errors_says_the_projects_fixtures_may_be_why(
-    tmp_path: Path,
+@pytest.mark.parametrize("seen", [Outcome.ERROR, Outcome.SKIP])
+def test_sentinels_that_error_or_skip_with_the_projects_fixtures_rewrite_nothing(
+    tmp_path: Path, seen: Outcome
 ) -> None:
+    """A fixture file `vet` empties breaks the sentinels' fixtures as it breaks the tests'."""
     record = read_record(write(tmp_path / "r", {"sentinels": MUST, "mechanism": "sentinels"}))
-    errored = [result("t.py::test_a_b", Outcome.ERROR), result("t.py::test_b_a[1]", Outcome.FAIL)]
-    with pytest.raises(InfraFailure) as refused:
-        checked_and_removed([*errored, result("t.py::test_real", Outcome.ERROR)], record)
-    assert "must pass but was recorded as error" in refused.value.message
-    assert "fixtures and hooks" in refused.value.details[0]
+    own = result("t.py::test_real", Outcome.ERROR)
+    broken = [result(test_id, seen) for test_id in MUST]
+    assert checked_and_removed([*broken, own], record) == ([own], Tripwire.SENTINELS)
+
+
+def test_a_must_pass_sentinel_that_fails_refuses_the_run(tmp_path: Path) -> None:
+    record = read_record(write(tmp_path / "r", {"sentinels": MUST, "mechanism": "sentinels"}))
+    flipped = [result("t.py::test_a_b", Outcome.FAIL), result("t.py::test_b_a[1]", Outcome.FAIL)]
+    with pytest.raises(InfraFailure, match=r"t\.py::test_a_b must pass but was recorded as fail"):
+        checked_and_removed([*flipped, result("t.py::test_real", Outcome.PASS)], record)
 
 
 def test_a_finding_refuses_the_run_before_the_sentinels_are_looked_at(tmp_path: Path) -> None:

@@ -99,6 +99,8 @@ class Trust:
         self.stdlib = _standard_library()
         self.environment = _environment()
         self._reals: dict[str, str] = {}
+        self._distributions_seen = -1
+        self._distribution_tops: set[str] = set()
 
     # --- files -----------------------------------------------------------------------------
 
@@ -196,9 +198,12 @@ class Trust:
 
     def _installed_plugin_packages(self) -> frozenset[str]:
         """Top-level packages of the installed pytest plugins (never the project's)."""
-        tops: set[str] = set()
-        for _plugin, dist in self.config.pluginmanager.list_plugin_distinfo():
-            tops.update(_top_levels(dist))
+        distributions = self.config.pluginmanager.list_plugin_distinfo()
+        if len(distributions) != self._distributions_seen:
+            # Entry points load before the plugin; reading their files once is enough.
+            self._distributions_seen = len(distributions)
+            self._distribution_tops = set().union(*(_top_levels(d) for _, d in distributions))
+        tops = set(self._distribution_tops)
         for module in self._registered_modules():
             file = getattr(module, "__file__", None)
             if isinstance(file, str) and not self.is_project(file):

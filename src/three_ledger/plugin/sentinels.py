@@ -15,11 +15,11 @@ that spares a fixed window of items (the first few, where the basic sentinels ar
 real tests with it.
 
 A neighbour qualifies when it is a `pytest.Function` of a module or class (not unittest's
-items, doctests or a plugin's own items) with no skip, skipif or xfail mark on its module or
-class. Where no position has one, or pytest cannot make the items, the sentinels are the basic
-ones: items of a class of their own, parented to the session, listed first
-(`tripwire: "basic"`). Standard library and pytest only (a plugin-side module; see
-run/staging.py).
+items, doctests or a plugin's own items) with no skip, skipif or xfail mark on its module,
+its class or its parameters. Where no position has one, or pytest cannot make the items,
+the sentinels are the basic ones: items of a class of their own, parented to the session,
+listed first (`tripwire: "basic"`). Standard library and pytest only (a plugin-side module;
+see run/staging.py).
 """
 
 from __future__ import annotations
@@ -124,6 +124,10 @@ class _Hosts:
         fit = self.parents.get(id(parent))
         if fit is None:
             fit = self.parents[id(parent)] = _hosts_sentinels(parent)
+        # Its parameters come with the sentinel, and their marks (`pytest.param(marks=...)`).
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and any(mark.name in _NOT_COPIED for mark in callspec.marks):
+            return None
         return item if fit else None
 
 
