@@ -19,7 +19,8 @@ function of `_pytest.runner`, a method of `TestReport`, a hook implementation, p
   theirs a report goes through (`TestReport`, `CallInfo`, `Function`, `HookCaller`, ...), and
   the hooks named `pytest_runtest_*`, `pytest_report_*` and the like. The rest is compared in
   turns, one slice after each report (all of it every few dozen reports), and all of it when
-  collection starts, when it ends and when the session ends.
+  collection starts, when it ends and when the session ends (pytest's per-test assertion
+  hooks, `PER_TEST_STATE`, only then).
 
 A change is judged by who made it (`makers.py`): through pytest's register, the code that
 called it; for an audit event, the code on the stack; for a replaced value, the code that
@@ -74,10 +75,13 @@ REPORT_PATH_CLASSES = frozenset(
         "pluggy._result.Result",
     }
 )
+# pytest sets its assertion hooks here for every test: compared when collection starts and
+# ends and at session end (between tests), never in turns, where each test's would differ.
+PER_TEST_STATE = frozenset({"_pytest.assertion.util"})
 _PREFIXES = ("_pytest.", "pytest.", "pluggy.")
 _ROOTS = frozenset({"_pytest", "pytest", "pluggy"})
 # How many values of the other modules and classes are compared after each report, in turn.
-SLICE = 128
+SLICE = 64
 _is = operator.is_
 _hookimpls = operator.attrgetter("_hookimpls")
 _function = operator.attrgetter("function")
@@ -256,8 +260,10 @@ class Audit:
         self._turn = 0
         self.discover()
         watched = list(self.namespaces.values())
-        self.hot = _Group(ns for ns in watched if _on_report_path(ns.label))
-        self.cold = _chunks((ns for ns in watched if not _on_report_path(ns.label)), SLICE)
+        self.hot = _Group(ns for ns in watched if _on_report_path(ns))
+        self.per_test = _Group(ns for ns in watched if ns.label in PER_TEST_STATE)
+        rest = (ns for ns in watched if not _on_report_path(ns))
+        self.cold = _chunks((ns for ns in rest if ns.label not in PER_TEST_STATE), SLICE)
 
     # --- what is watched -------------------------------------------------------------------
 
@@ -332,7 +338,7 @@ class Audit:
         self.namespaces.clear()
         self.keep.clear()
         self.watched_ids.clear()
-        self.hot, self.cold = _Group(()), []
+        self.hot, self.per_test, self.cold = _Group(()), _Group(()), []
 
     def watch_hooks(self, manager: Any) -> None:
         """Take the hook implementations as seen at load; every plugin so far is legitimate."""
@@ -382,7 +388,7 @@ class Audit:
         new = self.discover()
         if new:
             self.cold += _chunks(new, SLICE)
-        for group in (self.hot, *self.cold):
+        for group in (self.hot, self.per_test, *self.cold):
             if not group.unchanged():
                 self._judge(group)
         self._check_hooks()
@@ -404,8 +410,9 @@ class Audit:
             if key in namespace.at_load:
                 self._found(f"{where} deleted", None)
             return
+        # Not remembered for the audit hook: pytest puts a fresh closure in place for each test
+        # (its assertion hook), and each holds its item.
         maker = self.trust.value_maker(value)
-        self._remember(_unwrapped(value))
         if not self.trust.may_change(maker, value=True):
             verb = "replaced" if key in namespace.at_load else "added"
             self._found(f"{where} {verb}", maker)
@@ -496,8 +503,16 @@ def _named(name: object, plugin: object) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-def _on_report_path(label: str) -> bool:
-    return label in REPORT_PATH_MODULES or label in REPORT_PATH_CLASSES
+def _on_report_path(namespace: _Namespace) -> bool:
+    """A class a report goes through, or a module of them that holds code of its own (pluggy
+    1.7's `_hooks` and `_callers` only re-export what `_caller` and `_execution` define)."""
+    label = namespace.label
+    if label in REPORT_PATH_CLASSES:
+        return True
+    values = namespace.callables.values()
+    return label in REPORT_PATH_MODULES and any(
+        getattr(value, "__module__", None) == label for value in values
+    )
 
 
 def _callers(hooks: _Hooks) -> list[Any]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import sysconfig
 import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -78,6 +77,8 @@ def _machinery_folders() -> tuple[str, ...]:
 
 
 def _standard_library() -> tuple[str, ...]:
+    import sysconfig  # only once a run is judged: it costs a few ms to import
+
     paths = sysconfig.get_paths()
     return tuple(
         dict.fromkeys(os.path.realpath(paths[key]) + os.sep for key in ("stdlib", "platstdlib"))

@@ -4,8 +4,9 @@ modules, made the way pytest makes the project's.
 A sentinel is a `pytest.Function` whose parent is one of the project's test modules or classes
 (the one beside it in the run), named from the words of its neighbours' names
 (`test_total_stable` beside `test_total_non_negative` and `test_id_stable`), taking the same
-arguments and marks as its neighbour (so the same fixtures and parametrisation: one of the
-generated items is picked), with a function compiled under the neighbour's file and line. Its
+arguments and marks as its neighbour (so the same fixtures and parametrisation: the item
+with the neighbour's parameters is kept, or, in a parametrisation of more than 16 sets, one
+of the first 16), with a function compiled under the neighbour's file and line. Its
 file is the neighbour's: tracked by git, on the project's mount. Nothing is written to disk.
 
 Its position is drawn at random among the first K items, K being the number of items that run
@@ -24,6 +25,7 @@ see run/staging.py).
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 from collections.abc import Sequence
@@ -33,6 +35,8 @@ from typing import Any
 import pytest
 
 PASS, FAIL = "pass", "fail"
+# How many items of a sentinel's parametrisation pytest may make, to find the one it keeps.
+MADE_AT_MOST = 16
 # The ledger's words for the two mechanisms (vocabulary.Tripwire).
 SENTINELS, BASIC = "sentinels", "basic"
 MUST_FAIL_MESSAGE = "three-ledger tripwire: this item must fail, and its failure is not counted"
@@ -152,7 +156,7 @@ def _made(
             owner = spot.neighbour.parent.obj  # type: ignore[union-attr]
             name = _fresh_name(rng, owner, spot.neighbour, items, {n for _, n in added})
             added.append((owner, name))
-            placed.append((spot, _sentinel(spot.neighbour, name, must), must))
+            placed.append((spot, _sentinel(rng, spot.neighbour, name, must), must))
     except Exception:  # noqa: BLE001 - a project whose items pytest cannot make gets basic ones
         for owner, name in added:
             if name in vars(owner):
@@ -166,24 +170,25 @@ def _made(
     return Placed({sentinel.nodeid: must for _, sentinel, must in placed}, SENTINELS)
 
 
-def _sentinel(neighbour: pytest.Function, name: str, must: str) -> pytest.Item:
+def _sentinel(rng: random.Random, neighbour: pytest.Function, name: str, must: str) -> pytest.Item:
     """The item NAME beside NEIGHBOUR, made by pytest from a function put in its parent."""
     parent = neighbour.parent
     assert isinstance(parent, pytest.Module | pytest.Class)
     function = _function(name, neighbour, must)
     setattr(parent.obj, name, function)
     # With the neighbour's arguments and marks, pytest parametrises it as it did the
-    # neighbour: the sentinel is the item made with the neighbour's parameters. Items are made
-    # one by one, so those after it are never made.
+    # neighbour: the sentinel is the item made with the neighbour's parameters, when they are
+    # among the first MADE_AT_MOST sets, else one of those. Items are made one by one, so a
+    # parametrisation of thousands costs a few of them, not thousands.
     wanted = _parameters(neighbour)
-    first = None
-    for item in parent._genfunctions(name, function):
-        first = first or item
+    made = []
+    for item in itertools.islice(parent._genfunctions(name, function), MADE_AT_MOST):
         if _parameters(item) == wanted:
             return item
-    if first is None:
+        made.append(item)
+    if not made:
         raise LookupError(f"pytest made no item of {name}")
-    return first
+    return made[rng.randrange(len(made))]
 
 
 def _parameters(item: pytest.Item) -> str | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -169,8 +169,8 @@ class Tripwire:
         placed = sentinels.place(session, session.items, bytes.fromhex(self.setup.seed))
         self.musts, self.mechanism = placed.musts, placed.mechanism
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Iterator[None]:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, Any, Any]:
         """Every hook sees the must-fail item's failure; none of them counts it. Then the
         machinery is checked.
 
@@ -179,9 +179,9 @@ class Tripwire:
         """
         must = self._must(report)
         if not (must == sentinels.FAIL and report.failed):
-            yield
+            results = yield
             self.audit.check_report()
-            return
+            return results
         maxfail = self.config.option.maxfail
         stepwise = self.config.pluginmanager.get_plugin("stepwiseplugin")
         stepwise_skip = getattr(stepwise, "skip", None)
@@ -194,7 +194,7 @@ class Tripwire:
             # xdist counts failures for --maxfail after the hooks: count this one out now.
             dsession.countfailures -= 1
         try:
-            yield
+            results = yield
         finally:
             self.config.option.maxfail = maxfail
             if stepwise is not None:
@@ -206,6 +206,7 @@ class Tripwire:
             for key in (report.nodeid, getattr(report, "id", None)):
                 getattr(lfplugin, "lastfailed", {}).pop(key, None)
         self.audit.check_report()
+        return results
 
     def _must(self, report: pytest.TestReport) -> str | None:
         """What REPORT's item must do, if it is a sentinel; tags a worker's sentinel reports
