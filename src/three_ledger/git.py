@@ -469,4 +469,5 @@ def ignored_among(root: Path, paths: Sequence[str]) -> set[str]:
     # In slices: the paths are command-line arguments (literal pathspecs).
     for start in range(0, len(wanted), 500):
         found.update(_nul_split(_git(root, *listing, *wanted[start : start + 500])))
-    return found
+    # A folder among PATHS lists the ignored files under it; only PATHS themselves are asked.
+    return found & set(wanted)

@@ -549,3 +549,13 @@ def test_file_at_present_and_absent(repo: Repo, fixtures_base: str) -> None:
 def test_file_at_unknown_revision_is_refused(repo: Repo, fixtures_base: str) -> None:
     with pytest.raises(Refused, match="git ls-tree failed"):
         git.file_at(repo.root, "nope", "fixtures/kept.json")
+
+
+def test_ignored_among_answers_only_for_the_paths_asked(repo: Repo, base: str) -> None:
+    """A folder the run opened (Hypothesis lists its `.hypothesis/` database) is a path too:
+    the ignored files under it are not among the answers."""
+    repo.write(".hypothesis/.gitignore", "*\n")
+    repo.write(".hypothesis/examples/a", "x")
+    repo.write("debug.log", "x")
+    asked = [".hypothesis", ".hypothesis/examples/a", "debug.log", "src/app.py"]
+    assert git.ignored_among(repo.root, asked) == {".hypothesis/examples/a", "debug.log"}
