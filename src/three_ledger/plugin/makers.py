@@ -33,7 +33,8 @@ FrameInfo = tuple[str, str, int]
 
 _OWN_FOLDER = os.path.dirname(os.path.abspath(__file__))
 _SITE_FOLDERS = frozenset({"site-packages", "dist-packages"})
-# The code that starts a run: `python -m pytest`, the `pytest` script, an xdist worker.
+# The code that starts a run where pytest's entry point is not on the stack: a script that
+# runs as `__main__`, an xdist worker's bootstrap.
 _LAUNCHERS = frozenset({"__main__", "__channelexec__"})
 
 
@@ -52,13 +53,31 @@ class Maker:
         return f"{self.module} ({where})"
 
 
+def _entry_points() -> frozenset[types.CodeType]:
+    """The code of pytest's entry points: `main` and `console_main`, and from pytest 9 the
+    `_main` and `_console_main` they call."""
+    from _pytest import config
+
+    names = ("main", "console_main", "_main", "_console_main")
+    functions = (getattr(config, name, None) for name in names)
+    return frozenset(f.__code__ for f in functions if isinstance(f, types.FunctionType))
+
+
+# Taken at import, before any of the project's code runs: what calls pytest's entry point is
+# the run's command (`python -m pytest`, `coverage run -m pytest`, a script the pin names).
+_ENTRY_POINTS = _entry_points()
+
+
 def stack(frame: types.FrameType | None, limit: int = 64) -> tuple[FrameInfo, ...]:
-    """FRAME and its callers, innermost first, as plain values."""
+    """FRAME and its callers, innermost first, as plain values, up to pytest's entry point:
+    the command beyond it made nothing that pytest, between the two, did not make itself."""
     found: list[FrameInfo] = []
     while frame is not None and len(found) < limit:
         module = frame.f_globals.get("__name__")
         name = module if isinstance(module, str) else "?"
         found.append((name, frame.f_code.co_filename, frame.f_lineno))
+        if frame.f_code in _ENTRY_POINTS:
+            break
         frame = frame.f_back
     return tuple(found)
 
