@@ -56,8 +56,7 @@ class Maker:
 def _entry_points() -> frozenset[types.CodeType]:
     """The code of pytest's entry points: `main` and `console_main`, and from pytest 9 the
     `_main` and `_console_main` they call."""
-    from _pytest import config
-
+    config = sys.modules[pytest.main.__module__]  # `_pytest.config`, loaded with pytest
     names = ("main", "console_main", "_main", "_console_main")
     functions = (getattr(config, name, None) for name in names)
     return frozenset(f.__code__ for f in functions if isinstance(f, types.FunctionType))
