@@ -25,6 +25,24 @@ def test_version_and_help_exit_zero(run_cli: RunCli) -> None:
     assert "dual-pin" in help_text.out
 
 
+def test_the_quick_version_is_the_parsers(capsys: pytest.CaptureFixture[str]) -> None:
+    # `--version` alone is answered before the parser is imported; with anything after it,
+    # the parser's version action answers. Both say the same.
+    assert main(["--version"]) == 0
+    quick = capsys.readouterr().out
+    assert main(["--version", "--quiet"]) == 0
+    assert capsys.readouterr().out == quick == f"three-ledger {__version__}\n"
+
+
+def test_version_imports_neither_the_parser_nor_the_commands() -> None:
+    code = (
+        "import sys; from three_ledger.cli import main; main(['--version']);"
+        "print(sorted(m for m in sys.modules if m.startswith(('three_ledger.', 'argparse'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.splitlines()[1] == "['three_ledger.cli']", done.stdout
+
+
 @pytest.mark.parametrize(
     "argv",
     [
