@@ -282,6 +282,33 @@ class Sandbox:
         return {name: state for name, state in self.layers.items() if state != LAYER_HELD}
 
 
+@dataclass(frozen=True)
+class Seed:
+    """The seed a shuffling plugin (pytest-randomly: `randomly`) chose for a worker's run."""
+
+    plugin: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class OrderFile:
+    """Where a long run order is kept: a file beside the ledger, and the sha256 of its bytes."""
+
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class RunOrder:
+    """Per worker (an xdist worker id, or `main`), the node ids that ran, in order; and the
+    seed of any plugin that shuffled them. A long order is held in FILE instead (`run_order.py`)."""
+
+    tests: int
+    seeds: dict[str, Seed]
+    workers: dict[str, tuple[str, ...]] | None
+    file: OrderFile | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class PropertyLedger(_Encoded):
     KIND: ClassVar[str] = "property"
@@ -321,6 +348,8 @@ class PropertyLedger(_Encoded):
     tripwire: Tripwire
     # What steered the run (pytest mode), or None (JUnit mode).
     harness: Harness | None
+    # The order the tests ran in (pytest mode), or None (JUnit mode).
+    run_order: RunOrder | None = None
     # Per property, the distinct results it counted (expected skips left out).
     tests_matched: dict[str, int] = dataclasses.field(default_factory=dict)
     # Per property, the results left out as expected skips; a property with none is absent.
@@ -487,6 +516,7 @@ class PropertyShardLedger(_Encoded):
     sandbox: Sandbox
     tripwire: Tripwire
     harness: Harness | None
+    run_order: RunOrder | None = None
     # Per property, the distinct results of this slice it counted (expected skips left out).
     tests_matched: dict[str, int]
     ids_run: tuple[str, ...]
