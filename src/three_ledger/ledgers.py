@@ -25,11 +25,13 @@ from three_ledger.vocabulary import (
     LAYER_HELD,
     DualPinState,
     Enforcement,
+    FlakeVerdict,
     MutationKind,
     Network,
     OracleModel,
     Outcome,
     Posture,
+    RerunMode,
     Status,
     Tripwire,
     VetVerdict,
@@ -588,6 +590,74 @@ class VetLedger(_Encoded):
     recorded_at: str
 
 
+@dataclass(frozen=True)
+class ModeTally:
+    """One rerun mode of a candidate: its runs, how many failed (fail or error), how many
+    broke as a whole, and the failure rate's bound, in words that say one- or two-sided."""
+
+    runs: int
+    failed: int
+    broken: int
+    bound: str | None
+
+
+@dataclass(frozen=True)
+class FlakeProposal:
+    """A flake pin entry for a person to paste; FILL-IN fields the flake pin schema refuses."""
+
+    test_id: str
+    test: str
+    accepted_revision: str
+    review_by: str
+    note: str
+
+
+@dataclass(frozen=True)
+class CandidateEvidence:
+    id: str
+    # Why it is a candidate: flake_entry, property, unpinned or given (--candidates).
+    reason: str
+    property_ids: tuple[str, ...]
+    worker: str
+    prefix: int
+    modes: dict[RerunMode, ModeTally]
+    verdict: FlakeVerdict
+    # For a victim: the test whose run before it makes it fail, when the budget found it.
+    polluter: str | None
+    # Pinned files or oracles a rerun changed in the scratch copy (restored before the next).
+    inputs_changed: tuple[str, ...]
+    # What the budget left undone; None when every rerun planned ran.
+    unfinished: str | None
+    proposal: FlakeProposal | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlakeEvidenceLedger(_Encoded):
+    """Reruns of flake candidates in the sandbox of `properties`; merge never reads it."""
+
+    KIND: ClassVar[str] = "flake_evidence"
+    SCHEMA: ClassVar[str] = "flake-evidence-ledger"
+    ledger_id: str
+    pin_id: str
+    property_pin_id: str
+    property_pin_sha256: str
+    fixture_digest: str
+    property_ledger_sha256: str
+    head_revision: str
+    command: tuple[str, ...]
+    # The interval level, as given (`0.95`): ledgers hold no floats.
+    confidence: str
+    reruns: int
+    budget_s: int
+    runs: int
+    duration_ms: int
+    network: Network
+    network_enforcement: Enforcement
+    sandbox_layers: dict[str, str]
+    candidates: tuple[CandidateEvidence, ...]
+    recorded_at: str
+
+
 class Record(Protocol):
     KIND: ClassVar[str]
     SCHEMA: ClassVar[str]
@@ -608,6 +678,7 @@ RecordT = TypeVar(
     ShardPlan,
     PropertyShardLedger,
     VetLedger,
+    FlakeEvidenceLedger,
 )
 
 

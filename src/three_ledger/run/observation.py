@@ -134,7 +134,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
         # run loaded one anyway, so it is armed for them in the inferred model too.
         unscored = checked.base().unscored_new_files
         measuring = measurement.prepare(Path(private), written) if closed or unscored else None
-        confinement = _confine(run, checked, probe, Path(private), [written])
+        confinement = confine_run(run, checked, probe, Path(private), [written])
         child = Child(
             command=run.command,
             root=run.root,
@@ -215,7 +215,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
     )
 
 
-def _confine(
+def confine_run(
     run: ScoredRun, checked: Preflight, probe: Probe, private: Path, writable: Sequence[Path]
 ) -> Confinement:
     """The sandbox's layers for RUN; with the mount layer, its writable_paths made ready."""
@@ -310,7 +310,7 @@ def _observe_report(
         written.mkdir()
         seen = written / "pytest-seen.jsonl"
         writable = [written, report_path.parent]
-        confinement = _confine(run, checked, probe, Path(private), writable)
+        confinement = confine_run(run, checked, probe, Path(private), writable)
         child = Child(
             command=run.command,
             root=run.root,
