@@ -8,9 +8,9 @@ from three_ledger.flake.verdict import Reruns, Tally, decided, verdict
 from three_ledger.vocabulary import FlakeVerdict, RerunMode
 
 
-def _reruns(prefix: int = 3, **counts: tuple[int, int]) -> Reruns:
-    """Each mode's (runs, failed), by its name."""
-    reruns = Reruns(prefix=prefix)
+def _reruns(**counts: tuple[int, int]) -> Reruns:
+    """Each mode's (runs, failed), by its name, after a prefix of three tests."""
+    reruns = Reruns(prefix=3)
     for name, (runs, failed) in counts.items():
         reruns.modes[RerunMode(name)] = Tally(runs, failed)
     return reruns
