@@ -98,3 +98,5 @@ ledger_ids
 ledger_sha256s
 balanced_by
 colour
+# xdist's option that lists the workers to start: the order plugin empties it for a rerun.
+tx

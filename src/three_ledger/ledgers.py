@@ -25,11 +25,13 @@ from three_ledger.vocabulary import (
     LAYER_HELD,
     DualPinState,
     Enforcement,
+    FlakeVerdict,
     MutationKind,
     Network,
     OracleModel,
     Outcome,
     Posture,
+    RerunMode,
     Status,
     Tripwire,
     VetVerdict,
@@ -282,6 +284,33 @@ class Sandbox:
         return {name: state for name, state in self.layers.items() if state != LAYER_HELD}
 
 
+@dataclass(frozen=True)
+class Seed:
+    """The seed a shuffling plugin (pytest-randomly: `randomly`) chose for a worker's run."""
+
+    plugin: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class OrderFile:
+    """Where a long run order is kept: a file beside the ledger, and the sha256 of its bytes."""
+
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class RunOrder:
+    """Per worker (an xdist worker id, or `main`), the node ids that ran, in order; and the
+    seed of any plugin that shuffled them. A long order is held in FILE instead (`run_order.py`)."""
+
+    tests: int
+    seeds: dict[str, Seed]
+    workers: dict[str, tuple[str, ...]] | None
+    file: OrderFile | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class PropertyLedger(_Encoded):
     KIND: ClassVar[str] = "property"
@@ -321,6 +350,8 @@ class PropertyLedger(_Encoded):
     tripwire: Tripwire
     # What steered the run (pytest mode), or None (JUnit mode).
     harness: Harness | None
+    # The order the tests ran in (pytest mode), or None (JUnit mode).
+    run_order: RunOrder | None = None
     # Per property, the distinct results it counted (expected skips left out).
     tests_matched: dict[str, int] = dataclasses.field(default_factory=dict)
     # Per property, the results left out as expected skips; a property with none is absent.
@@ -487,6 +518,7 @@ class PropertyShardLedger(_Encoded):
     sandbox: Sandbox
     tripwire: Tripwire
     harness: Harness | None
+    run_order: RunOrder | None = None
     # Per property, the distinct results of this slice it counted (expected skips left out).
     tests_matched: dict[str, int]
     ids_run: tuple[str, ...]
@@ -558,6 +590,74 @@ class VetLedger(_Encoded):
     recorded_at: str
 
 
+@dataclass(frozen=True)
+class ModeTally:
+    """One rerun mode of a candidate: its runs, how many failed (fail or error), how many
+    broke as a whole, and the failure rate's bound, in words that say one- or two-sided."""
+
+    runs: int
+    failed: int
+    broken: int
+    bound: str | None
+
+
+@dataclass(frozen=True)
+class FlakeProposal:
+    """A flake pin entry for a person to paste; FILL-IN fields the flake pin schema refuses."""
+
+    test_id: str
+    test: str
+    accepted_revision: str
+    review_by: str
+    note: str
+
+
+@dataclass(frozen=True)
+class CandidateEvidence:
+    id: str
+    # Why it is a candidate: flake_entry, property, unpinned or given (--candidates).
+    reason: str
+    property_ids: tuple[str, ...]
+    worker: str
+    prefix: int
+    modes: dict[RerunMode, ModeTally]
+    verdict: FlakeVerdict
+    # For a victim: the test whose run before it makes it fail, when the budget found it.
+    polluter: str | None
+    # Pinned files or oracles a rerun changed in the scratch copy (restored before the next).
+    inputs_changed: tuple[str, ...]
+    # What the budget left undone; None when every rerun planned ran.
+    unfinished: str | None
+    proposal: FlakeProposal | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlakeEvidenceLedger(_Encoded):
+    """Reruns of flake candidates in the sandbox of `properties`; merge never reads it."""
+
+    KIND: ClassVar[str] = "flake_evidence"
+    SCHEMA: ClassVar[str] = "flake-evidence-ledger"
+    ledger_id: str
+    pin_id: str
+    property_pin_id: str
+    property_pin_sha256: str
+    fixture_digest: str
+    property_ledger_sha256: str
+    head_revision: str
+    command: tuple[str, ...]
+    # The interval level, as given (`0.95`): ledgers hold no floats.
+    confidence: str
+    reruns: int
+    budget_s: int
+    runs: int
+    duration_ms: int
+    network: Network
+    network_enforcement: Enforcement
+    sandbox_layers: dict[str, str]
+    candidates: tuple[CandidateEvidence, ...]
+    recorded_at: str
+
+
 class Record(Protocol):
     KIND: ClassVar[str]
     SCHEMA: ClassVar[str]
@@ -578,6 +678,7 @@ RecordT = TypeVar(
     ShardPlan,
     PropertyShardLedger,
     VetLedger,
+    FlakeEvidenceLedger,
 )
 
 

@@ -120,6 +120,31 @@ class VetVerdict(enum.StrEnum):
     SURVIVED = "survived"
 
 
+class FlakeVerdict(enum.StrEnum):
+    """What `flake-evidence` found a candidate to be (SPEC extension: the evidence ledger)."""
+
+    # Both outcomes in one mode of rerun.
+    NON_DETERMINISTIC = "non_deterministic"
+    # Fails after the tests that ran before it, passes alone (a polluter runs before it).
+    ORDER_DEPENDENT_VICTIM = "order_dependent_victim"
+    # Passes after them, fails alone (it needs a test before it).
+    ORDER_DEPENDENT_BRITTLE = "order_dependent_brittle"
+    CONSISTENT_FAILURE = "consistent_failure"
+    NOT_REPRODUCED = "not_reproduced"
+    # A rerun broke as a whole, or most of the tests before the candidate failed.
+    INFRASTRUCTURE = "infrastructure"
+
+
+class RerunMode(enum.StrEnum):
+    """How `flake-evidence` reruns a candidate, each time in a fresh process."""
+
+    # The tests that ran before it in its worker, in the same order, then the candidate.
+    ORIGINAL = "original"
+    ISOLATED = "isolated"
+    # Those tests in reverse order, then the candidate.
+    REVERSE = "reverse"
+
+
 class OracleModel(enum.StrEnum):
     """How a property ledger found its oracles."""
 

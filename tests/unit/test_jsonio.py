@@ -256,6 +256,12 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
                 "shadowing": {"json": "json.py"},
                 "test_side_modules": ["helpers"],
             },
+            "run_order": {
+                "tests": 3,
+                "seeds": {"gw0": {"plugin": "randomly", "seed": 7}},
+                "workers": {"gw0": ["t::x", "t::y"], "gw1": ["t::z"]},
+                "file": None,
+            },
             "tests_matched": {"p.one": 3, "p.two": 0},
             "expected_skips_left_out": {"p.two": 2},
             "failing_tests": {
@@ -308,6 +314,7 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "flake_results": {},
             "tripwire": "none",
             "harness": None,
+            "run_order": None,
             "tests_matched": {},
             "expected_skips_left_out": {},
             "failing_tests": {},
@@ -361,6 +368,12 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             },
             "tripwire": "sentinels",
             "harness": None,
+            "run_order": {
+                "tests": 1,
+                "seeds": {"main": {"plugin": "randomly", "seed": 42}},
+                "workers": {"main": ["t.py::a"]},
+                "file": None,
+            },
             "tests_matched": {"p.one": 1},
             "ids_run": ["t.py::a"],
             "results": [
@@ -406,6 +419,12 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             },
             "tripwire": "sentinels",
             "harness": None,
+            "run_order": {
+                "tests": 2,
+                "seeds": {},
+                "workers": None,
+                "file": {"path": "shard.json.run-order.json", "sha256": "ab" * 32},
+            },
             "tests_matched": {"p.one": 2, "p.two": 0},
             "ids_run": ["t.py::a", "t.py::b"],
             "results": [

@@ -180,7 +180,8 @@ def shard_ledger() -> PropertyShardLedger:
 def test_keys_come_in_the_order_of_the_schema(tmp_path: Path, record: Any) -> None:
     required = jsonio.load_schema(record.SCHEMA)["required"]
     assert list(record.to_json()) == required
-    assert required.index("tests_matched") == required.index("harness") + 1
+    assert required.index("run_order") == required.index("harness") + 1
+    assert required.index("tests_matched") == required.index("run_order") + 1
     path = tmp_path / "ledger.json"
     write_ledger(path, record)
     assert read_ledger(path, type(record)).record == record

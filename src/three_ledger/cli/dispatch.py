@@ -274,6 +274,29 @@ def _run_vet(args: argparse.Namespace) -> int:
     )
 
 
+def _run_flake_evidence(args: argparse.Namespace) -> int:
+    from three_ledger.commands.flake_evidence import Request, flake_evidence
+
+    return flake_evidence(
+        Request(
+            fixture_ledger=args.fixture_ledger,
+            property_ledger=args.property_ledger,
+            pin_path=args.pin,
+            properties_path=args.properties,
+            command=args.command,
+            out=args.out,
+            root=args.root,
+            flake_pin_path=args.flake_pin,
+            candidates=tuple(args.candidates),
+            reruns=args.reruns,
+            budget_s=args.budget_s,
+            confidence=args.confidence,
+            log_path=args.log,
+            keep_env=tuple(args.keep_env),
+        )
+    )
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from three_ledger.commands.demo import demo
 
@@ -294,6 +317,7 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "draft-pin": _run_draft_pin,
     "explain": _run_explain,
     "vet": _run_vet,
+    "flake-evidence": _run_flake_evidence,
     "demo": _run_demo,
 }
 

@@ -124,6 +124,22 @@ COMMAND_HELP = {
             _INFRA,
         ],
     ),
+    "flake-evidence": CommandHelp(
+        "three-ledger flake-evidence --fixture-ledger ledgers/fixture.json --property-ledger "
+        "ledgers/property.json --pin pins/fixtures.json --properties pins/properties.json "
+        '--command "python -m pytest -q" --reruns 20 --budget-s 600',
+        [
+            (0, "the evidence ledger is written (whatever the verdicts)"),
+            (
+                ExitCode.REFUSED,
+                (
+                    "refused: the ledgers disagree, are not this HEAD's or pin's, oracles moved, "
+                    "the tree does not match the pin, or P has no run_order; nothing written"
+                ),
+            ),
+            (ExitCode.INFRA_FAILURE, "the scratch copy or the sandbox failed; no ledger"),
+        ],
+    ),
     "demo": CommandHelp(
         "three-ledger demo",
         [

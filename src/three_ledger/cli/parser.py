@@ -21,6 +21,8 @@ PROG = "three-ledger"
 DEFAULT_TIMEOUT_S = 1800.0
 # Where `vet` writes its ledger when no --out is given.
 DEFAULT_VET_LEDGER = Path("ledgers/vet_ledger.json")
+# Where `flake-evidence` writes its ledger when no --out is given.
+DEFAULT_FLAKE_EVIDENCE = Path("ledgers/flake_evidence.json")
 # SPEC 4.7: the pin id `draft-pin` writes when none is given.
 DEFAULT_PIN_ID = "fixpin-draft"
 # What `add_subparsers` returns; argparse does not export its class.
@@ -184,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_draft_pin,
         _add_explain,
         _add_vet,
+        _add_flake_evidence,
         _add_demo,
     ):
         add_command(commands)
@@ -537,6 +540,74 @@ def _add_vet(commands: Subparsers) -> None:
         "property must pass; which pinned files each test opens is recorded), then mutate "
         "each property's domain files and run it again: a property passes vet when a mutant "
         "killed it and it read one of its domain files. The user's tree is never written.",
+    )
+
+
+def _confidence(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.5 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 0.5 and below 1: {text!r}")
+    return value
+
+
+def _add_flake_evidence(commands: Subparsers) -> None:
+    _command(
+        commands,
+        "flake-evidence",
+        Opts.fixture_ledger,
+        Opts.property_ledger,
+        Opts.pin,
+        Opts.properties,
+        Opts.command,
+        Opts.flake_pin,
+        option(
+            "--candidates",
+            nargs="+",
+            default=[],
+            metavar="ID",
+            help="node ids to rerun (default: flake entries that did not pass, the tests "
+            "behind a failing property, unpinned failures)",
+        ),
+        option(
+            "--reruns",
+            type=_positive_count,
+            default=20,
+            metavar="N",
+            help="runs per mode at most (default 20)",
+        ),
+        option(
+            "--budget-s",
+            type=_positive_seconds,
+            default=600.0,
+            metavar="S",
+            help="seconds for every rerun together (default 600)",
+        ),
+        option(
+            "--confidence",
+            type=_confidence,
+            default=0.95,
+            metavar="LEVEL",
+            help="the intervals' level (default 0.95)",
+        ),
+        Opts.root,
+        Opts.out.but(
+            required=False,
+            default=DEFAULT_FLAKE_EVIDENCE,
+            help=f"default {DEFAULT_FLAKE_EVIDENCE}",
+        ),
+        Opts.log.but(help="every rerun's output (default OUT.log)"),
+        Opts.quiet,
+        Opts.keep_env,
+        help="rerun flake candidates in the sandbox and say what kind of failure each is",
+        description="Rerun each candidate in a scratch copy of ROOT, each time in a fresh "
+        "process in the sandbox of properties: in the order it ran (run_order), alone, and "
+        "after the same tests reversed. Verdicts: non_deterministic, order_dependent_victim "
+        "(with its polluter), order_dependent_brittle, consistent_failure, not_reproduced, "
+        "infrastructure, each count with its exact interval. Writes evidence, never a pin or "
+        "a posture; merge does not read it.",
     )
 
 

@@ -14,24 +14,26 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from three_ledger import run_order
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import (
     LedgerFile,
     PropertyLedger,
     PropertyShardLedger,
+    RunOrder,
     Sandbox,
     ShardPlan,
     ShardsProvenance,
     fresh_recorded_at,
     new_ledger_id,
     read_ledger,
-    write_ledger,
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FlakePin, PropertiesPin, load_flake_pin, load_properties_pin
 from three_ledger.report.findings import findings, plain_lines, status_lines
 from three_ledger.results import TestResult, scored_fields
+from three_ledger.run_order import write_with_order
 from three_ledger.vocabulary import LAYER_HELD, Enforcement, weakest_tripwire
 
 # Weakest first: the merged ledger records the weakest enforcement any shard ran under.
@@ -63,7 +65,7 @@ def combine(plan_path: Path, shard_paths: Sequence[Path], out: Path) -> int:
         ordered = check_shards(plan_file, shards)
         properties_pin, flake_pin = plan_pins(plan_file.record)
         ledger = merged_ledger(plan_file, ordered, properties_pin, flake_pin)
-        write_ledger(out, ledger)
+        ledger = write_with_order(out, ledger)
     for line in status_lines(ledger):
         print(line, file=sys.stderr)
     for line in plain_lines(findings(ledger)):
@@ -232,6 +234,7 @@ def merged_ledger(
         # Like the enforcement: an empty slice's sentinels are the basic ones.
         tripwire=weakest_tripwire(shard.record.tripwire for shard in shards),
         harness=first.harness,
+        run_order=shards_order(shards),
         shards=ShardsProvenance(
             plan_sha256=plan_file.sha256,
             total=len(shards),
@@ -247,6 +250,18 @@ def merged_ledger(
             properties_pin.requirements(),
         ),
     )
+
+
+def shards_order(shards: Sequence[LedgerFile[PropertyShardLedger]]) -> RunOrder | None:
+    """Each shard's order under its index (`1/gw0`); None when a shard has none."""
+    orders = [(shard.record.shard.index, shard.record.run_order, shard) for shard in shards]
+    if any(order is None for _, order, _ in orders):
+        return None
+    return run_order.combined([
+        (index, order, run_order.workers(shard.path, order))
+        for index, order, shard in orders
+        if order is not None
+    ])  # fmt: skip
 
 
 def weakest_sandbox(sandboxes: Sequence[Sandbox]) -> Sandbox:

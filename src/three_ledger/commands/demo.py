@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from three_ledger.demo import vet_check
+from three_ledger.demo import flake_check, vet_check
 from three_ledger.demo.repository import (
     ScenarioPaths,
     build_repository,
@@ -87,20 +87,28 @@ def _run(top: Path, scenarios: Sequence[Scenario], *, kept: bool, vet: bool) -> 
     work = [(scenario, ScenarioPaths(top / "scenarios" / scenario.name)) for scenario in scenarios]
     for scenario, paths in work:
         prepare(repo, base, scenario, paths)
-    with ThreadPoolExecutor(max_workers=1) as beside:
-        checked = None
+    with ThreadPoolExecutor(max_workers=2) as beside:
+        checked = flaked = None
         if vet:
-            # Beside the table, not in it: vet is evidence for the reviewer of a pin change.
+            # Beside the table, not in it: vet is evidence for the reviewer of a pin change,
+            # flake-evidence for the people who edit the flake pin.
             vet_paths = ScenarioPaths(top / "scenarios" / vet_check.NAME)
             vet_check.prepare_vet_check(repo, base, vet_paths)
             checked = beside.submit(vet_check.run_vet_check, vet_paths)
+            flake_folder = top / "scenarios" / flake_check.NAME
+            flake_check.build(flake_folder)
+            flaked = beside.submit(flake_check.run_flake_check, flake_folder)
         results = _run_all(work, base)
         vetted = None if checked is None else checked.result()
-    return _report(results, vetted, top if kept else None)
+        evidence = None if flaked is None else flaked.result()
+    return _report(results, vetted, top if kept else None, evidence)
 
 
 def _report(
-    results: Sequence[ScenarioResult], vetted: vet_check.VetOutcome | None, kept: Path | None
+    results: Sequence[ScenarioResult],
+    vetted: vet_check.VetOutcome | None,
+    kept: Path | None,
+    evidence: flake_check.FlakeOutcome | None = None,
 ) -> int:
     print("\nExit of each step ('-': not run); posture and row of the merge table:\n")
     print(render_table(results))
@@ -109,6 +117,7 @@ def _report(
         line = f"{result.scenario.name}: {result.scenario.description}"
         print(textwrap.fill(line, width=100, initial_indent="  ", subsequent_indent="    "))
     vet_failed = vetted is not None and not _report_vet(vetted)
+    flake_failed = evidence is not None and not _report_flake(evidence)
     if kept is not None:
         print(f"\ndemo: kept in {kept}: repo/ is the example repository;")
         print("demo: scenarios/<name>/ holds each scenario's worktree, ledgers and step logs")
@@ -116,6 +125,7 @@ def _report(
         print("\ndemo: run with --dir DIR to keep the repository, ledgers and logs")
     failed = [result.scenario.name for result in results if not result.as_expected]
     failed += [vet_check.NAME] if vet_failed else []
+    failed += [flake_check.NAME] if flake_failed else []
     if failed:
         print(f"demo: {len(failed)} scenario(s) not as expected: {', '.join(failed)}")
         return ExitCode.SCENARIO_FAILED
@@ -133,6 +143,18 @@ def _report_vet(outcome: vet_check.VetOutcome) -> bool:
         print(f"    {property_line}")
     verdict = "as expected" if outcome.as_expected else "FAIL, expected exit 1 naming it alone"
     print(f"{vet_check.NAME}: vet exit {outcome.exit_code}, {verdict} ({outcome.seconds:.1f} s)")
+    return outcome.as_expected
+
+
+def _report_flake(outcome: flake_check.FlakeOutcome) -> bool:
+    """Print flake-evidence's report; True when it ended as expected."""
+    print("\nflake-evidence, beside the table (evidence for the people who edit the flake pin):\n")
+    line = f"{flake_check.NAME}: {flake_check.DESCRIPTION}"
+    print(textwrap.fill(line, width=100, initial_indent="  ", subsequent_indent="    "))
+    for evidence_line in outcome.lines:
+        print(f"    {evidence_line}")
+    verdict = "as expected" if outcome.as_expected else "FAIL, expected the two verdicts"
+    print(f"{flake_check.NAME}: exit {outcome.exit_code}, {verdict} ({outcome.seconds:.1f} s)")
     return outcome.as_expected
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import PropertyLedger, write_ledger
+from three_ledger.ledgers import PropertyLedger
 from three_ledger.matching import match_pin, skip_suggestion_lines, warning_lines
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.report.findings import findings, plain_lines, status_lines
@@ -23,6 +23,7 @@ from three_ledger.run.mount_plan import read_only_hints
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.observation import ScoredRun, observe, property_ledger
 from three_ledger.run.preflight import Checks, preflight
+from three_ledger.run_order import write_with_order
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def properties(request: Request) -> int:
         enforcement = choose_enforcement(network, request.command, lambda: probe.result().network)
         observed = observe(run, checked, enforcement, probe.result())
         ledger = property_ledger(run, checked, enforcement, observed)
-        write_ledger(request.out, ledger)
+        ledger = write_with_order(request.out, ledger)
     match = match_pin(checked.properties_pin, checked.flake_selectors(), observed.results)
     warnings = [*warning_lines(match), *skip_suggestion_lines(match)]
     warnings += sandbox_warnings(ledger, log_path, request.root)

@@ -25,13 +25,13 @@ from three_ledger.ledgers import (
     ShardResult,
     ledger_text,
     read_ledger,
-    write_ledger,
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.run import sandbox
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.observation import ScoredRun, observe, property_ledger
 from three_ledger.run.preflight import Preflight, preflight
+from three_ledger.run_order import write_with_order
 from three_ledger.vocabulary import Status
 
 
@@ -95,6 +95,7 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
             sandbox=whole.sandbox,
             tripwire=whole.tripwire,
             harness=whole.harness,
+            run_order=whole.run_order,
             tests_matched=whole.tests_matched,
             ids_run=ledger_text([result.id for result in observed.results]),
             results=tuple(
@@ -108,7 +109,7 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
             ),
             recorded_at=whole.recorded_at,
         )
-        write_ledger(request.out, ledger)
+        ledger = write_with_order(request.out, ledger)
     ran = len(ledger.ids_run)
     print(
         f"three-ledger: shard {index} of {total}: {ran} of {len(plan.slices[index])} planned "

@@ -16,12 +16,13 @@ import pytest
 
 # Relative: the gate runs a private copy of this package under a random name
 # (run/staging.py), and the copy must import the copy.
-from . import harness, reads, shard, tripwire
+from . import harness, order, reads, shard, tripwire
 from .collect import register_collection_recorder, skip_reason
 from .presence import record_presence
 from .socket_guard import install_socket_guard_if_banned
 from .wire import (
     ID_KEY,
+    MAIN_WORKER,
     OUTCOME_KEY,
     PROPERTY_IDS_KEY,
     PROPERTY_KEY,
@@ -29,6 +30,7 @@ from .wire import (
     RESULTS_ENV,
     SEVERITY,
     SKIP_REASON_KEY,
+    WORKER_KEY,
     Outcome,
 )
 
@@ -43,6 +45,8 @@ class _ItemRecord:
     outcome: Outcome = Outcome.PASS
     property_ids: list[str] = dataclasses.field(default_factory=list)
     skip_reason: str | None = None
+    # The process that ran it: the line order per worker is the order its tests ran.
+    worker: str = MAIN_WORKER
 
 
 @dataclasses.dataclass
@@ -63,6 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     install_socket_guard_if_banned()
     shard.install(config)
+    order.install(config)
     tripwire.install(config)
     harness.install(config)
     reads.configure(config)  # which pinned files each item opens, when `vet` asks
@@ -117,7 +122,9 @@ class _ResultsWriter:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         recorder = self.config.stash[_recorder_key]
-        record = recorder.pending.setdefault(report.nodeid, _ItemRecord())
+        record = recorder.pending.get(report.nodeid)
+        if record is None:
+            record = recorder.pending[report.nodeid] = _ItemRecord(worker=_worker(report))
         outcome = report_outcome(report)
         if SEVERITY[outcome] > SEVERITY[record.outcome]:
             record.outcome = outcome
@@ -148,12 +155,20 @@ def _write_line(recorder: _Recorder, nodeid: str) -> None:
         ID_KEY: nodeid,
         PROPERTY_IDS_KEY: property_ids,
         OUTCOME_KEY: record.outcome,
+        WORKER_KEY: record.worker,
     }
     if record.outcome is Outcome.SKIP and record.skip_reason is not None:
         line[SKIP_REASON_KEY] = record.skip_reason
     recorder.stream.write(json.dumps(line) + "\n")
     # Flushed per line, so a run killed later still leaves this item's evidence on disk.
     recorder.stream.flush()
+
+
+def _worker(report: pytest.TestReport) -> str:
+    """The xdist worker a report came from (the controller sets `node` on it), or main."""
+    node = getattr(report, "node", None)
+    workerid = getattr(node, "workerinput", {}).get("workerid")
+    return workerid if isinstance(workerid, str) else MAIN_WORKER
 
 
 def report_outcome(report: pytest.TestReport) -> Outcome:

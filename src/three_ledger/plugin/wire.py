@@ -28,6 +28,8 @@ SHARD_IDS_ENV = "THREE_LEDGER_SHARD_IDS"  # a shard: the file of node ids this s
 READS_ENV = "THREE_LEDGER_READS"  # vet: where each item's reads of pinned files go
 WATCHED_ENV = "THREE_LEDGER_READS_UNDER"  # vet: the folders whose reads are recorded
 PYTEST_SEEN_ENV = "THREE_LEDGER_PYTEST_SEEN"  # --junit-xml: where pytest records that it ran
+ORDER_ENV = "THREE_LEDGER_ORDER"  # where the controller records a shuffling plugin's seed
+RUN_IDS_ENV = "THREE_LEDGER_RUN_IDS"  # flake-evidence: the node ids a rerun runs, in order
 
 NETWORK_BANNED = "ban"
 # What the harness records for a file outside the project root.
@@ -42,6 +44,12 @@ ID_KEY = "id"
 PROPERTY_IDS_KEY = "property_ids"
 OUTCOME_KEY = "outcome"
 SKIP_REASON_KEY = "skip_reason"
+# Which process ran the item: an xdist worker's id ("gw0"), or MAIN_WORKER without xdist.
+WORKER_KEY = "worker"
+MAIN_WORKER = "main"
+# The order file's entries: the plugin that shuffled the run, and its seed.
+SEED_PLUGIN_KEY = "plugin"
+SEED_KEY = "seed"
 READS_KEY = "reads"
 # The keys of the tripwire's record: one line per machinery finding, as it is found, and one
 # line per pytest session with its sentinels (node id to "pass" or "fail") and how they were

@@ -15,19 +15,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from three_ledger import jsonio
+from three_ledger import jsonio, run_order
 from three_ledger.errors import InfraFailure
 from three_ledger.ledgers import (
     FileEntry,
     Harness,
     PropertyLedger,
+    RunOrder,
     Sandbox,
     fresh_recorded_at,
     ledger_text,
     new_ledger_id,
 )
 from three_ledger.paths import is_under
-from three_ledger.plugin.wire import HARNESS_ENV, PYTEST_SEEN_ENV, ROOT_ENV, SHARD_IDS_ENV
+from three_ledger.plugin.wire import (
+    HARNESS_ENV,
+    ORDER_ENV,
+    PYTEST_SEEN_ENV,
+    ROOT_ENV,
+    SHARD_IDS_ENV,
+)
 from three_ledger.progress import progress
 from three_ledger.results import TestResult, pinned, scored_fields
 from three_ledger.run import measurement, tripwire
@@ -76,6 +83,8 @@ class Observed:
     untracked_reads: tuple[str, ...] = ()
     # New test modules the run left out and never loaded.
     unscored_new_files: tuple[str, ...] = ()
+    # The order its tests ran in, per worker (pytest runs; None from a JUnit report).
+    run_order: RunOrder | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +122,8 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
         results_path = written / "results.jsonl"
         record = tripwire.record_path(written)
         harness_path = written / "harness.json"
-        extra_env: dict[str, str] = {}
+        order_path = written / "order.json"
+        extra_env: dict[str, str] = {ORDER_ENV: str(order_path)}
         if run.shard_ids is not None:
             extra_env[SHARD_IDS_ENV] = str(run.shard_ids)
         extra_env.update(tripwire.environment(record))
@@ -124,7 +134,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
         # run loaded one anyway, so it is armed for them in the inferred model too.
         unscored = checked.base().unscored_new_files
         measuring = measurement.prepare(Path(private), written) if closed or unscored else None
-        confinement = _confine(run, checked, probe, Path(private), [written])
+        confinement = confine_run(run, checked, probe, Path(private), [written])
         child = Child(
             command=run.command,
             root=run.root,
@@ -165,6 +175,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
                 recorded, tripwire.read_record(record), allow_empty=run.shard_ids is not None
             )
             harness = read_harness(harness_path)
+            order = run_order.recorded(results_path, order_path, (r.id for r in results))
             kept = [result for result in results if _scores(result, checked)]
             uses = {} if measuring is None else measurement.read_measured(measuring, run.root)
             uses, writable_reads = _writable_reads(uses, checked, confinement)
@@ -200,10 +211,11 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
         model,
         world.untracked_reads,
         tuple(path for path in unscored if path not in uses),
+        order,
     )
 
 
-def _confine(
+def confine_run(
     run: ScoredRun, checked: Preflight, probe: Probe, private: Path, writable: Sequence[Path]
 ) -> Confinement:
     """The sandbox's layers for RUN; with the mount layer, its writable_paths made ready."""
@@ -298,7 +310,7 @@ def _observe_report(
         written.mkdir()
         seen = written / "pytest-seen.jsonl"
         writable = [written, report_path.parent]
-        confinement = _confine(run, checked, probe, Path(private), writable)
+        confinement = confine_run(run, checked, probe, Path(private), writable)
         child = Child(
             command=run.command,
             root=run.root,
@@ -426,6 +438,7 @@ def property_ledger(
         sandbox=observed.sandbox,
         tripwire=observed.tripwire,
         harness=observed.harness,
+        run_order=observed.run_order,
         shards=None,
         recorded_at=fresh_recorded_at(),
         **scored_fields(

@@ -1,0 +1,1 @@
+"""What only `flake-evidence` uses: its statistics, its verdicts, its reruns, its report."""
