@@ -13,12 +13,13 @@ function of `_pytest.runner`, a method of `TestReport`, a hook implementation, p
 - identity checks, for the assignments no event reports: every callable in the `__dict__` of
   every module and class of pytest and pluggy, and every registered hook implementation,
   compared by identity (never by `==`, which the replacement could answer) with what was seen
-  before. What a report passes through is compared after every report: the modules
+  before. What a report passes through is compared after each test (its teardown report):
+  the modules
   `_pytest.runner`, `_pytest.reports`, `_pytest.main`, `_pytest.python`, pluggy's `_hooks`,
   `_manager` and the modules that hold their code (`REPORT_PATH_MODULES`), the classes of
   theirs a report goes through (`TestReport`, `CallInfo`, `Function`, `HookCaller`, ...), and
   the hooks named `pytest_runtest_*`, `pytest_report_*` and the like. The rest is compared in
-  turns, one slice after each report (all of it every few dozen reports), and all of it when
+  turns, one slice after each test (all of it every few dozen tests), and all of it when
   collection starts, when it ends and when the session ends (pytest's per-test assertion
   hooks, `PER_TEST_STATE`, only then).
 
@@ -41,7 +42,7 @@ from typing import Any
 
 from .makers import FrameInfo, Maker, Trust, stack
 
-# The modules every report passes through: compared after each report. pluggy 1.7 keeps the
+# The modules every report passes through: compared after each test. pluggy 1.7 keeps the
 # code of `_hooks` and `_callers` in `_caller`, `_impl` and `_execution` and re-exports it.
 REPORT_PATH_MODULES = (
     "_pytest.runner",
@@ -56,7 +57,7 @@ REPORT_PATH_MODULES = (
     "pluggy._execution",
     "pluggy._result",
 )
-# The classes of those modules that a report passes through: compared after each report too;
+# The classes of those modules that a report passes through: compared after each test too;
 # the other classes of those modules, with the rest, in turns.
 REPORT_PATH_CLASSES = frozenset(
     {
@@ -80,7 +81,7 @@ REPORT_PATH_CLASSES = frozenset(
 PER_TEST_STATE = frozenset({"_pytest.assertion.util"})
 _PREFIXES = ("_pytest.", "pytest.", "pluggy.")
 _ROOTS = frozenset({"_pytest", "pytest", "pluggy"})
-# How many values of the other modules and classes are compared after each report, in turn.
+# How many values of the other modules and classes are compared after each test, in turn.
 SLICE = 64
 _is = operator.is_
 _hookimpls = operator.attrgetter("_hookimpls")
@@ -231,7 +232,7 @@ class _Hooks:
         return (hooks or self.every).unchanged()
 
 
-# The hooks a test's reports pass through: compared after each report.
+# The hooks a test's reports pass through: compared after each test.
 _REPORT_HOOKS = (
     "pytest_runtest_",
     "pytest_report_",
@@ -366,7 +367,7 @@ class Audit:
     # --- the checks ------------------------------------------------------------------------
 
     def check_report(self) -> None:
-        """After each report: the report path, a slice of the rest, the hooks, the events."""
+        """After each test: the report path, a slice of the rest, the hooks, the events."""
         if self.trust is None:
             return
         if not self.hot.unchanged():
