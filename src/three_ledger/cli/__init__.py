@@ -233,7 +233,7 @@ def _run_gate(args: argparse.Namespace) -> int:
 def _run_check_pins(args: argparse.Namespace) -> int:
     from three_ledger.commands.check_pins import check_pins
 
-    return check_pins(pins_dir=args.pins_dir, root=args.root)
+    return check_pins(pins_dir=args.pins_dir, root=args.root, warn_days=args.warn_days)
 
 
 def _run_draft_pin(args: argparse.Namespace) -> int:

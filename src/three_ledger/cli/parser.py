@@ -23,6 +23,8 @@ DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_VET_LEDGER = Path("ledgers/vet_ledger.json")
 # Where `flake-evidence` writes its ledger when no --out is given.
 DEFAULT_FLAKE_EVIDENCE = Path("ledgers/flake_evidence.json")
+# `check-pins --warn-days`: a flake entry due for review this soon is warned about.
+DEFAULT_WARN_DAYS = 14
 # SPEC 4.7: the pin id `draft-pin` writes when none is given.
 DEFAULT_PIN_ID = "fixpin-draft"
 # What `add_subparsers` returns; argparse does not export its class.
@@ -455,11 +457,21 @@ def _add_check_pins(commands: Subparsers) -> None:
         "check-pins",
         option("--pins-dir", type=Path, default=Path("pins"), metavar="DIR", help="default pins"),
         Opts.root,
+        option(
+            "--warn-days",
+            type=_whole_number,
+            default=DEFAULT_WARN_DAYS,
+            metavar="N",
+            help=f"warn about flake entries due for review within N days (default "
+            f"{DEFAULT_WARN_DAYS})",
+        ),
         help="validate every pin in a pins folder, listing every problem",
         description="Check that each pin parses and matches its schema, that fixture_pins "
         "names fixture pins of the folder, that every domain names pinned files, and that "
         "every pinned path exists under ROOT. A refusal lists every problem. An expired "
-        "review_by is a warning, not a failure.",
+        "review_by is a warning, not a failure; so are, on stderr, a flake entry due for "
+        "review within --warn-days, one with no owner, and two whose selectors match the "
+        "same test.",
     )
 
 
@@ -496,6 +508,16 @@ def _add_explain(commands: Subparsers) -> None:
         "  KIND<TAB>PATH<TAB>size BEFORE -> AFTER<TAB>sha256 BEFORE -> AFTER\n\n"
         "KIND is added, removed or changed; '-' marks the side without the file.",
     )
+
+
+def _whole_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value
 
 
 def _positive_count(text: str) -> int:
