@@ -297,6 +297,14 @@ def _run_flake_evidence(args: argparse.Namespace) -> int:
     )
 
 
+def _run_flake_audit(args: argparse.Namespace) -> int:
+    from three_ledger.commands.flake_audit import flake_audit
+
+    return flake_audit(
+        ledgers=args.ledgers, min_runs=args.min_runs, flake_pin=args.flake_pin, as_json=args.json
+    )
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from three_ledger.commands.demo import demo
 
@@ -318,6 +326,7 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "explain": _run_explain,
     "vet": _run_vet,
     "flake-evidence": _run_flake_evidence,
+    "flake-audit": _run_flake_audit,
     "demo": _run_demo,
 }
 

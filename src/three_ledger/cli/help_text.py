@@ -140,6 +140,16 @@ COMMAND_HELP = {
             (ExitCode.INFRA_FAILURE, "the scratch copy or the sandbox failed; no ledger"),
         ],
     ),
+    "flake-audit": CommandHelp(
+        "three-ledger flake-audit artifacts/ --flake-pin pins/flakes.json --min-runs 10",
+        [
+            (0, "the report is printed (whatever it says)"),
+            (
+                ExitCode.REFUSED,
+                "a path is missing, a file is unreadable or not JSON, or the flake pin is invalid",
+            ),
+        ],
+    ),
     "demo": CommandHelp(
         "three-ledger demo",
         [

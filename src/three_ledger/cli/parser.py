@@ -25,6 +25,8 @@ DEFAULT_VET_LEDGER = Path("ledgers/vet_ledger.json")
 DEFAULT_FLAKE_EVIDENCE = Path("ledgers/flake_evidence.json")
 # `check-pins --warn-days`: a flake entry due for review this soon is warned about.
 DEFAULT_WARN_DAYS = 14
+# `flake-audit --min-runs`: the runs an entry needs before it is judged.
+DEFAULT_MIN_RUNS = 10
 # SPEC 4.7: the pin id `draft-pin` writes when none is given.
 DEFAULT_PIN_ID = "fixpin-draft"
 # What `add_subparsers` returns; argparse does not export its class.
@@ -189,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_explain,
         _add_vet,
         _add_flake_evidence,
+        _add_flake_audit,
         _add_demo,
     ):
         add_command(commands)
@@ -630,6 +633,34 @@ def _add_flake_evidence(commands: Subparsers) -> None:
         "(with its polluter), order_dependent_brittle, consistent_failure, not_reproduced, "
         "infrastructure, each count with its exact interval. Writes evidence, never a pin or "
         "a posture; merge does not read it.",
+    )
+
+
+def _add_flake_audit(commands: Subparsers) -> None:
+    parser = _command(
+        commands,
+        "flake-audit",
+        option(
+            "--min-runs",
+            type=_positive_count,
+            default=DEFAULT_MIN_RUNS,
+            metavar="N",
+            help=f"runs an entry needs before it is judged (default {DEFAULT_MIN_RUNS})",
+        ),
+        Opts.flake_pin.but(
+            help="audit this pin's entries, those no run saw included (default: every "
+            "entry the ledgers name)"
+        ),
+        option("--json", action="store_true", help="the report as JSON"),
+        help="list flake entries that never fired, or failed every time, over past runs",
+        description="Read the property and flake ledgers of past runs (files, or folders "
+        "searched for *.json) and list each flake entry's outcomes: entries that passed in "
+        "every run and entries that failed in every run are candidates for removal from the "
+        "pin. Only the keys it needs are read; a ledger or key it cannot use is named on "
+        "stderr and left out. Prints only; never writes a pin.",
+    )
+    parser.add_argument(
+        "ledgers", nargs="+", type=Path, metavar="LEDGER", help="ledger files or folders"
     )
 
 
