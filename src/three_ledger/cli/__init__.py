@@ -274,6 +274,23 @@ def _run_vet(args: argparse.Namespace) -> int:
     )
 
 
+def _run_selftest(args: argparse.Namespace) -> int:
+    from three_ledger.commands.selftest import Request, selftest
+
+    return selftest(
+        Request(
+            pins_dir=args.pins_dir,
+            command=args.command,
+            root=args.root,
+            out=args.out,
+            only=tuple(args.only),
+            keep=args.keep,
+            timeout_s=args.timeout,
+            quiet=args.quiet,
+        )
+    )
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from three_ledger.commands.demo import demo
 
@@ -294,6 +311,7 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "draft-pin": _run_draft_pin,
     "explain": _run_explain,
     "vet": _run_vet,
+    "selftest": _run_selftest,
     "demo": _run_demo,
 }
 

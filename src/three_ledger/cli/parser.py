@@ -21,6 +21,8 @@ PROG = "three-ledger"
 DEFAULT_TIMEOUT_S = 1800.0
 # Where `vet` writes its ledger when no --out is given.
 DEFAULT_VET_LEDGER = Path("ledgers/vet_ledger.json")
+# Where `selftest` writes its ledger when no --out is given.
+DEFAULT_SELFTEST_LEDGER = Path("ledgers/selftest.json")
 # SPEC 4.7: the pin id `draft-pin` writes when none is given.
 DEFAULT_PIN_ID = "fixpin-draft"
 # What `add_subparsers` returns; argparse does not export its class.
@@ -184,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_draft_pin,
         _add_explain,
         _add_vet,
+        _add_selftest,
         _add_demo,
     ):
         add_command(commands)
@@ -537,6 +540,43 @@ def _add_vet(commands: Subparsers) -> None:
         "property must pass; which pinned files each test opens is recorded), then mutate "
         "each property's domain files and run it again: a property passes vet when a mutant "
         "killed it and it read one of its domain files. The user's tree is never written.",
+    )
+
+
+def _add_selftest(commands: Subparsers) -> None:
+    _command(
+        commands,
+        "selftest",
+        option("--pins-dir", type=Path, required=True, metavar="DIR", help="pins folder"),
+        Opts.command,
+        Opts.root,
+        Opts.out.but(
+            required=False,
+            default=DEFAULT_SELFTEST_LEDGER,
+            help=f"selftest ledger to write (default {DEFAULT_SELFTEST_LEDGER})",
+        ),
+        option(
+            "--only",
+            nargs="+",
+            default=[],
+            metavar="NAME",
+            help="plant only these (the clean run always comes first)",
+        ),
+        option(
+            "--keep",
+            type=Path,
+            metavar="DIR",
+            help="keep every run's ledgers and logs here; must not exist or be empty",
+        ),
+        Opts.timeout.but(help=f"per run of the command, default {DEFAULT_TIMEOUT_S:g}"),
+        Opts.quiet,
+        help="plant known regressions in a scratch clone and watch the gate reject each",
+        description="Clone ROOT's HEAD to a scratch folder (the user's tree is only read), run "
+        "the gate on an empty change (it must not be rejected), then commit one regression "
+        "at a time on HEAD (a broken product, a moved or unpinned fixture, a weakened oracle, "
+        "forcing and masking conftests, a pin mutation, tampered ledgers, sandbox canaries, "
+        "committed bytecode) and run the whole gate on each with --base its parent. Each "
+        "plant is caught, escaped, or not applicable (and why).",
     )
 
 
