@@ -498,19 +498,17 @@ def _plant(session: Session, plant: Plant) -> Result:
     raise AssertionError(plant)  # pragma: no cover
 
 
-def _judged(session: Session, plant: Plant, seen: Seen, detail: str = "") -> Result:
-    if (why := seen.infrastructure()) is not None and not EXPECTED[plant].holds(
-        seen.posture, seen.row, seen.properties_exit
-    ):
-        return Result(plant, Outcome.INFRA_FAILURE, str(seen), why)
+def _judged(session: Session, plant: Plant, seen: Seen, what: str = "") -> Result:
+    """The plant's outcome from what the gate said; WHAT says what the plant did."""
     expected = EXPECTED[plant]
     caught = expected.holds(seen.posture, seen.row, seen.properties_exit)
-    outcome = Outcome.CAUGHT if caught else Outcome.ESCAPED
-    said = detail or seen.reason
-    if not caught:
-        said = f"expected {expected}, the gate said {seen}: {seen.reason}"
-        said += _kept(session, seen)
-    return Result(plant, outcome, str(seen), said)
+    prefix = f"{what}: " if what else ""
+    if not caught and (why := seen.infrastructure()) is not None:
+        return Result(plant, Outcome.INFRA_FAILURE, str(seen), prefix + why)
+    if caught:
+        return Result(plant, Outcome.CAUGHT, str(seen), prefix + seen.reason)
+    said = f"{prefix}expected {expected}, the gate said {seen}: {seen.reason}"
+    return Result(plant, Outcome.ESCAPED, str(seen), said + _kept(session, seen))
 
 
 def _kept(session: Session, seen: Seen) -> str:
@@ -549,7 +547,7 @@ def _broken_product(session: Session) -> Result:
         session,
         Plant.BROKEN_PRODUCT,
         seen,
-        f"{broken.mutation.describe} makes {failing} fail: {seen.reason}",
+        f"{broken.mutation.describe} makes {failing} fail",
     )
 
 
@@ -568,7 +566,7 @@ def _fixture_plant(session: Session, plant: Plant) -> Result:
         detail = f"{new} added beside the pinned files"
     session.commit()
     seen = session.gate(plant.value, session.scratch.head)
-    return _judged(session, plant, seen, f"{detail}: {seen.reason}" if seen.posture else "")
+    return _judged(session, plant, seen, detail)
 
 
 def _test_location(node_id: str) -> tuple[str, str]:
@@ -612,7 +610,7 @@ def _weakened(session: Session, plant: Plant) -> Result:
         detail = f"every function of {', '.join(helpers)} returns early"
     session.commit()
     seen = session.gate(plant.value, session.scratch.head)
-    return _judged(session, plant, seen, f"{detail}: {seen.reason}")
+    return _judged(session, plant, seen, detail)
 
 
 def _conftest(session: Session, plant: Plant) -> Result:
@@ -813,7 +811,7 @@ def _bytecode(session: Session) -> Result:
     session.commit()
     seen = session.gate(Plant.COMMITTED_BYTECODE.value, session.scratch.head)
     relative = cached.relative_to(session.scratch.root)
-    return _judged(session, Plant.COMMITTED_BYTECODE, seen, f"{relative} committed: {seen.reason}")
+    return _judged(session, Plant.COMMITTED_BYTECODE, seen, f"{relative} committed")
 
 
 # --- the ledger and the report ------------------------------------------------------------

@@ -91,26 +91,28 @@ def module_files(name: str, folders: Sequence[str], exists: Iterable[str]) -> st
 
 
 def mutations(path: str, source: str) -> Iterator[Mutation]:
-    """Each single-expression mutation of SOURCE that still parses, in source order."""
+    """Each single-expression mutation of SOURCE that still parses, in source order: first the
+    operators and constants, then each function's returned value dropped (`return None`)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return
     lines = source.splitlines(keepends=True)
-    done: set[int] = set()
-    for function in _functions(tree):
-        for node in ast.walk(function):
-            if id(node) in done or not isinstance(node, ast.expr):
-                continue
-            done.add(id(node))
-            changed = _mutated(node)
-            if changed is None:
-                continue
-            new_node, describe = changed
-            edited = _replace(lines, node, ast.unparse(new_node))
-            if edited is not None and _parses(edited) and edited != source:
-                where = f"{path}:{node.lineno} in {function.name}()"
-                yield Mutation(path, edited, f"{describe} at {where}")
+    for rewrite in (_mutated, _dropped_return):
+        done: set[int] = set()
+        for function in _functions(tree):
+            for node in ast.walk(function):
+                if id(node) in done:
+                    continue
+                done.add(id(node))
+                changed = rewrite(node)
+                if changed is None:
+                    continue
+                span, new_text, describe = changed
+                edited = _replace(lines, span, new_text)
+                if edited is not None and _parses(edited) and edited != source:
+                    where = f"{path}:{span.lineno} in {function.name}()"
+                    yield Mutation(path, edited, f"{describe} at {where}")
 
 
 def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -119,26 +121,43 @@ def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]
     return sorted(found, key=lambda node: node.lineno)
 
 
-def _mutated(node: ast.AST) -> tuple[ast.expr, str] | None:
+def _mutated(node: ast.AST) -> tuple[ast.expr, str, str] | None:
+    """(the span replaced, its new text, what changed) for an operator or a constant."""
+    if not isinstance(node, ast.expr):
+        return None
+    new: ast.expr | None = None
+    describe = ""
     if isinstance(node, ast.BinOp) and type(node.op) in _SWAPS:
         new_op = _SWAPS[type(node.op)]()
-        swapped = ast.BinOp(node.left, new_op, node.right)
-        return swapped, f"{type(node.op).__name__} swapped for {type(new_op).__name__}"
-    if isinstance(node, ast.Compare) and type(node.ops[0]) in _TURNS:
+        new = ast.BinOp(node.left, new_op, node.right)
+        describe = f"{type(node.op).__name__} swapped for {type(new_op).__name__}"
+    elif isinstance(node, ast.Compare) and type(node.ops[0]) in _TURNS:
         turned = _TURNS[type(node.ops[0])]()
-        compare = ast.Compare(node.left, [turned, *node.ops[1:]], node.comparators)
-        return compare, f"{type(node.ops[0]).__name__} turned into {type(turned).__name__}"
-    if (
-        isinstance(node, ast.Constant)
-        and type(node.value) is int
-        and not isinstance(node.value, bool)
-    ):
-        return ast.Constant(node.value + 1), f"constant {node.value} moved to {node.value + 1}"
+        new = ast.Compare(node.left, [turned, *node.ops[1:]], node.comparators)
+        describe = f"{type(node.ops[0]).__name__} turned into {type(turned).__name__}"
+    elif isinstance(node, ast.BoolOp):
+        other: ast.boolop = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        new = ast.BoolOp(other, node.values)
+        describe = f"{type(node.op).__name__} turned into {type(other).__name__}"
+    elif isinstance(node, ast.Constant) and type(node.value) is bool:
+        new = ast.Constant(not node.value)
+        describe = f"constant {node.value} turned into {not node.value}"
+    elif isinstance(node, ast.Constant) and type(node.value) is int:
+        new = ast.Constant(node.value + 1)
+        describe = f"constant {node.value} moved to {node.value + 1}"
+    if new is None:
+        return None
+    return node, f"({ast.unparse(new)})", describe
+
+
+def _dropped_return(node: ast.AST) -> tuple[ast.expr, str, str] | None:
+    if isinstance(node, ast.Return) and node.value is not None:
+        return node.value, "None", "returned value dropped"
     return None
 
 
 def _replace(lines: Sequence[str], node: ast.AST, text: str) -> str | None:
-    """LINES with NODE's span replaced by TEXT (parenthesised), or None without a span."""
+    """LINES with NODE's span replaced by TEXT, or None without a span."""
     end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
     line, col = getattr(node, "lineno", None), getattr(node, "col_offset", None)
     if None in (end_line, end_col, line, col):
@@ -151,7 +170,7 @@ def _replace(lines: Sequence[str], node: ast.AST, text: str) -> str | None:
     last = lines[end_line - 1].encode("utf-8")
     before = first[:col].decode("utf-8")
     after = last[end_col:].decode("utf-8")
-    return "".join([*lines[: line - 1], f"{before}({text}){after}", *lines[end_line:]])
+    return "".join([*lines[: line - 1], f"{before}{text}{after}", *lines[end_line:]])
 
 
 def _parses(source: str) -> bool:
