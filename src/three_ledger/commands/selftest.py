@@ -35,7 +35,7 @@ from three_ledger.exit_codes import ExitCode
 from three_ledger.gate_plan import Plan, Unusable, find_pins
 from three_ledger.ledgers import fresh_recorded_at, new_ledger_id
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
-from three_ledger.pins import PropertiesPin, load_fixture_pin
+from three_ledger.pins import FixturePin, PropertiesPin, load_fixture_pin
 from three_ledger.pytest_config import entries, pytest_settings
 from three_ledger.runner import run_command
 from three_ledger.selftest import plants as p
@@ -554,12 +554,13 @@ def _broken_product(session: Session) -> Result:
 def _fixture_plant(session: Session, plant: Plant) -> Result:
     session.scratch.reset()
     pin = load_fixture_pin(session.plan.sides[0].path)
+    chosen = _domain_file(session, pin)
     if plant is Plant.MOVED_FIXTURE:
-        target = session.scratch.root / pin.files[0]
+        target = session.scratch.root / chosen
         target.write_bytes(p.changed_byte(target.read_bytes()))
-        detail = f"a byte of {pin.files[0]} changed"
+        detail = f"a byte of {chosen} changed"
     else:
-        first = PurePosixPath(pin.files[0])
+        first = PurePosixPath(chosen)
         name = f"{first.stem}_2{first.suffix}"
         new = PurePosixPath(pin.fixtures_dir) / name
         (session.scratch.root / new).write_bytes((session.scratch.root / first).read_bytes())
@@ -567,6 +568,17 @@ def _fixture_plant(session: Session, plant: Plant) -> Result:
     session.commit()
     seen = session.gate(plant.value, session.scratch.head)
     return _judged(session, plant, seen, detail)
+
+
+def _domain_file(session: Session, pin: FixturePin) -> str:
+    """The first pinned file a property's domain names (the data the tests read), else the
+    pin's first file."""
+    named = {
+        f"{pin.fixtures_dir}/{entry}"
+        for prop in session.plan.properties_pin.properties
+        for entry in prop.domain
+    }
+    return next((path for path in pin.files if path in named), pin.files[0])
 
 
 def _test_location(node_id: str) -> tuple[str, str]:
@@ -731,7 +743,7 @@ def _canary(session: Session, plant: Plant) -> Result:
     if plant is Plant.FIXTURE_WRITE:
         pin = load_fixture_pin(session.plan.sides[0].path)
         up = len(PurePosixPath(module).parts) - 1
-        fixture = pin.files[0]
+        fixture = _domain_file(session, pin)
         target.write_text(source + p.fixture_write_canary(up, fixture), encoding="utf-8")
         session.commit()
         before = (session.scratch.root / fixture).read_bytes()
