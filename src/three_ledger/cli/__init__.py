@@ -297,6 +297,23 @@ def _run_flake_evidence(args: argparse.Namespace) -> int:
     )
 
 
+def _run_selftest(args: argparse.Namespace) -> int:
+    from three_ledger.commands.selftest import Request, selftest
+
+    return selftest(
+        Request(
+            pins_dir=args.pins_dir,
+            command=args.command,
+            root=args.root,
+            out=args.out,
+            only=tuple(args.only),
+            keep=args.keep,
+            timeout_s=args.timeout,
+            quiet=args.quiet,
+        )
+    )
+
+
 def _run_flake_audit(args: argparse.Namespace) -> int:
     from three_ledger.commands.flake_audit import flake_audit
 
@@ -327,6 +344,7 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "vet": _run_vet,
     "flake-evidence": _run_flake_evidence,
     "flake-audit": _run_flake_audit,
+    "selftest": _run_selftest,
     "demo": _run_demo,
 }
 

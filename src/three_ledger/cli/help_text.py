@@ -150,6 +150,16 @@ COMMAND_HELP = {
             ),
         ],
     ),
+    "selftest": CommandHelp(
+        'three-ledger selftest --pins-dir pins --command "python -m pytest -q" '
+        "--out ledgers/selftest.json",
+        [
+            (0, "every applicable plant was caught; ledger written"),
+            (ExitCode.NOT_A_GATE, "a plant escaped the gate (named); ledger written"),
+            (ExitCode.REFUSED, "refused, or the clean run on HEAD was rejected (it says why)"),
+            (ExitCode.INFRA_FAILURE, "a plant's run failed as infrastructure; ledger written"),
+        ],
+    ),
     "demo": CommandHelp(
         "three-ledger demo",
         [

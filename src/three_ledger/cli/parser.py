@@ -27,6 +27,8 @@ DEFAULT_FLAKE_EVIDENCE = Path("ledgers/flake_evidence.json")
 DEFAULT_WARN_DAYS = 14
 # `flake-audit --min-runs`: the runs an entry needs before it is judged.
 DEFAULT_MIN_RUNS = 10
+# Where `selftest` writes its ledger when no --out is given.
+DEFAULT_SELFTEST_LEDGER = Path("ledgers/selftest.json")
 # SPEC 4.7: the pin id `draft-pin` writes when none is given.
 DEFAULT_PIN_ID = "fixpin-draft"
 # What `add_subparsers` returns; argparse does not export its class.
@@ -192,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_vet,
         _add_flake_evidence,
         _add_flake_audit,
+        _add_selftest,
         _add_demo,
     ):
         add_command(commands)
@@ -661,6 +664,43 @@ def _add_flake_audit(commands: Subparsers) -> None:
     )
     parser.add_argument(
         "ledgers", nargs="+", type=Path, metavar="LEDGER", help="ledger files or folders"
+    )
+
+
+def _add_selftest(commands: Subparsers) -> None:
+    _command(
+        commands,
+        "selftest",
+        option("--pins-dir", type=Path, required=True, metavar="DIR", help="pins folder"),
+        Opts.command,
+        Opts.root,
+        Opts.out.but(
+            required=False,
+            default=DEFAULT_SELFTEST_LEDGER,
+            help=f"selftest ledger to write (default {DEFAULT_SELFTEST_LEDGER})",
+        ),
+        option(
+            "--only",
+            nargs="+",
+            default=[],
+            metavar="NAME",
+            help="plant only these (the clean run always comes first)",
+        ),
+        option(
+            "--keep",
+            type=Path,
+            metavar="DIR",
+            help="keep every run's ledgers and logs here; must not exist or be empty",
+        ),
+        Opts.timeout.but(help=f"per run of the command, default {DEFAULT_TIMEOUT_S:g}"),
+        Opts.quiet,
+        help="plant known regressions in a scratch clone and watch the gate reject each",
+        description="Clone ROOT's HEAD to a scratch folder (the user's tree is only read), run "
+        "the gate on an empty change (it must not be rejected), then commit one regression "
+        "at a time on HEAD (a broken product, a moved or unpinned fixture, a weakened oracle, "
+        "forcing and masking conftests, a pin mutation, tampered ledgers, sandbox canaries, "
+        "committed bytecode) and run the whole gate on each with --base its parent. Each "
+        "plant is caught, escaped, or not applicable (and why).",
     )
 
 
