@@ -103,10 +103,13 @@ class Posture(enum.StrEnum):
 
 
 class MutationKind(enum.StrEnum):
-    """Whether a `vet` mutant still parses (well-formed) or breaks its file's syntax."""
+    """Whether a `vet` mutant still parses (well-formed) or breaks its file's syntax; for a
+    trial, `crash` when the run broke as a whole (a collection error, pytest's internal error):
+    such a kill says the parser guards the file, never that the claim is checked."""
 
     MALFORMED = "malformed"
     WELL_FORMED = "well_formed"
+    CRASH = "crash"
 
 
 class VetVerdict(enum.StrEnum):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 from collections.abc import Callable
@@ -162,3 +163,107 @@ def test_a_missing_pins_folder_is_refused(tmp_path: Path, run_cli: RunCli) -> No
     result = run_cli("check-pins", "--pins-dir", tmp_path / "pins", "--root", tmp_path)
     assert result.code == 2
     assert result.first_error_line.endswith("pins: no such folder")
+
+
+def _in_days(days: int) -> str:
+    return (datetime.datetime.now(datetime.UTC).date() + datetime.timedelta(days=days)).isoformat()
+
+
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("three-ledger: warning: ")]
+
+
+def test_a_review_by_within_the_warning_days_is_a_warning(project: Path, run_cli: RunCli) -> None:
+    edit_pin(project, "flakes.json", lambda pin: pin["flakes"][0].update(review_by=_in_days(5)))
+    result = run_cli("check-pins", "--pins-dir", project / "pins", "--root", project)
+    assert result.code == 0, result.err
+    (warning,) = _warnings(result.err)
+    assert f"$.flakes[0]: 'orders.boundary.timeout' has review_by {_in_days(5)}, " in warning
+    assert "renew or remove it before then" in warning
+    # A narrower window leaves it out; the default of 14 days takes in a date 5 days away.
+    narrow = run_cli(
+        "check-pins", "--pins-dir", project / "pins", "--root", project, "--warn-days", "2"
+    )
+    assert narrow.code == 0, narrow.err
+    assert _warnings(narrow.err) == []
+
+
+def test_a_review_by_beyond_the_warning_days_is_quiet(project: Path, run_cli: RunCli) -> None:
+    edit_pin(project, "flakes.json", lambda pin: pin["flakes"][0].update(review_by=_in_days(20)))
+    result = run_cli("check-pins", "--pins-dir", project / "pins", "--root", project)
+    assert result.code == 0, result.err
+    assert _warnings(result.err) == []
+    wide = run_cli(
+        "check-pins", "--pins-dir", project / "pins", "--root", project, "--warn-days", "30"
+    )
+    assert len(_warnings(wide.err)) == 1
+
+
+def test_an_entry_with_no_owner_is_a_warning(project: Path, run_cli: RunCli) -> None:
+    edit_pin(project, "flakes.json", lambda pin: pin["flakes"][0].pop("owner"))
+    result = run_cli("check-pins", "--pins-dir", project / "pins", "--root", project)
+    assert result.code == 0, result.err
+    (warning,) = _warnings(result.err)
+    assert warning.endswith(
+        "$.flakes[0]: 'orders.boundary.timeout' has no owner: name who renews or removes it"
+    )
+
+
+def _add_entry(test_id: str, test: str) -> Callable[[dict[str, Any]], None]:
+    def change(pin: dict[str, Any]) -> None:
+        pin["flakes"].append({**pin["flakes"][0], "test_id": test_id, "test": test})
+
+    return change
+
+
+SAME_TEST = {
+    "identical selectors": (
+        "properties/test_orders.py::test_boundary_timeout",
+        "the same selector 'properties/test_orders.py::test_boundary_timeout'",
+    ),
+    "a file covering the test": (
+        "properties/test_orders.py",
+        (
+            "'properties/test_orders.py' matches every test "
+            "'properties/test_orders.py::test_boundary_timeout' matches"
+        ),
+    ),
+    "a glob covering the test": (
+        "properties/*::test_boundary_*",
+        (
+            "'properties/*::test_boundary_*' matches every test "
+            "'properties/test_orders.py::test_boundary_timeout' matches"
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("selector", SAME_TEST.values(), ids=SAME_TEST.keys())
+def test_two_entries_on_the_same_test_are_a_warning(
+    selector: tuple[str, str], project: Path, run_cli: RunCli
+) -> None:
+    test, how = selector
+    edit_pin(project, "flakes.json", _add_entry("orders.boundary.again", test))
+    result = run_cli("check-pins", "--pins-dir", project / "pins", "--root", project)
+    assert result.code == 0, result.err
+    (warning,) = _warnings(result.err)
+    assert (
+        "$.flakes[0] 'orders.boundary.timeout' and $.flakes[1] 'orders.boundary.again' match "
+        f"the same test: {how}; keep one entry"
+    ) in warning
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        # Neither selects any test the other selects.
+        "properties/test_orders.py::test_boundary_timeout_*",
+        "properties/test_orders.py::test_boundary",
+        "other/test_orders.py::test_boundary_timeout",
+    ],
+)
+def test_entries_on_different_tests_are_quiet(test: str, project: Path, run_cli: RunCli) -> None:
+    edit_pin(project, "flakes.json", _add_entry("orders.boundary.other", test))
+    result = run_cli("check-pins", "--pins-dir", project / "pins", "--root", project)
+    assert result.code == 0, result.err
+    assert _warnings(result.err) == []

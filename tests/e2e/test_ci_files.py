@@ -46,6 +46,12 @@ def documented_workflow() -> str:
     return next(block for block in yaml_blocks(CI_DOC) if block.startswith("name: three-ledger"))
 
 
+def selftest_workflow() -> str:
+    return next(
+        block for block in yaml_blocks(CI_DOC) if block.startswith("name: three-ledger selftest")
+    )
+
+
 def action() -> dict[str, Any]:
     loaded: dict[str, Any] = yaml.safe_load(ACTION.read_text(encoding="utf-8"))
     return loaded
@@ -61,6 +67,19 @@ def test_zizmor_finds_nothing_in_the_action_or_the_documented_workflow(tmp_path:
     done = tool("zizmor", "--offline", "--no-progress", ACTION, workflow)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "No findings to report" in done.stdout + done.stderr or "0 high" in done.stdout
+
+
+def test_zizmor_and_actionlint_accept_the_scheduled_selftest(tmp_path: Path) -> None:
+    workflow = tmp_path / ".github" / "workflows" / "selftest.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text(selftest_workflow(), encoding="utf-8")
+    done = tool("zizmor", "--offline", "--no-progress", workflow)
+    assert done.returncode == 0, done.stdout + done.stderr
+    git(tmp_path, "init", "-q")
+    linted = tool("actionlint", "-verbose", cwd=tmp_path)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    schema = "vendor.github-workflows"
+    assert tool("check-jsonschema", "--builtin-schema", schema, workflow).returncode == 0
 
 
 def test_zizmor_flags_an_input_pasted_into_a_script(tmp_path: Path) -> None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,3 +104,65 @@ def test_every_property_of_the_example_passes_vet(run_cli: RunCli, orders_repo: 
         "orders.json.round_trip": "weak",
     }
     assert snapshot(orders_repo) == before
+
+
+# --- a recorded copy of markdown-it-py's spec layout -------------------------------------------
+
+MARKDOWN_IT = Path(__file__).resolve().parents[1] / "data" / "markdown-it-py"
+
+
+@pytest.fixture(scope="module")
+def markdown_it_vet(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """vet once on the copy: four properties, two over shared spec entries, two over tables."""
+    where = tmp_path_factory.mktemp("markdown-it-py")
+    shutil.copytree(MARKDOWN_IT, where / "copy")
+    argv = [sys.executable, "-P", "-m", "three_ledger", "vet", "--pin", "pins/fixtures.json"]
+    argv += ["--properties", "pins/properties.json", "--root", "project"]
+    argv += ["--command", f"{sys.executable} -m pytest -q tests", "--out", str(where / "vet.json")]
+    done = subprocess.run(
+        argv,
+        cwd=where / "copy",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        check=False,
+    )
+    found: dict[str, Any] = json.loads((where / "vet.json").read_text(encoding="utf-8"))
+    found["exit"], found["stdout"] = done.returncode, done.stdout + done.stderr
+    return found
+
+
+def test_emphasis_is_strong_killed_by_a_mutation_of_its_own_entries(
+    markdown_it_vet: dict[str, Any],
+) -> None:
+    for property_id in ("commonmark.emphasis", "commonmark.links"):
+        found = markdown_it_vet["properties"][property_id]
+        assert found["verdict"] == "strong", markdown_it_vet["stdout"]
+        first = found["trials"][0]
+        assert (first["operator"], first["kind"], first["status"]) == (
+            "entry.json_element",
+            "well_formed",
+            "fail",
+        )
+        assert found["killed_by"] == ["entry.json_element"]
+
+
+def test_a_property_killed_only_by_a_collection_crash_is_not_strong(
+    markdown_it_vet: dict[str, Any],
+) -> None:
+    found = markdown_it_vet["properties"]["gfm.tables"]
+    assert found["verdict"] == "weak", markdown_it_vet["stdout"]
+    # Its own entries were mutated first, well-formed, and it passed: it checks nothing.
+    assert found["trials"][0]["operator"] == "entry.markdown_block"
+    assert found["trials"][0]["status"] == "pass"
+    kills = [trial for trial in found["trials"] if trial["status"] in ("fail", "error")]
+    assert kills
+    assert all(trial["kind"] == "crash" and trial["command_exit"] == 2 for trial in kills)
+    assert "killed only by a crash of the whole run" in markdown_it_vet["stdout"]
+
+
+def test_the_real_tables_test_is_strong_on_its_blocks(markdown_it_vet: dict[str, Any]) -> None:
+    found = markdown_it_vet["properties"]["gfm.tables.output"]
+    assert found["verdict"] == "strong"
+    assert found["killed_by"] == ["entry.markdown_block"]
+    assert markdown_it_vet["exit"] == 0

@@ -26,7 +26,17 @@ import three_ledger
 
 PACKAGE = Path(three_ledger.__file__).resolve().parent
 REPO = PACKAGE.parent.parent
-FOLDERS_ABOVE_THE_DOMAIN = {"run", "report", "vet", "flake", "demo", "workflow", "commands", "cli"}
+FOLDERS_ABOVE_THE_DOMAIN = {
+    "run",
+    "report",
+    "vet",
+    "flake",
+    "selftest",
+    "demo",
+    "workflow",
+    "commands",
+    "cli",
+}
 
 
 @dataclass(frozen=True)

@@ -233,7 +233,7 @@ def _run_gate(args: argparse.Namespace) -> int:
 def _run_check_pins(args: argparse.Namespace) -> int:
     from three_ledger.commands.check_pins import check_pins
 
-    return check_pins(pins_dir=args.pins_dir, root=args.root)
+    return check_pins(pins_dir=args.pins_dir, root=args.root, warn_days=args.warn_days)
 
 
 def _run_draft_pin(args: argparse.Namespace) -> int:
@@ -297,6 +297,31 @@ def _run_flake_evidence(args: argparse.Namespace) -> int:
     )
 
 
+def _run_selftest(args: argparse.Namespace) -> int:
+    from three_ledger.commands.selftest import Request, selftest
+
+    return selftest(
+        Request(
+            pins_dir=args.pins_dir,
+            command=args.command,
+            root=args.root,
+            out=args.out,
+            only=tuple(args.only),
+            keep=args.keep,
+            timeout_s=args.timeout,
+            quiet=args.quiet,
+        )
+    )
+
+
+def _run_flake_audit(args: argparse.Namespace) -> int:
+    from three_ledger.commands.flake_audit import flake_audit
+
+    return flake_audit(
+        ledgers=args.ledgers, min_runs=args.min_runs, flake_pin=args.flake_pin, as_json=args.json
+    )
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from three_ledger.commands.demo import demo
 
@@ -318,6 +343,8 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "explain": _run_explain,
     "vet": _run_vet,
     "flake-evidence": _run_flake_evidence,
+    "flake-audit": _run_flake_audit,
+    "selftest": _run_selftest,
     "demo": _run_demo,
 }
 

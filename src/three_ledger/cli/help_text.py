@@ -140,6 +140,26 @@ COMMAND_HELP = {
             (ExitCode.INFRA_FAILURE, "the scratch copy or the sandbox failed; no ledger"),
         ],
     ),
+    "flake-audit": CommandHelp(
+        "three-ledger flake-audit artifacts/ --flake-pin pins/flakes.json --min-runs 10",
+        [
+            (0, "the report is printed (whatever it says)"),
+            (
+                ExitCode.REFUSED,
+                "a path is missing, a file is unreadable or not JSON, or the flake pin is invalid",
+            ),
+        ],
+    ),
+    "selftest": CommandHelp(
+        'three-ledger selftest --pins-dir pins --command "python -m pytest -q" '
+        "--out ledgers/selftest.json",
+        [
+            (0, "every applicable plant was caught; ledger written"),
+            (ExitCode.NOT_A_GATE, "a plant escaped the gate (named); ledger written"),
+            (ExitCode.REFUSED, "refused, or the clean run on HEAD was rejected (it says why)"),
+            (ExitCode.INFRA_FAILURE, "a plant's run failed as infrastructure; ledger written"),
+        ],
+    ),
     "demo": CommandHelp(
         "three-ledger demo",
         [

@@ -23,6 +23,12 @@ DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_VET_LEDGER = Path("ledgers/vet_ledger.json")
 # Where `flake-evidence` writes its ledger when no --out is given.
 DEFAULT_FLAKE_EVIDENCE = Path("ledgers/flake_evidence.json")
+# `check-pins --warn-days`: a flake entry due for review this soon is warned about.
+DEFAULT_WARN_DAYS = 14
+# `flake-audit --min-runs`: the runs an entry needs before it is judged.
+DEFAULT_MIN_RUNS = 10
+# Where `selftest` writes its ledger when no --out is given.
+DEFAULT_SELFTEST_LEDGER = Path("ledgers/selftest.json")
 # SPEC 4.7: the pin id `draft-pin` writes when none is given.
 DEFAULT_PIN_ID = "fixpin-draft"
 # What `add_subparsers` returns; argparse does not export its class.
@@ -187,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_explain,
         _add_vet,
         _add_flake_evidence,
+        _add_flake_audit,
+        _add_selftest,
         _add_demo,
     ):
         add_command(commands)
@@ -455,11 +463,21 @@ def _add_check_pins(commands: Subparsers) -> None:
         "check-pins",
         option("--pins-dir", type=Path, default=Path("pins"), metavar="DIR", help="default pins"),
         Opts.root,
+        option(
+            "--warn-days",
+            type=_whole_number,
+            default=DEFAULT_WARN_DAYS,
+            metavar="N",
+            help=f"warn about flake entries due for review within N days (default "
+            f"{DEFAULT_WARN_DAYS})",
+        ),
         help="validate every pin in a pins folder, listing every problem",
         description="Check that each pin parses and matches its schema, that fixture_pins "
         "names fixture pins of the folder, that every domain names pinned files, and that "
         "every pinned path exists under ROOT. A refusal lists every problem. An expired "
-        "review_by is a warning, not a failure.",
+        "review_by is a warning, not a failure; so are, on stderr, a flake entry due for "
+        "review within --warn-days, one with no owner, and two whose selectors match the "
+        "same test.",
     )
 
 
@@ -496,6 +514,16 @@ def _add_explain(commands: Subparsers) -> None:
         "  KIND<TAB>PATH<TAB>size BEFORE -> AFTER<TAB>sha256 BEFORE -> AFTER\n\n"
         "KIND is added, removed or changed; '-' marks the side without the file.",
     )
+
+
+def _whole_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value
 
 
 def _positive_count(text: str) -> int:
@@ -608,6 +636,71 @@ def _add_flake_evidence(commands: Subparsers) -> None:
         "(with its polluter), order_dependent_brittle, consistent_failure, not_reproduced, "
         "infrastructure, each count with its exact interval. Writes evidence, never a pin or "
         "a posture; merge does not read it.",
+    )
+
+
+def _add_flake_audit(commands: Subparsers) -> None:
+    parser = _command(
+        commands,
+        "flake-audit",
+        option(
+            "--min-runs",
+            type=_positive_count,
+            default=DEFAULT_MIN_RUNS,
+            metavar="N",
+            help=f"runs an entry needs before it is judged (default {DEFAULT_MIN_RUNS})",
+        ),
+        Opts.flake_pin.but(
+            help="audit this pin's entries, those no run saw included (default: every "
+            "entry the ledgers name)"
+        ),
+        option("--json", action="store_true", help="the report as JSON"),
+        help="list flake entries that never fired, or failed every time, over past runs",
+        description="Read the property and flake ledgers of past runs (files, or folders "
+        "searched for *.json) and list each flake entry's outcomes: entries that passed in "
+        "every run and entries that failed in every run are candidates for removal from the "
+        "pin. Only the keys it needs are read; a ledger or key it cannot use is named on "
+        "stderr and left out. Prints only; never writes a pin.",
+    )
+    parser.add_argument(
+        "ledgers", nargs="+", type=Path, metavar="LEDGER", help="ledger files or folders"
+    )
+
+
+def _add_selftest(commands: Subparsers) -> None:
+    _command(
+        commands,
+        "selftest",
+        option("--pins-dir", type=Path, required=True, metavar="DIR", help="pins folder"),
+        Opts.command,
+        Opts.root,
+        Opts.out.but(
+            required=False,
+            default=DEFAULT_SELFTEST_LEDGER,
+            help=f"selftest ledger to write (default {DEFAULT_SELFTEST_LEDGER})",
+        ),
+        option(
+            "--only",
+            nargs="+",
+            default=[],
+            metavar="NAME",
+            help="plant only these (the clean run always comes first)",
+        ),
+        option(
+            "--keep",
+            type=Path,
+            metavar="DIR",
+            help="keep every run's ledgers and logs here; must not exist or be empty",
+        ),
+        Opts.timeout.but(help=f"per run of the command, default {DEFAULT_TIMEOUT_S:g}"),
+        Opts.quiet,
+        help="plant known regressions in a scratch clone and watch the gate reject each",
+        description="Clone ROOT's HEAD to a scratch folder (the user's tree is only read), run "
+        "the gate on an empty change (it must not be rejected), then commit one regression "
+        "at a time on HEAD (a broken product, a moved or unpinned fixture, a weakened oracle, "
+        "forcing and masking conftests, a pin mutation, tampered ledgers, sandbox canaries, "
+        "committed bytecode) and run the whole gate on each with --base its parent. Each "
+        "plant is caught, escaped, or not applicable (and why).",
     )
 
 

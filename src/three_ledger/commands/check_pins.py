@@ -6,6 +6,10 @@ the folder; every domain entry names files that pin lists; every pinned path is 
 file under ROOT. An expired `review_by` is a warning only: such an entry already counts as
 not listed wherever it is read. So is a fixture pin without a reviewed `digest`: its bytes are
 then bound only by the base they are compared with.
+
+The flake pin's hygiene is warned about too (exit 0): a `review_by` within `warn_days`, an
+entry with no owner, and two entries whose selectors match the same test. Without a list of
+collected tests, "the same test" is decided statically (`selector_covers`).
 """
 
 from __future__ import annotations
@@ -30,11 +34,18 @@ from three_ledger.pins import (
     load_properties_pin,
     utc_today,
 )
+from three_ledger.results import selects
 
 PinT = TypeVar("PinT", FixturePin, PropertiesPin, FlakePin)
 
 
-def check_pins(*, pins_dir: Path, root: Path, today: datetime.date | None = None) -> int:
+def check_pins(
+    *,
+    pins_dir: Path,
+    root: Path,
+    today: datetime.date | None = None,
+    warn_days: int = 14,  # as `check-pins --warn-days` (cli/parser.py) defaults
+) -> int:
     folder = scan(pins_dir)
     problems = [pin.problem or "" for pin in folder.unsorted()]
     fixtures = _load_all(folder.of_kind(FIXTURE), load_fixture_pin, problems)
@@ -45,7 +56,12 @@ def check_pins(*, pins_dir: Path, root: Path, today: datetime.date | None = None
         problems += reference_problems(properties_pin, fixtures)
     for fixture_pin in fixtures:
         problems += missing_file_problems(root, fixture_pin)
-    for warning in [*digest_warnings(fixtures), *expiry_warnings(flakes, today or utc_today())]:
+    warnings = [
+        *digest_warnings(fixtures),
+        *expiry_warnings(flakes, today or utc_today()),
+        *hygiene_warnings(flakes, today or utc_today(), warn_days),
+    ]
+    for warning in warnings:
         print(f"three-ledger: warning: {warning}", file=sys.stderr)
     if problems:
         raise Refused(f"check-pins: {len(problems)} problem(s) in {pins_dir}", problems)
@@ -144,3 +160,61 @@ def expiry_warnings(flake_pins: Sequence[FlakePin], today: datetime.date) -> lis
         for index, entry in enumerate(pin.flakes)
         if entry.expired(today)
     ]
+
+
+def hygiene_warnings(
+    flake_pins: Sequence[FlakePin], today: datetime.date, warn_days: int
+) -> list[str]:
+    """A flake pin's loose ends: review due soon, no owner, two entries on one test."""
+    warnings: list[str] = []
+    for pin in flake_pins:
+        for index, entry in enumerate(pin.flakes):
+            where = f"{pin.source}: $.flakes[{index}]: {entry.test_id!r}"
+            days_left = (entry.review_by - today).days
+            if 0 <= days_left <= warn_days:
+                warnings.append(
+                    f"{where} has review_by {entry.review_by.isoformat()}, {_days(days_left)} "
+                    f"away (today is {today.isoformat()} UTC): renew or remove it before then"
+                )
+            if not (entry.owner or "").strip():
+                warnings.append(f"{where} has no owner: name who renews or removes it")
+        warnings += _overlap_warnings(pin)
+    return warnings
+
+
+def _days(count: int) -> str:
+    if count == 0:
+        return "today, the last day it counts,"
+    return "1 day" if count == 1 else f"{count} days"
+
+
+def _overlap_warnings(pin: FlakePin) -> list[str]:
+    warnings = []
+    for first, one in enumerate(pin.flakes):
+        for second in range(first + 1, len(pin.flakes)):
+            other = pin.flakes[second]
+            if one.test == other.test:
+                how = f"the same selector {one.test!r}"
+            elif selector_covers(one.test, other.test):
+                how = f"{one.test!r} matches every test {other.test!r} matches"
+            elif selector_covers(other.test, one.test):
+                how = f"{other.test!r} matches every test {one.test!r} matches"
+            else:
+                continue
+            warnings.append(
+                f"{pin.source}: $.flakes[{first}] {one.test_id!r} and $.flakes[{second}] "
+                f"{other.test_id!r} match the same test: {how}; keep one entry"
+            )
+    return warnings
+
+
+def selector_covers(wide: str, narrow: str) -> bool:
+    """Whether selector WIDE selects every test id that selector NARROW can select.
+
+    NARROW is read with each `*` as a character no selector holds: WIDE selects that id
+    only when a `*` of its own takes the place of each, so it selects the id whatever each
+    `*` of NARROW stands for, and (as a selector that selects an id selects its
+    parametrised instances and what it holds) whatever suffix NARROW's ids carry.
+    """
+    stand_in = next(chr(code) for code in range(0xE000, 0xF900) if chr(code) not in wide)
+    return selects(wide, narrow.replace("*", stand_in))

@@ -10,6 +10,7 @@ well-formed); one that survives every operator cannot fail on its fixtures.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -55,6 +56,7 @@ from three_ledger.run.preflight import Checks, Preflight, new_tests_left_out, pr
 from three_ledger.run.staging import StagedPlugin, stage_plugin
 from three_ledger.vet import scratch
 from three_ledger.vet.judge import (
+    BROKEN_EXITS,
     KILLS,
     Subject,
     Tracker,
@@ -64,14 +66,10 @@ from three_ledger.vet.judge import (
     sample,
     subjects,
 )
-from three_ledger.vet.mutations import Files, Operator, mutants
+from three_ledger.vet.mutations import Files, Operator, entry_operators, entry_words, mutants
 from three_ledger.vet.report import report
 from three_ledger.vocabulary import Enforcement, Status
 
-# pytest's exits for a run that broke as a whole: collection errors (a malformed file broke
-# an import-time loader), an internal error, a conftest.py that failed to load. The baseline
-# ran the same command cleanly, so under mutation the mutant broke it: a kill for everyone.
-BROKEN_EXITS = (2, 3, 4)
 NOTHING_COLLECTED = 5
 
 
@@ -343,6 +341,8 @@ class Baseline:
     reads: dict[str, frozenset[str]]
     # What steered the run (config, conftests, plugins), as the plugin measured it.
     harness: Harness
+    # Per property, per pinned file: the parametrisation words of its tests that read it.
+    entry_words: dict[str, dict[str, frozenset[str]]] = dataclasses.field(default_factory=dict)
 
 
 def run_baseline(bench: Bench) -> Baseline:
@@ -385,7 +385,22 @@ def run_baseline(bench: Bench) -> Baseline:
     except InfraFailure as unmeasured:
         unmeasured.message = f"{ran.label}: {unmeasured.message}"
         raise
-    return Baseline(tuple(results), reads, harness)
+    words = {
+        pid: _entry_words(matching(pid, selector, results), item_reads)
+        for pid, selector in bench.selectors.items()
+    }
+    return Baseline(tuple(results), reads, harness, words)
+
+
+def _entry_words(
+    results: Sequence[TestResult], item_reads: Mapping[str, frozenset[str]]
+) -> dict[str, frozenset[str]]:
+    """Per pinned file, the parametrisation words of the tests that read it."""
+    words: dict[str, set[str]] = {}
+    for result in results:
+        for path in item_reads.get(result.id, ()):
+            words.setdefault(path, set()).update(entry_words([result.id]))
+    return {path: frozenset(found) for path, found in words.items()}
 
 
 def _not_passing(property_id: str, score: PropertyScore) -> str:
@@ -427,7 +442,7 @@ def examine(bench: Bench, checked: Preflight, request: Request) -> Findings:
     }
     trackers: dict[str, Tracker] = {}
     for batch in batches(subjects(domains, baseline.reads)):
-        ran = mutate_batch(bench, batch)
+        ran = mutate_batch(bench, batch, baseline.entry_words)
         trackers.update((pid, tracker) for tracker in ran for pid in tracker.subject.property_ids)
     verdicts = {
         pid: judge(
@@ -446,11 +461,21 @@ def examine(bench: Bench, checked: Preflight, request: Request) -> Findings:
     return Findings(baseline.harness, verdicts, unread, per_file)
 
 
-def mutate_batch(bench: Bench, batch: Sequence[Subject]) -> list[Tracker]:
-    """Run the batch's subjects side by side, each through its operators, until all stop."""
-    trackers = [
-        Tracker(subject, scratch.read_files(bench.tree, subject.files)) for subject in batch
-    ]
+def mutate_batch(
+    bench: Bench,
+    batch: Sequence[Subject],
+    words: Mapping[str, Mapping[str, frozenset[str]]],
+) -> list[Tracker]:
+    """Run the batch's subjects side by side, each through its operators (first the entries
+    its properties' tests consume), until all stop."""
+    trackers = []
+    for subject in batch:
+        originals = scratch.read_files(bench.tree, subject.files)
+        joined: dict[str, frozenset[str]] = {}
+        for pid in subject.property_ids:
+            for path, found in words.get(pid, {}).items():
+                joined[path] = joined.get(path, frozenset()) | found
+        trackers.append(Tracker(subject, originals, entry_operators(joined, originals)))
     while True:
         step = [(tracker, mutant) for tracker in trackers if (mutant := tracker.next_mutant())]
         if not step:

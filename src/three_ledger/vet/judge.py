@@ -19,6 +19,10 @@ from three_ledger.vocabulary import Status, VetVerdict
 
 # What makes a mutant killed: the property no longer passes, and says so.
 KILLS = frozenset({Status.FAIL, Status.ERROR})
+# pytest's exits for a run that broke as a whole: collection errors (a mutant broke an
+# import-time loader), an internal error, a conftest.py that failed to load. Every property
+# then errors, and the trial is a `crash`: it never makes a property strong.
+BROKEN_EXITS = (2, 3, 4)
 
 
 def domain_files(prop: Property, pin: FixturePin) -> tuple[str, ...]:
@@ -84,11 +88,12 @@ class Tracker:
     cost, and a weak one is known at its first malformed kill.
     """
 
-    def __init__(self, subject: Subject, originals: Files) -> None:
+    def __init__(self, subject: Subject, originals: Files, first: Sequence[Operator] = ()) -> None:
         self.subject = subject
         self.originals = originals
         self.trials: dict[str, list[VetTrial]] = {pid: [] for pid in subject.property_ids}
-        self._queue: Iterator[tuple[Operator, dict[str, bytes]]] | None = mutants(originals)
+        # The entry mutants (FIRST) come before every other operator.
+        self._queue: Iterator[tuple[Operator, dict[str, bytes]]] | None = mutants(originals, first)
 
     def active(self) -> list[str]:
         return [pid for pid, seen in self.trials.items() if not any(map(_killed, seen))]
@@ -109,10 +114,11 @@ class Tracker:
         statuses: Mapping[str, Status],
         command_exit: int,
     ) -> None:
+        kind = Kind.CRASH if command_exit in BROKEN_EXITS else operator.kind
         for property_id in self.active():
             trial = VetTrial(
                 operator=operator.name,
-                kind=operator.kind,
+                kind=kind,
                 files_mutated=files_mutated,
                 status=statuses[property_id],
                 command_exit=command_exit,

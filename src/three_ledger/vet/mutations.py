@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import PurePosixPath
@@ -365,6 +365,146 @@ def _json(sites: _Sites) -> Callable[[Files], dict[str, bytes]]:
     return _each_file(_json_mutation(sites))
 
 
+# --- entries: the parts of a file that the property's own tests consume -------------------
+#
+# A test parametrised over a file's entries names the entry in its id: `test_spec[entry42]`
+# for element 42 of a JSON list, `test_x[deposit]` for a member or a TOML table of that
+# name, `test_table[12-Simple:-...]` for the Markdown fixture block whose first separator is
+# line 12 (counted from 0, as markdown-it-py's `read_fixture_file` counts, or from 1). An
+# entry mutant edits only those entries, and keeps the file well-formed: every string of the
+# entry gains a character, every number grows by one, every boolean turns.
+
+# The words of a parametrisation id: pytest joins the ids of several arguments with `-`.
+_ID_WORD = re.compile(r"[^-]+")
+_INDEXED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*?([0-9]+)")
+_MARK = "~"
+
+
+def entry_words(test_ids: Iterable[str]) -> frozenset[str]:
+    """Every word of the parametrisation part (`[...]`) of TEST_IDS."""
+    words: set[str] = set()
+    for test_id in test_ids:
+        if test_id.endswith("]") and "[" in test_id:
+            words.update(_ID_WORD.findall(test_id[test_id.index("[") + 1 : -1]))
+    return frozenset(words)
+
+
+def _entry_edits(text: str, node: _Node) -> list[_Edit]:
+    edits: list[_Edit] = []
+    for leaf in _walk(node):
+        literal = _literal(text, leaf)
+        if leaf.kind == "string":
+            edits.append((leaf.end - 1, leaf.end - 1, _MARK))
+        elif leaf.kind == "number" and (bumped := _plus_one(literal)) is not None:
+            edits.append((leaf.start, leaf.end, bumped))
+        elif leaf.kind in ("true", "false"):
+            edits.append((leaf.start, leaf.end, "false" if leaf.kind == "true" else "true"))
+    return edits
+
+
+def _json_entries(data: bytes, words: frozenset[str]) -> tuple[str, bytes] | None:
+    parsed = _json_tree(data)
+    if parsed is None:
+        return None
+    text, tree = parsed
+    chosen: list[_Node] = []
+    if tree.kind == "array":
+        indexes = {int(m.group(1)) for word in words if (m := _INDEXED.fullmatch(word))}
+        chosen = [item for index, item in enumerate(tree.items) if index in indexes]
+        name = "entry.json_element"
+    elif tree.kind == "object":
+        keys = list(json.loads(text))
+        if len(keys) == len(tree.items):
+            chosen = [item for key, item in zip(keys, tree.items, strict=True) if key in words]
+        name = "entry.json_member"
+    edits = [edit for node in chosen for edit in _entry_edits(text, node)]
+    if not edits:
+        return None
+    return name, _apply_edits(text, edits).encode("utf-8")
+
+
+_TOML_TABLE = re.compile(r"\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?")
+_TOML_VALUE = re.compile(r'(\s*[A-Za-z0-9_."-]+\s*=\s*)("(?:[^"\\]|\\.)*"|-?[0-9]+|true|false)(.*)')
+
+
+def _toml_value(value: str) -> str:
+    if value.startswith('"'):
+        return value[:-1] + _MARK + '"'
+    if value in ("true", "false"):
+        return "false" if value == "true" else "true"
+    return str(int(value) + 1)
+
+
+def _toml_entries(data: bytes, words: frozenset[str]) -> tuple[str, bytes] | None:
+    lines = _text_lines(data)
+    if lines is None:
+        return None
+    inside, changed = False, False
+    out = []
+    for line in lines:
+        table = _TOML_TABLE.fullmatch(line.rstrip("\r\n"))
+        if table is not None:
+            name = table.group(1).strip().strip('"')
+            inside = name in words or name.rsplit(".", 1)[-1] in words
+        elif inside and (value := _TOML_VALUE.fullmatch(line.rstrip("\r\n"))) is not None:
+            ending = line[len(line.rstrip("\r\n")) :]
+            line = value.group(1) + _toml_value(value.group(2)) + value.group(3) + ending
+            changed = True
+        out.append(line)
+    return ("entry.toml_table", "".join(out).encode("utf-8")) if changed else None
+
+
+def _markdown_entries(data: bytes, words: frozenset[str]) -> tuple[str, bytes] | None:
+    """Markdown fixture blocks (`title`, `.`, input, `.`, expected, `.`): the expected part of
+    each block a test names by its first separator's line, gains a character per line."""
+    lines = _text_lines(data)
+    if lines is None:
+        return None
+    numbers = {int(word) for word in words if word.isdigit()}
+    separators = [index for index, line in enumerate(lines) if line.rstrip() == "."]
+    changed = False
+    for first, second, third in zip(
+        separators[::3], separators[1::3], separators[2::3], strict=False
+    ):
+        if first not in numbers and first + 1 not in numbers:
+            continue
+        for index in range(second + 1, third):
+            body = lines[index].rstrip("\r\n")
+            lines[index] = body + _MARK + lines[index][len(body) :]
+            changed = True
+    return ("entry.markdown_block", "".join(lines).encode("utf-8")) if changed else None
+
+
+_ENTRY_FORMATS: dict[str, Callable[[bytes, frozenset[str]], tuple[str, bytes] | None]] = {
+    ".json": _json_entries,
+    ".toml": _toml_entries,
+    ".md": _markdown_entries,
+    ".markdown": _markdown_entries,
+    ".txt": _markdown_entries,
+}
+
+
+def entry_operators(words: Mapping[str, frozenset[str]], files: Files) -> tuple[Operator, ...]:
+    """The entry mutants of FILES, one operator per kind of entry, for the entries WORDS (per
+    file: the parametrisation words of the tests that read it) name."""
+    by_name: dict[str, dict[str, bytes]] = {}
+    for path, data in files.items():
+        mutate = _ENTRY_FORMATS.get(PurePosixPath(path).suffix.lower())
+        found = mutate(data, words.get(path, frozenset())) if mutate else None
+        if found is not None and found[1] != data:
+            by_name.setdefault(found[0], {})[path] = found[1]
+    return tuple(
+        Operator(name, Kind.WELL_FORMED, _fixed(mutation)) for name, mutation in by_name.items()
+    )
+
+
+def _fixed(mutation: dict[str, bytes]) -> Callable[[Files], dict[str, bytes]]:
+    def apply(files: Files) -> dict[str, bytes]:
+        return {path: data for path, data in mutation.items() if path in files}
+
+    return apply
+
+
 # The order they are tried in: the well-formed first, most likely killers first, so that a
 # strong property costs one run; then the malformed, for properties no meaning change kills.
 WELL_FORMED = (
@@ -386,10 +526,13 @@ MALFORMED = (
 OPERATORS = WELL_FORMED + MALFORMED
 
 
-def mutants(files: Files) -> Iterator[tuple[Operator, dict[str, bytes]]]:
-    """Each operator's mutant of FILES, in trial order; none that changes nothing or repeats."""
+def mutants(
+    files: Files, first: Sequence[Operator] = ()
+) -> Iterator[tuple[Operator, dict[str, bytes]]]:
+    """Each operator's mutant of FILES, in trial order (FIRST, the entry operators, before the
+    rest); none that changes nothing or repeats."""
     seen: set[str] = set()
-    for operator in OPERATORS:
+    for operator in (*first, *OPERATORS):
         mutation = operator.apply(files)
         key = _fingerprint(mutation)
         if mutation and key not in seen:

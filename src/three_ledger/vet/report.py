@@ -47,8 +47,9 @@ def finding(found: PropertyVet, *, strict: bool) -> str:
             text = f"killed by {killer.operator} ({_status_text(killer)})"
         case VetVerdict.WEAK:
             killer = next(t for t in found.trials if _kills(t))
+            how = "a crash of the whole run" if killer.kind is Kind.CRASH else "malformed input"
             text = (
-                f"killed only by malformed input ({killer.operator}: {_status_text(killer)}): "
+                f"killed only by {how} ({killer.operator}: {_status_text(killer)}): "
                 "it guards the parser, not its claim"
             )
             if strict:

@@ -1,0 +1,237 @@
+"""`selftest`'s pure parts: product mutations, the plants' text, the clone's depth, judging."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from three_ledger.commands.selftest import (
+    Result,
+    Seen,
+    _exit_code,
+    _plant_environment,
+    _test_location,
+)
+from three_ledger.selftest import plants
+from three_ledger.selftest.plants import EXPECTED, Expect, Outcome, Plant
+from three_ledger.selftest.product import (
+    imported_names,
+    is_test_module,
+    module_files,
+    mutations,
+    product_modules,
+    returning_early,
+    top_level_functions,
+)
+from three_ledger.selftest.scratch import same_depth_home
+from three_ledger.vocabulary import Posture
+
+PRODUCT = '''"""A product."""
+
+
+def total(lines):
+    return sum(line * 2 for line in lines)
+
+
+def ok(value, limit=3):
+    return value < limit and value != 0
+
+
+def flag():
+    return True
+'''
+
+
+def test_mutations_change_one_expression_each_and_still_parse() -> None:
+    found = list(mutations("p.py", PRODUCT))
+    described = [mutation.describe for mutation in found]
+    assert described[0] == "Mult swapped for Add at p.py:5 in total()"
+    assert "Lt turned into GtE at p.py:9 in ok()" in described
+    assert "And turned into Or at p.py:9 in ok()" in described
+    assert "constant 3 moved to 4 at p.py:8 in ok()" in described
+    assert "constant True turned into False at p.py:13 in flag()" in described
+    # The dropped returns come after every operator and constant.
+    dropped = [d for d in described if d.startswith("returned value dropped")]
+    assert described[-len(dropped) :] == dropped
+    assert len(dropped) == 3
+    for mutation in found:
+        ast.parse(mutation.source)
+        assert mutation.source != PRODUCT
+        assert mutation.path == "p.py"
+
+
+def test_no_mutation_of_a_file_that_does_not_parse() -> None:
+    assert list(mutations("p.py", "def broken(:\n")) == []
+    assert imported_names("import (\n") == []
+    assert returning_early("def broken(:\n", "broken") is None
+    assert top_level_functions("def broken(:\n") == []
+
+
+def test_a_nested_function_is_mutated_once() -> None:
+    source = "def outer():\n    def inner():\n        return 1 + 2\n    return inner\n"
+    described = [mutation.describe for mutation in mutations("n.py", source)]
+    assert described.count("Add swapped for Sub at n.py:3 in outer()") == 1
+
+
+def test_returning_early_skips_the_docstring_and_finds_methods() -> None:
+    source = (
+        "class TestX:\n"
+        "    def test_a(self):\n"
+        '        """Doc."""\n'
+        "        assert False\n"
+        "\n"
+        "def test_b():\n"
+        "    assert False\n"
+    )
+    method = returning_early(source, "TestX.test_a")
+    assert method is not None
+    assert '        """Doc."""\n        return\n        assert False\n' in method
+    function = returning_early(source, "test_b")
+    assert function is not None
+    assert "def test_b():\n    return\n    assert False\n" in function
+    assert returning_early(source, "test_c") is None
+    assert returning_early(source, "TestX.test_c") is None
+    assert returning_early("def f(): return 1\n", "f") is None
+
+
+def test_imports_and_the_files_they_name() -> None:
+    source = "import os\nfrom pkg.mod import f\nfrom . import rel\nimport a, b\n"
+    assert imported_names(source) == ["os", "pkg.mod", "a", "b"]
+    tracked = ["src/pkg/mod.py", "a/__init__.py", "tests/test_x.py"]
+    assert module_files("pkg.mod", ["tests", ".", "src"], tracked) == "src/pkg/mod.py"
+    assert module_files("a", [".", "src"], tracked) == "a/__init__.py"
+    assert module_files("os", [".", "src"], tracked) is None
+
+
+def test_product_modules_are_the_python_files_the_globs_cover() -> None:
+    tracked = ["src/pkg/a.py", "src/pkg/test_a.py", "src/pkg/data.json", "other.py"]
+    assert product_modules(tracked, ["src/pkg"]) == ["src/pkg/a.py"]
+    assert is_test_module("x/conftest.py")
+    assert is_test_module("x/a_test.py")
+    assert not is_test_module("x/testing.py")
+
+
+def test_top_level_functions() -> None:
+    assert top_level_functions(PRODUCT) == ["total", "ok", "flag"]
+
+
+@pytest.mark.parametrize(
+    ("data", "changed"),
+    [
+        (b'{"n": 19}', b'{"n": 29}'),
+        (b'{"a": "b"}', b'{"b": "b"}'),
+        (b"", b"\n"),
+        (b"\x00\xff", b"\x01\xff"),
+    ],
+)
+def test_one_byte_changes(data: bytes, changed: bytes) -> None:
+    assert plants.changed_byte(data) == changed
+    assert len(plants.changed_byte(data)) == max(len(data), 1)
+
+
+def test_a_flake_entry_copies_the_reviewed_one_or_takes_the_head() -> None:
+    reviewed = {"accepted_revision": "a" * 40, "review_by": "2030-01-01"}
+    pin = {"pin_id": "f", "flakes": [{"test_id": "t", "test": "x.py::t", **reviewed}]}
+    added = json.loads(plants.appended_flake(json.dumps(pin), "p.flaky", "x.py::u", "b" * 40, "d"))
+    assert added["flakes"][1] == {"test_id": "p.flaky", "test": "x.py::u", **reviewed}
+    empty = json.loads(plants.appended_flake('{"pin_id": "f"}', "p", "x", "c" * 40, "2031-02-03"))
+    assert empty["flakes"] == [
+        {"test_id": "p", "test": "x", "accepted_revision": "c" * 40, "review_by": "2031-02-03"}
+    ]
+
+
+def test_the_masking_conftest_puts_the_base_module_in_place(tmp_path: Path) -> None:
+    package = types.ModuleType("selftest_fake_pkg")
+    sys.modules["selftest_fake_pkg"] = package
+    try:
+        text = plants.masking_conftest(
+            "selftest_fake_pkg.mod", "mod.py", "def f():\n    return 7\n"
+        )
+        exec(compile(text, "conftest.py", "exec"), {})
+        assert sys.modules["selftest_fake_pkg.mod"].f() == 7
+        assert package.mod.f() == 7
+    finally:
+        sys.modules.pop("selftest_fake_pkg", None)
+        sys.modules.pop("selftest_fake_pkg.mod", None)
+
+
+@pytest.mark.parametrize("text", [plants.sleeper_canary("1.5"), plants.network_canary(9)])
+def test_the_canaries_are_python(text: str) -> None:
+    ast.parse(text)
+    ast.parse(plants.fixture_write_canary(1, "fixtures/a.json"))
+    ast.parse(plants.FORCING_CONFTEST)
+
+
+def test_what_each_plant_expects() -> None:
+    assert set(EXPECTED) == set(Plant) == set(plants.DESCRIPTIONS)
+    assert str(EXPECTED[Plant.BROKEN_PRODUCT]) == "reject row 7"
+    assert str(EXPECTED[Plant.FORCING_CONFTEST]) == "reject row 2 (properties exit 4)"
+    assert str(EXPECTED[Plant.COMMITTED_BYTECODE]) == "reject"
+    assert str(EXPECTED[Plant.NETWORK]) == "nothing happens"
+    row7 = Expect(Posture.REJECT, 7)
+    assert row7.holds(Posture.REJECT, 7, 0)
+    assert not row7.holds(Posture.REJECT, 2, None)
+    assert not row7.holds(Posture.REVIEW, 9, None)
+    tripwire = EXPECTED[Plant.FORCING_CONFTEST]
+    assert tripwire.holds(Posture.REJECT, 2, 4)
+    assert not tripwire.holds(Posture.REJECT, 2, 0)
+
+
+def test_the_clone_is_as_deep_as_the_work_tree(tmp_path: Path) -> None:
+    top = Path("/a/b/c/d/e/f/g/h/project")
+    holder, clone = same_depth_home(top, Path("/tmp/w"))
+    assert holder == Path("/tmp/w/clone")
+    assert len(clone.parts) == len(top.parts)
+    assert clone.name == "project"
+    shallow = tmp_path / "p"
+    shallow.mkdir()
+    holder, clone = same_depth_home(shallow, tmp_path / "x" / "y" / "z")
+    assert holder == clone
+    assert clone.parent == tmp_path
+    assert len(clone.parts) == len(shallow.parts)
+
+
+def test_the_plants_environment_names_no_base_or_event() -> None:
+    env = {
+        "PATH": "/bin",
+        "GITHUB_EVENT_PATH": "e.json",
+        "GITHUB_BASE_REF": "main",
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA": "x",
+        "THREE_LEDGER_BASE": "HEAD~1",
+        "THREE_LEDGER_GIT_TIMEOUT_S": "9",
+        "CI": "true",
+    }
+    assert _plant_environment(env) == {"PATH": "/bin", "THREE_LEDGER_GIT_TIMEOUT_S": "9"}
+
+
+def test_a_node_id_names_its_module_and_function() -> None:
+    assert _test_location("t/test_a.py::test_x[a.json]") == ("t/test_a.py", "test_x")
+    assert _test_location("t/test_a.py::TestA::test_x") == ("t/test_a.py", "TestA.test_x")
+
+
+def _result(outcome: Outcome) -> Result:
+    return Result(Plant.NETWORK, outcome, "-", "")
+
+
+def test_the_exit_code() -> None:
+    assert _exit_code([_result(Outcome.CAUGHT), _result(Outcome.KNOWN_ESCAPE)]) == 0
+    assert _exit_code([_result(Outcome.NOT_APPLICABLE), _result(Outcome.ESCAPED)]) == 1
+    assert _exit_code([_result(Outcome.ESCAPED), _result(Outcome.INFRA_FAILURE)]) == 4
+
+
+def test_which_runs_are_no_answer(tmp_path: Path) -> None:
+    none = Seen(2, None, None, "refused", None, "", tmp_path)
+    assert str(none) == "no decision (exit 2)"
+    assert none.infrastructure() == "no decision: exit 2: refused"
+    hung = Seen(1, Posture.REJECT, 2, "r", 4, "the command timed out", tmp_path)
+    assert hung.infrastructure() == (
+        "the properties step failed as infrastructure: the command timed out"
+    )
+    tripwire = Seen(1, Posture.REJECT, 2, "r", 4, "tripwire: sentinel ...", tmp_path)
+    assert tripwire.infrastructure() is None
+    assert str(tripwire) == "reject row 2"
