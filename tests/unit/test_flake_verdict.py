@@ -22,6 +22,14 @@ def _reruns(**counts: tuple[int, int]) -> Reruns:
         ({"original": (5, 5), "isolated": (5, 0)}, FlakeVerdict.ORDER_DEPENDENT_VICTIM),
         ({"original": (5, 0), "isolated": (5, 5)}, FlakeVerdict.ORDER_DEPENDENT_BRITTLE),
         ({"original": (5, 5), "isolated": (5, 5)}, FlakeVerdict.CONSISTENT_FAILURE),
+        (
+            {"original": (5, 5), "isolated": (5, 5), "reverse": (5, 5)},
+            FlakeVerdict.CONSISTENT_FAILURE,
+        ),
+        (
+            {"original": (5, 5), "isolated": (5, 5), "reverse": (5, 0)},
+            FlakeVerdict.ORDER_DEPENDENT_BRITTLE,
+        ),
         ({"original": (5, 0), "isolated": (5, 0)}, FlakeVerdict.NOT_REPRODUCED),
         ({"original": (5, 2), "isolated": (5, 0)}, FlakeVerdict.NON_DETERMINISTIC),
         (

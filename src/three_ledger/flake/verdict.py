@@ -72,6 +72,11 @@ def verdict(reruns: Reruns) -> FlakeVerdict:
     if in_order is None or alone is None:
         return FlakeVerdict.NOT_REPRODUCED
     if in_order and alone:
+        reversed_tally = tallies.get(RerunMode.REVERSE)
+        if reversed_tally is not None and reversed_tally.runs and not reversed_tally.failed:
+            # Fails in order and alone, passes after the same tests reversed: a test it needs
+            # ran after it in order and runs before it now.
+            return FlakeVerdict.ORDER_DEPENDENT_BRITTLE
         return FlakeVerdict.CONSISTENT_FAILURE
     if in_order:
         return FlakeVerdict.ORDER_DEPENDENT_VICTIM
