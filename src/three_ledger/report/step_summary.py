@@ -115,6 +115,9 @@ class SummaryInput:
     # None when gate decided before the merge table (row 0).
     evidence: Evidence | None
     title: str = "three-ledger"
+    # What decided, in a few words, for the headline when the reason would bury it (a moved
+    # fixture by its path); "" to head with the reason itself.
+    cause: str = ""
     claims: Mapping[str, str] = field(default_factory=dict)
     failing_tests: Mapping[str, Sequence[str]] = field(default_factory=dict)
     flake_owners: Mapping[str, str] = field(default_factory=dict)
@@ -185,7 +188,8 @@ def render(summary: SummaryInput) -> str:
     verdict = summary.verdict
     mark = _POSTURE_MARK[verdict.posture]
     reason = shorten_digests(verdict.reason)
-    cut = reason if len(reason) <= HEADING_REASON_CHARS else reason[:HEADING_REASON_CHARS] + "…"
+    said = shorten_digests(summary.cause) or reason
+    cut = said if len(said) <= HEADING_REASON_CHARS else said[:HEADING_REASON_CHARS] + "…"
     blocks = [
         (
             f"### {mark} {text(summary.title)}: {verdict.posture.value} (row {verdict.row}): "
