@@ -138,7 +138,7 @@ def decide(evidence: Evidence) -> Verdict:
         return _reject(6, drift)
 
     if misses := sorted(prop.failing_ids()):
-        listed = ", ".join(f"{prop_id} is {prop.status_by_id[prop_id]}" for prop_id in misses)
+        listed = ", ".join(_miss(prop, prop_id) for prop_id in misses)
         return _reject(7, f"property miss stands: {listed}")
 
     if prop.unscored_new_files:
@@ -200,6 +200,21 @@ def _pin_bytes(binding: TreeBinding | None, prop: PropertyLedger) -> str | None:
 
 def _reject(row: int, reason: str) -> Verdict:
     return Verdict(Posture.REJECT, row, reason)
+
+
+# Failing tests a row-7 reason names per property before "and N more".
+FIRST_FAILING_TESTS = 3
+
+
+def _miss(prop: PropertyLedger, prop_id: str) -> str:
+    """`ID is STATUS`, then the tests behind it, so the posture line names what to fix."""
+    tests = [test.id for test in prop.failing_tests.get(prop_id, ())]
+    said = f"{prop_id} is {prop.status_by_id[prop_id]}"
+    if not tests:
+        return said
+    shown = ", ".join(tests[:FIRST_FAILING_TESTS])
+    more = len(tests) - FIRST_FAILING_TESTS
+    return f"{said} (failing: {shown}{f' and {more} more' if more > 0 else ''})"
 
 
 def _tree_moved(fixture: FixtureLedger, live: LiveTree | None) -> str | None:

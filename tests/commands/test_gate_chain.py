@@ -11,6 +11,7 @@ import json
 import shlex
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -254,3 +255,85 @@ def test_without_reviewed_digests_a_change_that_leaves_the_fixtures_is_review(
     code, stdout, out = gate(run_cli, repo, stand_in(PASSING), "--base", base)
     assert code == 0, stdout
     assert decision(out)[:2] == ("review", 9)
+
+
+# --- every report names the cause ------------------------------------------------------------
+
+
+def moved_fixture(repo: Path) -> None:
+    moved = repo / "fixtures" / "orders_min.json"
+    moved.write_text(moved.read_text().replace('"quantity": 1', '"quantity": 2', 1))
+
+
+def stray_bytecode(repo: Path) -> None:
+    """properties refuses bytecode the change brings: it writes no property ledger."""
+    (repo / "stray.pyc").write_bytes(b"\x00" * 16)
+    (repo / "orders.py").write_text((repo / "orders.py").read_text() + "\n# a comment\n")
+
+
+def mixed_pin_edit(repo: Path) -> None:
+    (repo / "orders.py").write_text((repo / "orders.py").read_text() + "\n")
+    flakes = repo / "pins" / "flakes.json"
+    flakes.write_text(flakes.read_text().replace('"note": "', '"note": "Renewed. ', 1))
+
+
+def weakened_oracle(repo: Path) -> None:
+    oracle = repo / TEST_FILE
+    oracle.write_text(oracle.read_text() + "\n# weakened\n")
+    (repo / "orders.py").write_text((repo / "orders.py").read_text() + "\n")
+
+
+def plain(markdown_line: str) -> str:
+    """A Markdown line as it reads: escapes and zero-width spaces gone."""
+    return markdown_line.replace("\\", "").replace("\u200b", "")
+
+
+REFUSED = "properties A (fixpin-orders-a) refused (exit 2): bytecode"
+PIN_EDIT = "pin mutation: pins added, changed or removed against"
+
+
+@pytest.mark.parametrize(
+    ("change", "row", "headline", "posture_line", "junit"),
+    [
+        # No property scored: every property's case says why, never "no test result matched".
+        (moved_fixture, 1, "fixture moved: fixtures/orders_min.json",
+         "moved since {base}: fixtures/orders_min.json",
+         ("missing: not scored: fixture moved: fixtures/orders_min.json", 4)),
+        (stray_bytecode, 2, REFUSED, "properties A (fixpin-orders-a) exited 2: bytecode",
+         (f"missing: not scored: {REFUSED}", 4)),
+        # Scored, but under an edited pin: merge's case names the pin.
+        (mixed_pin_edit, 4, PIN_EDIT, f"{PIN_EDIT} {{base}}: pins/flakes.json",
+         (f"exit 1: reject (row 4): {PIN_EDIT} {{base}}: pins/flakes.json", 1)),
+        (weakened_oracle, 5, f"oracles moved ({TEST_FILE})", f"oracles moved ({TEST_FILE})",
+         ("not evidence (oracles moved): recorded pass, which says nothing here", 4)),
+    ],
+    ids=["moved-fixture", "refused-step", "pin-edit-with-code", "oracles-moved"],
+)  # fmt: skip
+def test_a_reject_names_its_cause_in_the_posture_line_the_headline_and_the_junit_verdict(
+    project: tuple[Path, str],
+    run_cli: RunCli,
+    change: Callable[[Path], None],
+    row: int,
+    headline: str,
+    posture_line: str,
+    junit: tuple[str, int],
+) -> None:
+    repo, base = project
+    change(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the change")
+    code, stdout, out = gate(run_cli, repo, stand_in(PASSING), "--base", base)
+    assert (code, decision(out)[:2]) == (1, ("reject", row))
+    said = next(line for line in stdout.splitlines() if line.startswith("posture: "))
+    assert said.startswith(f"posture: reject (row {row}): ")
+    assert posture_line.format(base=base) in said
+    first = plain((out / "summary.md").read_text(encoding="utf-8").splitlines()[0])
+    assert first.startswith(f"### ❌ three-ledger gate: reject (row {row}): ")
+    assert headline in first
+    failures = [
+        failure.get("message", "")
+        for failure in ET.parse(out / "verdict.xml").getroot().iter("failure")
+    ]
+    prefix, count = junit
+    named = [message for message in failures if message.startswith(prefix.format(base=base))]
+    assert len(named) == count, failures

@@ -279,7 +279,13 @@ def test_row_7_property_miss_stands(work: Run, run_cli: RunCli) -> None:
     extra = ["--dual-pin", work / "agree_on_fail.json", *all_checks(work)]
     result, decision = merge(run_cli, work, *extra, prop="p_miss.json")
     assert_row(result, decision, "reject", 7)
-    assert decision["reason"] == f"property miss stands: {MISSED_PROPERTY} is fail"
+    # The reason names the tests behind the miss: the posture line says what to fix.
+    test = "properties/test_orders.py::test_total_matches_lines"
+    failing = f"{test}[orders_boundary.json], {test}[orders_min.json]"
+    assert decision["reason"] == (
+        f"property miss stands: {MISSED_PROPERTY} is fail (failing: {failing})"
+    )
+    assert f"merge: reject (row 7): {decision['reason']}" in result.out
 
 
 # --- rows 8 and 9: the postures that let a person look ------------------------------------

@@ -1,18 +1,22 @@
 """The composite Action (`action.yml`), run step by step under a simulated GitHub runner.
 
 The runner's files are real: the event payload at GITHUB_EVENT_PATH, GITHUB_OUTPUT per step,
-GITHUB_STEP_SUMMARY. The install step really builds three-ledger from this checkout into a
-virtual environment of its own, and the project's tests run under a Python that has pytest
-but not three-ledger, as in a project that never installed it.
+GITHUB_STEP_SUMMARY. The install step really installs three-ledger's locked dependencies and
+builds it from this checkout into a virtual environment of its own, and the project's tests
+run under a Python that has pytest but not three-ledger, as in a project that never installed
+it. The sharded modes run as the jobs of one workflow run would: each in a clone of its own,
+sharing only the artifacts.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,7 @@ from helpers import git
 from helpers.github_runner import ActionRun, Event, Runner, runner_environment
 from three_ledger.demo import repository as demo
 from three_ledger.demo.scenarios import SCENARIOS, Scenario
+from three_ledger.report.step_summary import text
 
 ACTION_PATH = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((ACTION_PATH / "action.yml").read_text(encoding="utf-8"))
@@ -99,13 +104,24 @@ def scenario(name: str) -> Scenario:
     return next(item for item in SCENARIOS if item.name == name)
 
 
+def pytest_command(python: Path | str) -> str:
+    return shlex.join([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                       "properties/test_orders.py"])  # fmt: skip
+
+
 def run_action(
-    tmp_path: Path, workspace: Path, event: Event, python: Path, temp: Path
+    tmp_path: Path,
+    workspace: Path,
+    event: Event,
+    python: Path,
+    temp: Path,
+    inputs: Mapping[str, str] | None = None,
+    artifacts: Path | None = None,
 ) -> ActionRun:
-    runner = Runner(ACTION_PATH, workspace, tmp_path / "runner", runner_environment(), temp)
-    command = shlex.join([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "properties/test_orders.py"])  # fmt: skip
-    run = runner.run({"command": command}, event)
+    runner = Runner(
+        ACTION_PATH, workspace, tmp_path / "runner", runner_environment(), temp, artifacts
+    )
+    run = runner.run({"command": pytest_command(python), **(inputs or {})}, event)
     print(run.log())
     return run
 
@@ -130,7 +146,9 @@ def test_a_reject_on_a_pull_request(
         project_python,
         runner_temp,
     )
-    assert [step.outcome for step in run.steps] == ["success", "failure", "success"]
+    assert [step.outcome for step in run.steps] == [
+        "success", "success", "skipped", "skipped", "failure", "success"
+    ]  # fmt: skip
     assert run.step("gate").exit_code == 1
     assert run.outputs == {
         "posture": "reject",
@@ -139,8 +157,14 @@ def test_a_reject_on_a_pull_request(
     }
     gate_log = run.step("gate").output
     assert f"gate: base {base[:12]} (from pull_request.base.sha in GITHUB_EVENT_PATH)" in gate_log
-    assert "::error title=three-ledger reject (row 7)::property miss stands" in gate_log
-    assert run.summary.startswith("### ❌ three-ledger gate: reject (row 7): property miss stands")
+    # The posture line, the annotation and the summary's headline name the failing test.
+    failing = "properties/test_orders.py::test_total_matches_lines[orders_boundary.json]"
+    reason = f"property miss stands: orders.total.matches_lines is fail (failing: {failing})"
+    assert f"posture: reject (row 7): {reason}\n" in gate_log
+    assert f"::error title=three-ledger reject (row 7)::{reason}\n" in gate_log
+    headline = run.summary.splitlines()[0]
+    assert headline.startswith("### ❌ three-ledger gate: reject (row 7): property miss stands")
+    assert text(failing) in headline
     assert "**What to do next:** Fix the code so that every property below holds." in run.summary
     artifact = run.artifacts / "three-ledger"
     ledgers = written_ledgers(workspace)
@@ -200,6 +224,146 @@ def test_a_push_whose_default_branch_is_not_fetched_is_a_reject_saying_how_to_fe
     assert (run.artifacts / "three-ledger" / "decision.json").is_file()
 
 
+# --- the sharded flow: plan, shard K in a matrix, combine -------------------------------------
+
+
+def clone(source: Path, target: Path) -> Path:
+    """A job's checkout of the same commit: a clone, as actions/checkout makes one."""
+    git(source.parent, "clone", "-q", str(source), str(target))
+    return target
+
+
+def pull_request(base: str) -> Event:
+    payload = {"pull_request": {"number": 12, "base": {"sha": base, "ref": "main"}}}
+    return Event("pull_request", payload, "refs/pull/12/merge")
+
+
+def sharded_run(
+    tmp_path: Path, name: str, python: Path, temp: Path, shards: list[int]
+) -> tuple[ActionRun, Path]:
+    """The matrix workflow of docs/ci.md: a plan job, a job per shard in SHARDS (of 2), a
+    combine job; each with a clone of its own and one artifacts folder between them."""
+    source, base = workspace_for(tmp_path, scenario(name))
+    artifacts = tmp_path / "artifacts"
+    event = pull_request(base)
+
+    def job(job_name: str, inputs: dict[str, str]) -> ActionRun:
+        workspace = clone(source, tmp_path / job_name)
+        return run_action(tmp_path / f"runner-{job_name}", workspace, event, python, temp,
+                          inputs, artifacts)  # fmt: skip
+
+    plan = job("plan", {"mode": "plan", "shards": "2"})
+    assert not plan.failed, plan.log()
+    assert {path.name for path in (artifacts / "three-ledger-plan").iterdir()} == {
+        "fixture.json", "shard-plan.json", "collect.log"
+    }  # fmt: skip
+    for index in shards:
+        job(f"shard{index}", {"mode": "shard", "shard": str(index)})
+        assert (artifacts / f"three-ledger-shard-{index}" / f"shard-{index}.json").is_file()
+    return job("combine", {"mode": "combine"}), artifacts
+
+
+def test_a_sharded_run_decides_in_the_combine_job(
+    tmp_path: Path, project_python: Path, runner_temp: Path
+) -> None:
+    run, artifacts = sharded_run(tmp_path, "clean-two-pins", project_python, runner_temp, [0, 1])
+    assert not run.failed
+    # One fixture pin scored, no dual-pin ledger: a person reviews (row 8), every property scored.
+    assert run.outputs == {
+        "posture": "human_review",
+        "row": "8",
+        "decision-path": "three-ledger/decision.json",
+    }
+    assert run.summary.startswith("### 🟡 three-ledger merge: human_review (row 8)")
+    decision = (artifacts / "three-ledger" / "property.json").read_text(encoding="utf-8")
+    assert '"total": 2' in decision
+    for prop_id in ("orders.<wbr>total.<wbr>non\\_<wbr>negative", "orders.<wbr>id.<wbr>stable"):
+        assert re.search(rf"\| ✅ \| <code>{re.escape(prop_id)}</code> \| pass, \d tests? \|",
+                         run.summary), prop_id  # fmt: skip
+    assert (artifacts / "three-ledger" / "verdict.xml").is_file()
+
+
+def test_a_lost_shard_is_a_reject(tmp_path: Path, project_python: Path, runner_temp: Path) -> None:
+    run, _ = sharded_run(tmp_path, "clean-two-pins", project_python, runner_temp, [0])
+    assert run.step("gate").outcome == "failure"
+    assert "three-ledger: combine exited 2" in run.step("gate").output
+    assert (run.outputs["posture"], run.outputs["row"]) == ("reject", "2")
+
+
+def test_a_sharded_pin_edit_mixed_with_code_is_row_4(
+    tmp_path: Path, project_python: Path, runner_temp: Path
+) -> None:
+    """combine's merge binds the pins and the base: the pin edit is named, not scored."""
+    run, _ = sharded_run(tmp_path, "flake-pin-mutated", project_python, runner_temp, [0, 1])
+    assert (run.outputs["posture"], run.outputs["row"]) == ("reject", "4")
+    said = re.search(
+        r"^merge: reject \(row 4\): pin mutation: pins added, changed or removed "
+        r"against [0-9a-f]{40}: pins/flakes\.json$",
+        run.step("gate").output,
+        re.M,
+    )
+    assert said is not None, run.step("gate").output
+    assert run.summary.startswith("### ❌ three-ledger merge: reject (row 4): pin mutation")
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"mode": "matrix"}, "the mode input is gate, plan, shard or combine"),
+        ({"mode": "plan"}, "mode plan needs shards: how many slices"),
+        ({"mode": "plan", "shards": "-1"}, "mode plan needs shards: how many slices"),
+        ({"mode": "shard", "shard": "01"}, "mode shard needs shard: the slice's index"),
+        ({"mode": "gate", "command": ""}, "the command input is empty"),
+    ],
+)
+def test_a_mode_without_what_it_needs_is_a_usage_error(
+    tmp_path: Path, inputs: dict[str, str], message: str
+) -> None:
+    runner = Runner(ACTION_PATH, tmp_path, tmp_path / "runner", runner_environment())
+    run = runner.run({"command": "python -m pytest", **inputs}, pull_request("0" * 40))
+    assert run.step("mode").exit_code == 64
+    assert f"::error title=three-ledger::{message}" in run.step("mode").output
+    # Nothing is installed, run or uploaded.
+    assert [step.outcome for step in run.steps[1:]] == ["skipped"] * 5
+    assert not run.artifacts.exists()
+
+
+def test_the_tests_dependencies_come_from_a_hash_pinned_lockfile(
+    tmp_path: Path, runner_temp: Path
+) -> None:
+    """With `requirements`, the Action builds the tests' environment itself, after the gate,
+    and the test command's `python` is that environment's."""
+    workspace, base = workspace_for(tmp_path, scenario("clean-two-pins"))
+    lockfile = Path(__file__).parents[1] / "data" / "action" / "requirements-test.txt"
+    shutil.copy(lockfile, workspace / "requirements-test.txt")
+    git(workspace, "add", "requirements-test.txt")
+    git(workspace, "commit", "-q", "-m", "the tests' lockfile")
+    inputs = {"requirements": "requirements-test.txt", "command": pytest_command("python")}
+    run = run_action(tmp_path, workspace, pull_request(base), Path("python"), runner_temp, inputs)
+    assert not run.failed
+    assert (run.outputs["posture"], run.outputs["row"]) == ("review", "9")
+    project = Path(run.step("install").outputs["project"])
+    assert project.parent == runner_temp / "three-ledger"
+    # The tests ran under the lockfile's pytest and nothing else: no plugin of another Python.
+    ledger = json.loads((workspace / "three-ledger" / "property-a.json").read_text())
+    locked = re.search(r"^pytest==(\S+)", lockfile.read_text(encoding="utf-8"), re.M)
+    assert locked is not None
+    assert ledger["harness"]["pytest"] == locked.group(1)
+    assert ledger["harness"]["plugins"] == []
+
+
+def test_a_lockfile_without_hashes_is_refused_before_anything_runs(
+    tmp_path: Path, runner_temp: Path
+) -> None:
+    workspace, base = workspace_for(tmp_path, scenario("clean-two-pins"))
+    (workspace / "requirements-test.txt").write_text("pytest==9.2.0\n", encoding="utf-8")
+    inputs = {"requirements": "requirements-test.txt"}
+    run = run_action(tmp_path, workspace, pull_request(base), Path("python"), runner_temp, inputs)
+    assert run.step("install").outcome == "failure"
+    assert "Hashes are required in --require-hashes mode" in run.step("install").output
+    assert run.step("gate").outcome == "skipped"
+
+
 # --- the action's metadata --------------------------------------------------------------------
 
 
@@ -226,9 +390,26 @@ def test_inputs_reach_scripts_only_through_env() -> None:
                 assert re.fullmatch(r"\$\{\{ [a-z._-]+ \}\}", str(value)), value
 
 
-def test_the_artifact_upload_is_pinned_by_commit_and_runs_even_on_reject() -> None:
-    uploads = [step for step in ACTION["runs"]["steps"] if "uses" in step]
-    assert len(uploads) == 1
-    assert re.fullmatch(r"actions/upload-artifact@[0-9a-f]{40}", uploads[0]["uses"])
-    assert uploads[0]["if"] == "always()"
-    assert uploads[0]["with"]["if-no-files-found"] == "error"
+def test_every_action_used_is_pinned_by_commit_with_its_version_beside_it() -> None:
+    lines = (ACTION_PATH / "action.yml").read_text(encoding="utf-8").splitlines()
+    uses = [line.strip() for line in lines if line.strip().startswith("uses:")]
+    assert len(uses) == 3
+    for line in uses:
+        assert re.fullmatch(r"uses: actions/[a-z-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", line), line
+
+
+def test_the_artifact_upload_runs_even_on_reject() -> None:
+    (upload,) = [
+        step for step in ACTION["runs"]["steps"] if "upload-artifact" in step.get("uses", "")
+    ]
+    assert upload["if"] == "always() && steps.mode.outputs.artifact != ''"
+    assert upload["with"]["if-no-files-found"] == "error"
+
+
+def test_the_gate_is_installed_from_hash_pinned_wheels_and_its_own_checkout() -> None:
+    script = steps_by_id()["install"]["run"]
+    locked = '--require-hashes --only-binary :all: -r "$GITHUB_ACTION_PATH/requirements/action.txt"'
+    assert locked in script
+    assert '--no-deps --no-build-isolation --no-index "$GITHUB_ACTION_PATH"' in script
+    # The gate's environment is made before the tests' one.
+    assert script.index('"$venv/bin/python" -m pip') < script.index('"$project/bin/python"')

@@ -84,7 +84,7 @@ def test_zizmor_and_actionlint_accept_the_scheduled_selftest(tmp_path: Path) -> 
 
 def test_zizmor_flags_an_input_pasted_into_a_script(tmp_path: Path) -> None:
     broken = ACTION.read_text(encoding="utf-8").replace(
-        'args=(gate --pins-dir "$TL_PINS_DIR"', 'args=(gate --pins-dir "${{ inputs.pins-dir }}"'
+        '"$tl" gate --pins-dir "$TL_PINS_DIR"', '"$tl" gate --pins-dir "${{ inputs.pins-dir }}"'
     )
     assert broken != ACTION.read_text(encoding="utf-8")
     (tmp_path / "action.yml").write_text(broken, encoding="utf-8")
@@ -198,7 +198,6 @@ def test_actionlint_checks_inputs_and_outputs_against_action_yml(tmp_path: Path)
     done = tool("actionlint", cwd=repo)
     assert done.returncode == 1
     assert 'input "comand" is not defined in action "three-ledger gate"' in done.stdout
-    assert 'missing input "command"' in done.stdout
     assert 'property "verdict" is not defined' in done.stdout
 
 

@@ -12,7 +12,9 @@ import pytest
 
 from helpers import git
 from helpers.demo_rows import table_rows
+from helpers.markdown_tables import longest_runs
 from three_ledger.demo.scenarios import SCENARIOS, Expected
+from three_ledger.report.step_summary import LONGEST_RUN, ZERO_WIDTH_SPACE
 from three_ledger.vocabulary import Posture
 
 # Each scenario's table row: the exit of digest A, digest B, properties A, properties B,
@@ -115,3 +117,23 @@ def test_demo_flake_pin_names_an_earlier_commit_and_a_future_date(
         "pins/flakes.json",
         "pins/properties.json",
     ]
+
+
+def test_every_summary_stays_wrappable_when_github_strips_wbr(
+    demo_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """GitHub's sanitizer may drop `<wbr>`: each table cell must still wrap, its node ids
+    (`properties/test_orders.py::test_..[orders_boundary.json]`) included."""
+    _, folder = demo_run
+    summaries = sorted((folder / "scenarios").glob("*/ledgers/merge.md"))
+    assert len(summaries) == len(SCENARIOS)
+    too_long_without = []
+    for summary in summaries:
+        markdown = summary.read_text(encoding="utf-8")
+        runs = longest_runs(markdown, wbr_stripped=True)
+        assert runs, summary
+        assert max(len(run) for run in runs) <= LONGEST_RUN, (summary, max(runs, key=len))
+        bare = longest_runs(markdown.replace(ZERO_WIDTH_SPACE, ""), wbr_stripped=True)
+        too_long_without += [run for run in bare if len(run) > LONGEST_RUN]
+    # The zero-width spaces are what keeps them short: without them some node ids are longer.
+    assert any("::" in run for run in too_long_without), too_long_without

@@ -208,7 +208,12 @@ def test_the_junit_verdict_has_one_testcase_per_property_and_per_step(
     ]  # fmt: skip
     merge_case = steps[-1].find("failure")
     assert merge_case is not None
-    assert merge_case.get("message") == "exit 1: reject (row 7)"
+    # merge's case carries the reason, which names the failing test.
+    failing = "properties/test_orders.py::test_total_matches_lines[orders_boundary.json]"
+    assert merge_case.get("message") == (
+        "exit 1: reject (row 7): property miss stands: orders.total.matches_lines is fail "
+        f"(failing: {failing})"
+    )
 
 
 @pytest.mark.usefixtures("clean_env")

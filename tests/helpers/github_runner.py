@@ -2,13 +2,17 @@
 
 It covers what `action.yml` uses and nothing more: `run:` steps under bash with GitHub's
 default flags, `env:` and `with:` values holding `${{ inputs.* }}`, `${{ steps.*.outputs.* }}`,
-`${{ runner.temp }}` or `${{ github.action_path }}`, `if: always()`, and
-`actions/upload-artifact`, whose upload is a copy into an artifacts folder. The event payload,
+`${{ runner.temp }}` or `${{ github.action_path }}`, `if:` conditions made of `always()`,
+`success()`, `==` and `!=` against a quoted string, `&&` and `||` (without parentheses), and
+`actions/upload-artifact` and `actions/download-artifact`, whose upload is a copy into an
+artifacts folder and whose download (by `name`, or by `pattern` with `merge-multiple`) a copy
+out of it. Jobs of one workflow run share the artifacts folder. The event payload,
 `GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY` are real files, as on a runner.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -23,6 +27,9 @@ import yaml
 
 _EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 _UPLOAD_ARTIFACT = "actions/upload-artifact@"
+_DOWNLOAD_ARTIFACT = "actions/download-artifact@"
+# What makes a condition run after a failure; any other is `success() && (...)` (GitHub's rule).
+_STATUS_FUNCTIONS = ("always()", "failure()", "cancelled()")
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,12 @@ class Runner:
     base_env: Mapping[str, str]
     # RUNNER_TEMP; a test module may share one between runs, as steps of one job would.
     temp: Path | None = None
+    # The workflow run's artifacts; jobs of one run share it. Default: HOME/artifacts.
+    artifacts: Path | None = None
+
+    @property
+    def artifact_store(self) -> Path:
+        return self.artifacts or self.home / "artifacts"
 
     def run(self, inputs: Mapping[str, str], event: Event) -> ActionRun:
         action = yaml.safe_load((self.action_path / "action.yml").read_text(encoding="utf-8"))
@@ -92,7 +105,7 @@ class Runner:
             name: context.evaluate(spec["value"]) for name, spec in action["outputs"].items()
         }
         summary = Path(files["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
-        return ActionRun(runs, outputs, summary, self.home / "artifacts")
+        return ActionRun(runs, outputs, summary, self.artifact_store)
 
     def _job_files(self, event: Event) -> dict[str, str]:
         temp = self.temp or self.home / "runner-temp"
@@ -125,8 +138,7 @@ class Runner:
     ) -> StepRun:
         step_id = str(step.get("id", f"step{index}"))
         name = str(step.get("name", step_id))
-        condition = str(step.get("if", "success()"))
-        if failed and "always()" not in condition:
+        if not context.condition(str(step.get("if", "success()")), failed=failed):
             return StepRun(step_id, name, "skipped", None, "")
         if "uses" in step:
             run = self._uses(step, step_id, name, context)
@@ -144,12 +156,17 @@ class Runner:
         files: Mapping[str, str],
     ) -> StepRun:
         assert step.get("shell") == "bash", f"{name}: the harness runs bash steps only"
-        output_file = Path(files["RUNNER_TEMP"]) / f"output-{step_id}"
+        # Where a runner keeps its file-command files: a folder of their own in RUNNER_TEMP.
+        commands = Path(files["RUNNER_TEMP"]) / "_runner_file_commands"
+        commands.mkdir(exist_ok=True)
+        output_file = commands / f"set_output_{step_id}"
         output_file.write_text("", encoding="utf-8")
         script = Path(files["RUNNER_TEMP"]) / f"step-{step_id}.sh"
         script.write_text(step["run"], encoding="utf-8")
         env = {**self.base_env, **files, "GITHUB_OUTPUT": str(output_file)}
-        env.update({key: context.evaluate(str(value)) for key, value in step["env"].items()})
+        env.update(
+            {key: context.evaluate(str(value)) for key, value in step.get("env", {}).items()}
+        )
         # GitHub's command line for `shell: bash`.
         done = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
@@ -164,17 +181,45 @@ class Runner:
         return StepRun(step_id, name, outcome, done.returncode, done.stdout + done.stderr, outputs)
 
     def _uses(self, step: Mapping[str, Any], step_id: str, name: str, context: _Context) -> StepRun:
-        assert str(step["uses"]).startswith(_UPLOAD_ARTIFACT), step["uses"]
         given = {key: context.evaluate(str(value)) for key, value in step["with"].items()}
+        if str(step["uses"]).startswith(_UPLOAD_ARTIFACT):
+            return self._upload(given, step_id, name)
+        assert str(step["uses"]).startswith(_DOWNLOAD_ARTIFACT), step["uses"]
+        return self._download(given, step_id, name)
+
+    def _upload(self, given: Mapping[str, str], step_id: str, name: str) -> StepRun:
         source = self.workspace / given["path"]
-        target = self.home / "artifacts" / given["name"]
+        target = self.artifact_store / given["name"]
         files = [path for path in source.rglob("*") if path.is_file()] if source.is_dir() else []
         if not files:
             missing = given.get("if-no-files-found", "warn")
             outcome = "failure" if missing == "error" else "success"
             return StepRun(step_id, name, outcome, None, f"No files were found at {source}")
+        # An artifact's name is unique within a workflow run: uploading one twice fails.
+        if target.exists():
+            return StepRun(step_id, name, "failure", None, f"artifact {given['name']} exists")
         shutil.copytree(source, target)
         return StepRun(step_id, name, "success", 0, f"uploaded {len(files)} file(s) as {target}")
+
+    def _download(self, given: Mapping[str, str], step_id: str, name: str) -> StepRun:
+        target = self.workspace / given.get("path", ".")
+        store = self.artifact_store
+        if given.get("name"):
+            if not (store / given["name"]).is_dir():
+                return StepRun(step_id, name, "failure", 1, f"Artifact not found: {given['name']}")
+            shutil.copytree(store / given["name"], target, dirs_exist_ok=True)
+            return StepRun(step_id, name, "success", 0, f"downloaded {given['name']}")
+        found = sorted(
+            artifact.name
+            for artifact in (store.iterdir() if store.is_dir() else [])
+            if fnmatch.fnmatchcase(artifact.name, given["pattern"])
+        )
+        # YAML reads `true` as a boolean; the runner hands the action the string "true".
+        merge = given.get("merge-multiple", "false").lower() == "true"
+        for artifact in found:
+            destination = target if merge else target / artifact
+            shutil.copytree(store / artifact, destination, dirs_exist_ok=True)
+        return StepRun(step_id, name, "success", 0, f"downloaded {len(found)} artifact(s)")
 
 
 class _Context:
@@ -187,6 +232,26 @@ class _Context:
 
     def evaluate(self, text: str) -> str:
         return _EXPRESSION.sub(lambda match: self._value(match.group(1)), text)
+
+    def condition(self, expression: str, *, failed: bool) -> bool:
+        """Whether a step whose `if:` is EXPRESSION runs, after a failure or not."""
+        expression = _EXPRESSION.sub(lambda match: match.group(1), expression).strip()
+        holds = any(
+            all(self._atom(atom.strip(), failed) for atom in alternative.split("&&"))
+            for alternative in expression.split("||")
+        )
+        # GitHub reads a condition without a status function as `success() && (condition)`.
+        if not any(function in expression for function in _STATUS_FUNCTIONS):
+            return holds and not failed
+        return holds
+
+    def _atom(self, atom: str, failed: bool) -> bool:
+        if atom in ("always()", "success()", "failure()"):
+            return {"always()": True, "success()": not failed, "failure()": failed}[atom]
+        match = re.fullmatch(r"([a-z0-9._-]+) (==|!=) '([^']*)'", atom)
+        assert match is not None, f"the harness does not evaluate the condition {atom!r}"
+        equal = self._value(match.group(1)) == match.group(3)
+        return equal if match.group(2) == "==" else not equal
 
     def _value(self, expression: str) -> str:
         if expression in self.fixed:

@@ -22,7 +22,7 @@ from helpers.records import (
     prop_reading,
     stamp,
 )
-from three_ledger.ledgers import DualPinLedger, StatusDifference
+from three_ledger.ledgers import DualPinLedger, FailingTest, StatusDifference
 from three_ledger.merge_table import (
     FlakePinView,
     LiveTree,
@@ -30,7 +30,7 @@ from three_ledger.merge_table import (
     Reading,
     decide,
 )
-from three_ledger.vocabulary import Posture
+from three_ledger.vocabulary import Outcome, Posture
 
 
 def test_all_evidence_in_order_is_review() -> None:
@@ -100,6 +100,24 @@ def test_drift_names_each_split_property() -> None:
     verdict = decide(evidence(dual_pin=drift))
     assert (verdict.row, verdict.posture) == (6, Posture.REJECT)
     assert verdict.reason == "file fixture drift: orders.b is pass on fixpin-a, fail on fixpin-b"
+
+
+def test_a_property_miss_names_the_tests_behind_it() -> None:
+    """The posture line and the summary headline carry the reason: it says what to fix."""
+    tests = tuple(
+        FailingTest(f"properties/test_orders.py::test_b[case{n}]", Outcome.FAIL) for n in range(5)
+    )
+    prop = prop_reading(
+        status_by_id={"orders.a": "fail", "orders.b": "error"},
+        failing_tests={"orders.a": tests[:1], "orders.b": tests},
+    )
+    assert decide(evidence(prop=prop)).reason == (
+        "property miss stands: "
+        "orders.a is fail (failing: properties/test_orders.py::test_b[case0]), "
+        "orders.b is error (failing: properties/test_orders.py::test_b[case0], "
+        "properties/test_orders.py::test_b[case1], properties/test_orders.py::test_b[case2] "
+        "and 2 more)"
+    )
 
 
 def test_without_a_flake_pin_the_ledger_is_still_bound_to_the_run() -> None:

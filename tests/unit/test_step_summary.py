@@ -2,26 +2,28 @@
 
 The width check renders the Markdown with cmark-gfm (GitHub's own parser) and bounds each
 table's narrowest layout: a column is at least as wide as the longest run of characters no
-browser may break (no space, no `<wbr>`), so the table's minimum width is the sum over its
-columns. That minimum must fit in 1,000 px, the width the redesign promises.
+browser may break (no whitespace, no zero-width space, no `<wbr>`), so the table's minimum
+width is the sum over its columns. That minimum must fit in 1,000 px, the width the redesign
+promises; and with every `<wbr>` stripped, as GitHub's sanitizer may, no run in a cell is
+longer than LONGEST_RUN characters.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 
-import cmarkgfm
 import pytest
-from cmarkgfm.cmark import Options
 
+from helpers.markdown_tables import gfm_html, longest_runs, tables_of
 from helpers.records import DIGEST, OTHER_DIGEST, evidence, flake_reading, prop_reading
 from three_ledger.merge_table import Reading, Verdict
 from three_ledger.report.step_summary import (
+    LONGEST_RUN,
     NEXT_STEP,
     STATUS_MARK,
+    ZERO_WIDTH_SPACE,
     StepRow,
     SummaryInput,
     VetRow,
@@ -29,6 +31,7 @@ from three_ledger.report.step_summary import (
     code,
     render,
     text,
+    wrappable,
 )
 from three_ledger.vocabulary import Posture, Status, VetVerdict
 
@@ -43,48 +46,6 @@ POSTURES = {
     "human_review": Verdict(Posture.HUMAN_REVIEW, 8, "one pin is weaker evidence: no dual-pin"),
     "review": Verdict(Posture.REVIEW, 9, "a person reads the diff: every property passes"),
 }  # fmt: skip
-
-
-def gfm_html(markdown: str) -> str:
-    # GitHub renders with cmark-gfm's table extension and keeps raw HTML such as <wbr>.
-    rendered = cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
-    return str(rendered)
-
-
-class _Tables(HTMLParser):
-    """Each table as rows of cells; each cell as its runs of unbreakable characters."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: list[list[list[list[str]]]] = []
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "table":
-            self.tables.append([])
-        elif tag == "tr":
-            self.tables[-1].append([])
-        elif tag in ("td", "th"):
-            self._cell = [""]
-        elif tag in ("wbr", "br") and self._cell is not None:
-            self._cell.append("")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None:
-            self.tables[-1][-1].append(self._cell)
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            words = data.split(" ")
-            self._cell[-1] += words[0]
-            self._cell.extend(words[1:])
-
-
-def tables_of(markdown: str) -> list[list[list[list[str]]]]:
-    parser = _Tables()
-    parser.feed(gfm_html(markdown))
-    return parser.tables
 
 
 def minimum_width_px(table: list[list[list[str]]]) -> int:
@@ -246,7 +207,46 @@ def test_hostile_text_stays_literal_in_every_place_it_reaches() -> None:
 def test_breakable_marks_break_points_and_keeps_the_text() -> None:
     marked = breakable(LONG_ID)
     assert marked.count("<wbr>") >= 10
-    assert html.unescape(re.sub(r"<[^>]+>|\\", "", marked)) == LONG_ID
+    assert html.unescape(re.sub(r"<[^>]+>|\\|\u200b", "", marked)) == LONG_ID
+
+
+NODE_ID = (
+    "jsonschema/tests/test_jsonschema_test_suite.py::TestDraft202012::"
+    "test_multipleOf_float_division_inf_always_invalid_but_naive_implementations_may_raise"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "pieces"),
+    [
+        ("orders.total.non_negative", ["orders.total.non_negative"]),
+        # Node ids break before `::` and `[`, paths after `/`: as few breaks as fit.
+        (
+            "properties/test_orders.py::test_total_non_negative[orders_boundary.json]",
+            ["properties/test_orders.py", "::test_total_non_negative", "[orders_boundary.json]"],
+        ),
+        ("a" * 90, ["a" * 40, "a" * 40, "a" * 10]),
+        (
+            "x_" * 30,
+            ["x_" * 20, "x_" * 10],
+        ),
+    ],
+)
+def test_long_runs_get_zero_width_spaces_where_ids_break(value: str, pieces: list[str]) -> None:
+    assert wrappable(value).split(ZERO_WIDTH_SPACE) == pieces
+
+
+@pytest.mark.parametrize("posture", sorted(POSTURES))
+@pytest.mark.parametrize("prop_id", ["orders.b", LONG_ID, NODE_ID])
+def test_every_cell_wraps_when_github_strips_wbr(posture: str, prop_id: str) -> None:
+    summary = full_summary(POSTURES[posture], prop_id)
+    markdown = render(summary)
+    runs = longest_runs(markdown, wbr_stripped=True)
+    assert len(runs) > 20
+    assert max(len(run) for run in runs) <= LONGEST_RUN, max(runs, key=len)
+    # The measure has teeth: the same report without the zero-width spaces has longer runs.
+    assert max(len(run) for run in longest_runs(markdown.replace(ZERO_WIDTH_SPACE, ""),
+                                                wbr_stripped=True)) > LONGEST_RUN  # fmt: skip
 
 
 def test_without_a_property_ledger_the_pinned_ids_are_missing() -> None:

@@ -96,8 +96,13 @@ def test_property_cases_list_every_pinned_id_and_mark_the_unscored_missing() -> 
     cases = property_cases(ledger, ["orders.a", "orders.b"], {"orders.a": "claim a"}, "why")
     assert cases == [
         PropertyCase("orders.a", Status.PASS, "claim a"),
-        PropertyCase("orders.b", Status.MISSING, "why"),
+        PropertyCase("orders.b", Status.MISSING, "", "why"),
     ]
+    # Why it is missing is the failure's message, not a note beside it.
+    root = ET.fromstring(junit_xml(DecisionCase(Posture.REJECT, 7, "x"), cases))
+    missing = root.find("testsuite/testcase[@name='orders.b']/failure")
+    assert missing is not None
+    assert missing.get("message") == "missing: why; missing is not a pass"
 
 
 def test_without_a_pin_the_property_cases_are_the_scored_ids() -> None:
@@ -107,8 +112,17 @@ def test_without_a_pin_the_property_cases_are_the_scored_ids() -> None:
         PropertyCase("orders.b", Status.SKIP),
     ]
     assert property_cases(None, ["orders.a"], {}, "no ledger") == [
-        PropertyCase("orders.a", Status.MISSING, "no ledger")
+        PropertyCase("orders.a", Status.MISSING, "", "no ledger")
     ]
+
+
+def test_merge_s_failing_step_case_names_the_reason_of_a_reject() -> None:
+    steps = [StepCase("digest A", 0, True, ""), StepCase("merge", 1, False, "reject (row 4)")]
+    decision = DecisionCase(Posture.REJECT, 4, "pin mutation: pins/flakes.json")
+    root = ET.fromstring(junit_xml(decision, [], steps))
+    merge = root.find("testsuite[@name='three-ledger.gate']/testcase[@name='merge']/failure")
+    assert merge is not None
+    assert merge.get("message") == "exit 1: reject (row 4): pin mutation: pins/flakes.json"
 
 
 def test_a_missing_property_fails_with_its_reason_and_every_case_shows_its_count() -> None:

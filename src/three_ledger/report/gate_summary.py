@@ -58,6 +58,10 @@ StepRecord = (
 )
 
 
+# Moved fixtures the headline names before "and N more".
+FIRST_MOVED = 3
+
+
 @dataclass(frozen=True)
 class Step:
     kind: StepKind
@@ -118,11 +122,27 @@ class GateOutcome:
         return [entry.id for entry in plan.properties_pin.properties] if plan else None
 
     def why_unscored(self) -> str:
+        """Why no property was scored, for each property's JUnit case; "" when one was."""
         if self.property_ledger() is not None:
             return ""
-        if self.evidence is not None:
-            return f"no property ledger: {self.evidence.prop.problem or 'not read'}"
-        return self.verdict.reason if self.verdict is not None else "not scored"
+        return f"not scored: {self.cause()}"
+
+    def cause(self) -> str:
+        """What decided, in a few words, for the summary's headline and the unscored
+        properties: a moved fixture by its path, a step that refused by its name and first
+        line, else the decision's reason."""
+        verdict = self.verdict
+        if verdict is None:
+            return "merge wrote no decision"
+        if verdict.posture is Posture.REJECT and verdict.row in (1, 2):
+            if verdict.row == 1 and self.moved_fixtures:
+                shown = ", ".join(self.moved_fixtures[:FIRST_MOVED])
+                more = len(self.moved_fixtures) - FIRST_MOVED
+                return f"fixture moved: {shown}" + (f" and {more} more" if more > 0 else "")
+            for step in self.steps:
+                if step.ledger is None and step.exit_code not in (None, 0):
+                    return f"{step.name} refused (exit {step.exit_code}): {step.note}"
+        return verdict.reason
 
 
 def describe(kind: StepKind, record: StepRecord | None) -> str:
@@ -205,6 +225,7 @@ def summary_markdown(outcome: GateOutcome) -> str:
         verdict=outcome.verdict,
         evidence=evidence,
         title="three-ledger gate",
+        cause=outcome.cause(),
         claims=outcome.claims(),
         flake_owners=flake_owners(evidence.flake_pin if evidence is not None else None),
         steps=[_step_row(step) for step in outcome.steps],

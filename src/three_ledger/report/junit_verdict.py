@@ -23,6 +23,8 @@ SUITES = "three-ledger"
 PROPERTIES = "three-ledger.properties"
 STEPS = "three-ledger.gate"
 DECISION = "three-ledger.decision"
+# The gate step that writes the decision; its case carries it.
+MERGE_STEP = "merge"
 # Characters XML 1.0 cannot hold, even escaped; ids and reasons may carry them.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _STATUS_MEANING = {
@@ -54,16 +56,16 @@ def property_cases(
     claims: Mapping[str, str],
     unscored: str,
 ) -> list[PropertyCase]:
-    """One case per pinned property (per scored one when the pin is not known); a property
-    the ledger does not score is `missing`, its detail its claim or else why it is unscored."""
+    """One case per pinned property (per scored one when the pin is not known), its detail its
+    claim; a property the ledger does not score is `missing`, and UNSCORED says why."""
     statuses = ledger.status_by_id if ledger is not None else {}
     ids = list(statuses) if pinned_ids is None else list(pinned_ids)
     return [
         PropertyCase(
             prop_id,
             statuses.get(prop_id, Status.MISSING),
-            claims.get(prop_id) or unscored,
-            ledger.missing_reasons.get(prop_id, "") if ledger is not None else "",
+            claims.get(prop_id, ""),
+            _missing_reason(ledger, prop_id) or (unscored if prop_id not in statuses else ""),
             tests_counted(ledger, prop_id) if ledger is not None else "",
             _failing(ledger, prop_id),
             NOT_EVIDENCE if ledger is not None and ledger.oracle_moved else "",
@@ -76,6 +78,10 @@ def property_cases(
 NOT_EVIDENCE = "not evidence (oracles moved)"
 # Failing tests named in a failing case's message before "and N more".
 FIRST_FAILING = 3
+
+
+def _missing_reason(ledger: PropertyLedger | None, prop_id: str) -> str:
+    return ledger.missing_reasons.get(prop_id, "") if ledger is not None else ""
 
 
 def _failing(ledger: PropertyLedger | None, prop_id: str) -> tuple[str, ...]:
@@ -115,6 +121,8 @@ def junit_xml(
         step_cases = [_step_case(step) for step in steps]
         if step_cases and decision.posture is Posture.HUMAN_REVIEW:
             _to_be_decided(step_cases[-1], decision)
+        elif steps[-1].name == MERGE_STEP and decision.posture is Posture.REJECT:
+            _rejected(step_cases[-1], decision)
         _suite(root, STEPS, step_cases, decision, 0.0)
     else:
         _suite(root, DECISION, [_decision_case(decision)], decision, 0.0)
@@ -158,6 +166,15 @@ def _to_be_decided(case: ET.Element, decision: DecisionCase) -> None:
     """A `human_review` decision: skipped, with the reason, before any output of the case."""
     text = f"{decision.posture} (row {decision.row}): {decision.reason}"
     case.insert(0, ET.Element("skipped", message=_clean(f"a person decides: {text}")))
+
+
+def _rejected(case: ET.Element, decision: DecisionCase) -> None:
+    """merge's failure names the reason, as the decision case would: what to fix."""
+    failure = case.find("failure")
+    if failure is not None:
+        message = f"{failure.get('message')}: {decision.reason}"
+        failure.set("message", _clean(message))
+        failure.text = _clean(message)
 
 
 def _case(classname: str, name: str, failure: str | None, body: str = "") -> ET.Element:

@@ -27,6 +27,15 @@ _MARKUP = re.compile(r"([\\`*_~\[\]!<>&|@#:$])")
 _WWW = re.compile(r"(?i)\b(www)\.")
 # After these a long id or path may wrap (a `<wbr>` is an invisible break point).
 _BREAK_AFTER = re.compile(r"(\\[_:]|[./,;=-])")
+# GitHub's sanitizer may drop `<wbr>`. So that a table cell can still wrap then, no run of
+# characters without a space is longer than this: a longer one gets zero-width spaces
+# (U+200B, which the sanitizer keeps), as few as fit, at the first kind of place it has:
+# between path parts and before `::` and `[` (how node ids are built); then after dots,
+# underscores, dashes and the like; then every LONGEST_RUN characters.
+LONGEST_RUN = 40
+ZERO_WIDTH_SPACE = "\u200b"
+_RUN = re.compile(r"[^\s\u200b]+")
+_WRAP_AT = (re.compile(r"(?<=/)|(?=::)|(?=\[)"), re.compile(r"(?<=[._,;=:-])"))
 # A heading keeps the reason short; the whole reason follows when it was cut.
 HEADING_REASON_CHARS = 160
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
@@ -106,6 +115,9 @@ class SummaryInput:
     # None when gate decided before the merge table (row 0).
     evidence: Evidence | None
     title: str = "three-ledger"
+    # What decided, in a few words, for the headline when the reason would bury it (a moved
+    # fixture by its path); "" to head with the reason itself.
+    cause: str = ""
     claims: Mapping[str, str] = field(default_factory=dict)
     failing_tests: Mapping[str, Sequence[str]] = field(default_factory=dict)
     flake_owners: Mapping[str, str] = field(default_factory=dict)
@@ -128,9 +140,31 @@ def flake_owners(view: FlakePinView | None) -> dict[str, str]:
 
 
 def text(value: str) -> str:
-    """VALUE as literal Markdown text inside a line: every character that starts markup escaped."""
-    one_line = " ".join(_CONTROL.sub(" ", value).split())
+    """VALUE as literal Markdown text inside a line: every character that starts markup escaped,
+    and long runs made wrappable."""
+    one_line = wrappable(" ".join(_CONTROL.sub(" ", value).split()))
     return _WWW.sub(r"\1\\.", _MARKUP.sub(r"\\\1", one_line))
+
+
+def wrappable(value: str) -> str:
+    """VALUE with zero-width spaces in every run longer than LONGEST_RUN (see `_WRAP_AT`)."""
+    return _RUN.sub(lambda run: ZERO_WIDTH_SPACE.join(_segments(run.group(0), 0)), value)
+
+
+def _segments(run: str, level: int) -> list[str]:
+    """RUN cut into pieces of at most LONGEST_RUN characters, at places of LEVEL or deeper."""
+    if len(run) <= LONGEST_RUN:
+        return [run]
+    if level == len(_WRAP_AT):
+        return [run[start : start + LONGEST_RUN] for start in range(0, len(run), LONGEST_RUN)]
+    segments: list[str] = []
+    for piece in _WRAP_AT[level].split(run):
+        for segment in _segments(piece, level + 1):
+            if segments and len(segments[-1]) + len(segment) <= LONGEST_RUN:
+                segments[-1] += segment
+            elif segment:
+                segments.append(segment)
+    return segments
 
 
 def breakable(value: str) -> str:
@@ -154,7 +188,8 @@ def render(summary: SummaryInput) -> str:
     verdict = summary.verdict
     mark = _POSTURE_MARK[verdict.posture]
     reason = shorten_digests(verdict.reason)
-    cut = reason if len(reason) <= HEADING_REASON_CHARS else reason[:HEADING_REASON_CHARS] + "…"
+    said = shorten_digests(summary.cause) or reason
+    cut = said if len(said) <= HEADING_REASON_CHARS else said[:HEADING_REASON_CHARS] + "…"
     blocks = [
         (
             f"### {mark} {text(summary.title)}: {verdict.posture.value} (row {verdict.row}): "
