@@ -240,7 +240,7 @@ def _run_draft_pin(args: argparse.Namespace) -> int:
     from three_ledger.commands.draft_pin import draft_pin
 
     return draft_pin(
-        fixtures_dir=args.fixtures_dir,
+        fixtures_dirs=args.fixtures_dir,
         root=args.root,
         pin_id=args.pin_id,
         with_digest=args.with_digest,

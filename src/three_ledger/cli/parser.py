@@ -464,7 +464,13 @@ def _add_draft_pin(commands: Subparsers) -> None:
     _command(
         commands,
         "draft-pin",
-        option("--fixtures-dir", required=True, metavar="DIR", help="folder under ROOT"),
+        option(
+            "--fixtures-dir",
+            required=True,
+            action="append",
+            metavar="DIR",
+            help="folder under ROOT (repeatable: several folders make a fixtures_dirs pin)",
+        ),
         Opts.root,
         option("--pin-id", default=DEFAULT_PIN_ID, metavar="ID", help=f"default {DEFAULT_PIN_ID}"),
         option("--with-digest", action="store_true", help="fill in the reviewed digest"),
