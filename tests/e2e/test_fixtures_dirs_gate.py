@@ -152,3 +152,31 @@ def test_a_moved_case_in_the_first_folder_rejects_at_row_1_naming_it(
     assert str(decision["reason"]).endswith(
         f"moved since {project.base}: {SPEC_FOLDER}/commonmark.json"
     ), printed
+
+
+def test_vet_mutates_the_pinned_files_of_both_folders_and_sees_each_read(
+    run_cli: RunCli, project: Project, tmp_path: Path
+) -> None:
+    out = tmp_path / "vet.json"
+    result = run_cli(
+        "vet", "--pin", project.repo / "pins/fixtures.json",
+        "--properties", project.repo / "pins/properties.json", "--root", project.repo,
+        "--command", COMMAND, "--out", out, "--quiet",
+    )  # fmt: skip
+    ledger = json.loads(out.read_text(encoding="utf-8"))
+    verdicts = ledger["properties"]
+    assert result.code == 0, result.out + result.err
+    assert {pid: verdict["gate"] for pid, verdict in verdicts.items()} == {
+        "mdit.spec": True,
+        "mdit.port": True,
+    }
+    # Reads are named from ROOT, whichever folder the file lies in.
+    spec, port = f"{SPEC_FOLDER}/", f"{PORT_FOLDER}/"
+    assert verdicts["mdit.spec"]["unread_domain_files"] == [
+        f"{spec}spec.md", f"{port}headings.md", f"{port}lists/bullets.md",
+    ]  # fmt: skip
+    assert verdicts["mdit.port"]["unread_domain_files"] == [
+        f"{spec}commonmark.json",
+        f"{spec}spec.md",
+    ]
+    assert ledger["unread_pinned_files"] == [f"{spec}spec.md"]
