@@ -248,6 +248,24 @@ def _run_draft_pin(args: argparse.Namespace) -> int:
     )
 
 
+def _run_init(args: argparse.Namespace) -> int:
+    from three_ledger.ci_workflow import CI
+    from three_ledger.commands.init import InitRequest, init
+
+    return init(
+        InitRequest(
+            root=args.root,
+            command=args.command,
+            fixtures_dirs=tuple(args.fixtures_dir),
+            ci=CI(args.ci),
+            package=args.package,
+            requirements=args.requirements,
+            timeout_s=args.timeout,
+            keep_env=tuple(args.keep_env),
+        )
+    )
+
+
 def _run_explain(args: argparse.Namespace) -> int:
     from three_ledger.commands.explain import explain
 
@@ -292,6 +310,7 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "gate": _run_gate,
     "check-pins": _run_check_pins,
     "draft-pin": _run_draft_pin,
+    "init": _run_init,
     "explain": _run_explain,
     "vet": _run_vet,
     "demo": _run_demo,
