@@ -2,7 +2,7 @@
 
 The collection here is a stand-in that writes what the plugin's collection writes (named
 `pytest`, as the network ban asks of a command it cannot shut in a namespace); the real one
-runs in tests/e2e/test_init.py.
+runs in tests/e2e/test_init_end_to_end.py.
 """
 
 from __future__ import annotations
