@@ -28,9 +28,11 @@ ids = [
     "tests/test_port/test_fixtures.py::test_fixture[two items]",
     "tests/test_api/test_render.py::test_empty_input_renders_nothing",
 ]
+skips = {skips!r}
 with open(os.environ["THREE_LEDGER_COLLECT"], "a") as out:
-    for node in ids:
-        out.write(json.dumps({{"id": node, "property_ids": [], "skip_reason": None}}) + "\\n")
+    for node in [*ids, *skips]:
+        line = {{"id": node, "property_ids": [], "skip_reason": skips.get(node)}}
+        out.write(json.dumps(line) + "\\n")
 sys.exit({exit_code})
 """
 DRAFTS = ["pins.draft/fixtures.json", "pins.draft/flakes.json", "pins.draft/properties.json"]
@@ -45,10 +47,12 @@ def project(tmp_path: Path) -> Path:
     return repo
 
 
-def stand_in(folder: Path, exit_code: int) -> str:
+def stand_in(folder: Path, exit_code: int, skips: dict[str, str] | None = None) -> str:
+    """A collection of four tests (and SKIPS, node id: reason) that exits EXIT_CODE."""
     script = folder / "pytest"
     folder.mkdir()
-    script.write_text(STAND_IN.format(python=sys.executable, exit_code=exit_code), "utf-8")
+    text = STAND_IN.format(python=sys.executable, exit_code=exit_code, skips=skips or {})
+    script.write_text(text, "utf-8")
     script.chmod(0o755)
     return str(script)
 
@@ -169,6 +173,31 @@ def test_a_drafts_folder_that_is_a_link_is_refused(
     assert result.code == 2
     assert "pins.draft is not a plain folder" in result.first_error_line
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_skips_at_collection_are_expected_and_an_untracked_data_file_is_warned_about(
+    run_cli: RunCli, project: Path, tmp_path: Path
+) -> None:
+    skips = {
+        "tests/test_spec.py::test_spec_example[Tables]": "GFM only",
+        "tests/test_gpu.py::test_render_on_gpu": "needs a GPU",
+    }
+    make_tree(project, {f"{PORT_FOLDER}/new.md": b"x\n.\nx\n.\n<p>x</p>\n.\n"})
+    result = run_cli("init", "--root", project, "--command", stand_in(tmp_path / "s", 0, skips))
+    assert result.code == 0, result.err
+    document = json.loads((project / DRAFTS[2]).read_text(encoding="utf-8"))
+    assert document["expected_skips"] == [
+        {"test": "tests/test_spec.py", "reason": "GFM only"},
+        {"test": "tests/test_gpu.py", "reason": "needs a GPU"},
+    ]
+    counts = {prop["test"]: prop["min_tests"] for prop in document["properties"]}
+    assert counts["tests/test_spec.py"] == 2
+    assert "tests/test_gpu.py" not in counts
+    assert (
+        "three-ledger: tests/test_gpu.py: no property drafted: its tests skip at collection"
+        in result.err.splitlines()
+    )
+    assert f"1 drafted file is untracked ({PORT_FOLDER}/new.md)" in result.err
 
 
 def test_a_failed_collection_writes_nothing(run_cli: RunCli, project: Path, tmp_path: Path) -> None:

@@ -27,6 +27,9 @@ pytestmark = pytest.mark.pytest_child
 COMMAND = shlex.join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"])
 # Pin B: the same kinds of case, from a second source, in two folders of their own.
 B_SPEC, B_PORT = "tests/more/cmark_spec", "tests/more/port_fixtures"
+# A case only pin B holds: its run counts one spec test more, read through
+# THREE_LEDGER_FIXTURES_DIRS.
+B_ONLY_CASE = {"section": "Headings in B", "markdown": "## b\n", "html": "<h2>b</h2>\n"}
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
     make_tree(
         repo,
         {
-            f"{B_SPEC}/commonmark.json": json.dumps(SPEC_CASES[::-1]).encode(),
+            f"{B_SPEC}/commonmark.json": json.dumps([*SPEC_CASES, B_ONLY_CASE]).encode(),
             f"{B_SPEC}/spec.md": b"# The same examples, from another copy of the spec\n",
             **{f"{B_PORT}/{name}": text.encode() for name, text in PORT_FIXTURES.items()},
         },
@@ -112,10 +115,10 @@ def test_two_pins_of_two_folders_each_agree_and_the_gate_says_review(
     fixture = json.loads((out / "fixture-a.json").read_text(encoding="utf-8"))
     assert fixture["fixtures_dirs"] == [SPEC_FOLDER, PORT_FOLDER]
     assert "fixtures_dir" not in fixture
-    for side in ("a", "b"):
+    for side, spec_tests in (("a", 4), ("b", 5)):
         ledger = json.loads((out / f"property-{side}.json").read_text(encoding="utf-8"))
         assert ledger["status_by_id"] == {"mdit.spec": "pass", "mdit.port": "pass"}
-        assert ledger["tests_matched"] == {"mdit.spec": 4, "mdit.port": 2}
+        assert ledger["tests_matched"] == {"mdit.spec": spec_tests, "mdit.port": 2}
         assert ledger["oracle_model"] == "closed"
     dual = json.loads((out / "dual-pin.json").read_text(encoding="utf-8"))
     assert (dual["dual_pin"], dual["drift"]) == ("run", False)

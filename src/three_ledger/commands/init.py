@@ -113,9 +113,6 @@ class Targets:
             top=top,
         )
 
-    def all(self) -> list[Path]:
-        return [self.fixtures, self.properties, self.flakes, self.workflow]
-
     def below(self) -> list[tuple[Path, Path]]:
         """Each file, with the folder below which init makes the folders it needs."""
         drafts = [(path, self.root) for path in (self.fixtures, self.properties, self.flakes)]
