@@ -1,7 +1,7 @@
 """`properties` on N trivial passing tests against plain `python -m pytest -q` on the same tests.
 
     .venv/bin/python benchmarks/bench_properties.py [--tests 2000] [--runs 7] [--decompose]
-        [--compare-with OTHER_PYTHON] [--closed] [--without-layers]
+        [--compare-with OTHER_PYTHON] [--closed] [--without-layers] [--cpu]
 
 Builds a throwaway git repository with one fixture, one property covering every test,
 and N parametrised trivial tests; then runs, in alternation after a warm-up, plain
@@ -22,6 +22,9 @@ With --without-layers, also the same gate with the sandbox's PID and mount layer
 (the probe's answer replaced in the gate's own process, as the tests do): the sandbox's
 cost is the difference, measured in one run.
 
+With --cpu, the tables give CPU time (user and system, of the command and its children)
+instead of wall-clock time: on a machine other work shares, the steadier measure.
+
 With --compare-with, also the gate of another checkout: OTHER_PYTHON is the Python of a
 virtual environment where that version of three-ledger is installed (an earlier commit in a
 worktree of its own, say). It runs the same project with its own pytest, in the same
@@ -31,6 +34,7 @@ alternation, so that the cost of what changed is a ratio measured in one run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -204,6 +208,7 @@ def main() -> int:
         metavar="OTHER_PYTHON",
         help="also time the gate installed for this Python (another version)",
     )
+    parser.add_argument("--cpu", action="store_true", help="report CPU time, not wall time")
     args = parser.parse_args()
     for python in (PYTHON, args.compare_with):
         if python is not None:
@@ -238,6 +243,12 @@ def main() -> int:
         if args.without_layers:
             bare = json.loads((root.parent / "property-bare.json").read_text())
             assert bare["sandbox"]["layers"]["mount"] == "missing: off", bare["sandbox"]
+        if args.cpu:
+            print("CPU seconds (user and system) in every column below.\n")
+            runs = {
+                name: [dataclasses.replace(run, seconds=run.cpu_seconds) for run in measured]
+                for name, measured in runs.items()
+            }
         print_table(args.tests, runs, ledger["network_enforcement"])
         print(f"Sandbox layers of the gate's run: {ledger.get('sandbox', {}).get('layers')}")
     return 0

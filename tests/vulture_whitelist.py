@@ -13,9 +13,11 @@ pytest_runtest_protocol
 pytest_runtest_logreport
 pytest_runtest_logfinish
 pytest_sessionfinish
-# ... and of the tripwire plugin, with its sentinel item's methods that pytest calls.
+# ... and of the tripwire plugin, with its sentinel item's methods that pytest calls, and the
+# hook through which the machinery audit judges each registration.
 pytest_configure_node
 pytest_collection_modifyitems
+pytest_plugin_registered
 pytest_sessionstart
 pytest_terminal_summary
 runtest
@@ -74,6 +76,8 @@ needs_pid_layer
 writing_bytecode
 # A fixture a test requests by parameter for its effect on PATH alone.
 hanging_git
+# A fixture a test asks for by name (request.getfixturevalue) only for the option that needs it.
+cov_path
 
 # Dead in the gate today, kept until their module is next changed: git.file_at (tests
 # only), git.tracked_files (called by nothing).

@@ -85,12 +85,32 @@ def _git_env() -> dict[str, str]:
     return env
 
 
+def _checkout_of(folder: Path) -> Path:
+    """The top of the checkout FOLDER lies in, as git finds it (the nearest `.git`)."""
+    resolved = folder.resolve()
+    for candidate in (resolved, *resolved.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return resolved
+
+
 def _run_git(cwd: Path, args: Sequence[str], stdin: bytes | None = None) -> Captured:
     """Run git in CWD; a git that cannot start or does not finish is refused here."""
     if not cwd.is_dir():
         raise Refused(f"cannot run git in {cwd}: no such folder")
-    # Literal pathspecs: oracle and fixture paths are file names, never glob patterns.
-    command = ["git", "-c", "core.quotepath=off", "--literal-pathspecs", *args]
+    # Literal pathspecs: oracle and fixture paths are file names, never glob patterns. The
+    # checkout the gate was asked to judge is trusted whoever owns it, as actions/checkout
+    # trusts its workspace in the global configuration the gate does not read (a container
+    # job's checkout belongs to the runner's user); git checks any other as usual.
+    command = [
+        "git",
+        "-c",
+        "core.quotepath=off",
+        "-c",
+        f"safe.directory={_checkout_of(cwd)}",
+        "--literal-pathspecs",
+        *args,
+    ]
     try:
         return run_captured(command, cwd=cwd, env=_git_env(), timeout_s=GIT_TIMEOUT_S, stdin=stdin)
     except ChildHung as hung:
@@ -469,4 +489,5 @@ def ignored_among(root: Path, paths: Sequence[str]) -> set[str]:
     # In slices: the paths are command-line arguments (literal pathspecs).
     for start in range(0, len(wanted), 500):
         found.update(_nul_split(_git(root, *listing, *wanted[start : start + 500])))
-    return found
+    # A folder among PATHS lists the ignored files under it; only PATHS themselves are asked.
+    return found & set(wanted)

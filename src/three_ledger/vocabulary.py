@@ -72,8 +72,21 @@ class SandboxPolicy(enum.StrEnum):
 class Tripwire(enum.StrEnum):
     """What guarded a run's reports, as the property ledger records it."""
 
+    # Sentinels made like the project's own items, and the machinery audit.
     SENTINELS = "sentinels"
+    # Where the project's items could not host them: sentinels of their own item class,
+    # parented to the session, listed first; and the machinery audit.
+    BASIC = "basic"
+    # --junit-xml: nothing checked the reports.
     NONE = "none"
+
+
+_TRIPWIRE_STRENGTH = {Tripwire.NONE: 0, Tripwire.BASIC: 1, Tripwire.SENTINELS: 2}
+
+
+def weakest_tripwire(tripwires: Iterable[Tripwire]) -> Tripwire:
+    """The weakest of TRIPWIRES (several pytest sessions, several shards); `none` if none."""
+    return min(tripwires, key=_TRIPWIRE_STRENGTH.__getitem__, default=Tripwire.NONE)
 
 
 class DualPinState(enum.StrEnum):

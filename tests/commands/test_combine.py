@@ -92,6 +92,18 @@ def test_combine_copies_the_base_resolution_the_shards_agree_on(
     assert keys[at : at + 3] == ["base_revision", "base_resolution", "head_revision"]
 
 
+def test_combine_records_the_weakest_tripwire_of_its_shards(
+    run_cli: RunCli, two_shards: tuple[Path, Path, list[Path]]
+) -> None:
+    """A shard whose slice is empty runs the basic sentinels: the whole run is no stronger."""
+    _, plan, paths = two_shards
+    out = plan.parent / "combined.json"
+    assert [read(path)["tripwire"] for path in paths] == ["sentinels", "sentinels"]
+    edit(paths[1], {"tripwire": "basic"})
+    assert combine(run_cli, plan, paths, out).code in (0, 1)
+    assert read(out)["tripwire"] == "basic"
+
+
 def test_a_shard_of_a_moved_tree_is_refused_before_running(
     run_cli: RunCli, two_shards: tuple[Path, Path, list[Path]]
 ) -> None:

@@ -293,7 +293,7 @@ def documented_variables() -> set[str]:
 def test_every_environment_variable_the_code_names_is_in_the_table() -> None:
     named = variables_the_code_names()
     # The scan is real: it sees a variable read, one set for git, one the plugin pops.
-    assert {"GITHUB_STEP_SUMMARY", "GIT_NO_REPLACE_OBJECTS", "THREE_LEDGER_SENTINELS"} <= named
+    assert {"GITHUB_STEP_SUMMARY", "GIT_NO_REPLACE_OBJECTS", "THREE_LEDGER_TRIPWIRE"} <= named
     assert sorted(named - documented_variables()) == []
 
 

@@ -392,8 +392,8 @@ def test_a_root_conftest_that_passes_everything_trips_the_tripwire(gate: Gate) -
     assert gate.digest().code == 0
     scored = gate.properties()
     assert scored.code == 4, scored.err
-    assert re.search(r"tripwire: sentinel test_[0-9a-f]{12} must fail but was recorded as pass",
-                     scored.first_error_line)  # fmt: skip
+    assert re.search(r"tripwire: sentinel properties/test_orders\.py::test_\w+(\[.*\])? must fail "
+                     r"but was recorded as pass", scored.first_error_line)  # fmt: skip
     assert not (gate.ledgers / "p.json").exists()
     decision = gate.merge(dual_pin=None)
     assert (decision["posture"], decision["row"]) == ("reject", 2)

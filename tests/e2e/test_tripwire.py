@@ -1,5 +1,7 @@
 """The tripwire: honest runs keep their statuses under every pytest option that reorders, stops
-or selects; runs whose outcomes are forced are refused (exit 4, naming the sentinel)."""
+or selects; runs whose outcomes are forced are refused (exit 4, naming the sentinel, or the
+module that modified pytest's machinery); sentinels look like the project's own items, so code
+that tries to spare them and force only real tests hits them."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from helpers import FORCE_PASS, CliResult, RunCli, git
+from three_ledger.run import tripwire
 
 pytestmark = pytest.mark.pytest_child
 
@@ -113,16 +116,25 @@ def test_statuses_survive_every_option(
     assert written["command_exit"] == (1 if broken else 0)
 
 
+def sentinels_in(log: str) -> dict[str, str]:
+    """The sentinels the log's last line about them names, node id to what each must do."""
+    line = [text for text in log.splitlines() if "the gate's tripwire added 2 items" in text][-1]
+    return dict(re.findall(r"([^\s(]+) must (pass|fail)[,)]", line))
+
+
 def test_sentinels_do_not_reach_the_ledger_or_the_cache(run_cli: RunCli, orders_repo: Path) -> None:
+    # The example turns the cache off; this run keeps it, to see what last-failed holds.
+    ini = orders_repo / "pytest.ini"
+    ini.write_text(ini.read_text().replace("addopts = -p no:cacheprovider", "addopts ="))
+    git(orders_repo, "commit", "-qam", "keep pytest's cache")
     assert score(run_cli, orders_repo, f"{PYTEST} properties/test_orders.py").code == 0
     text = (orders_repo.parent / "ledgers/p.json").read_text()
     log = (orders_repo.parent / "ledgers/p.json.log").read_text()
-    sentinels = re.findall(r"test_[0-9a-f]{12}", log)
-    assert len(set(sentinels)) == 2
+    sentinels = sentinels_in(log)
+    assert sorted(sentinels.values()) == ["fail", "pass"]
     assert not any(name in text for name in sentinels)
     lastfailed = orders_repo / ".pytest_cache/v/cache/lastfailed"
     assert not lastfailed.exists() or not any(name in lastfailed.read_text() for name in sentinels)
-    assert "the gate's tripwire added 2 items" in log
 
 
 def test_nested_pytest_runs_grow_no_sentinels(run_cli: RunCli, orders_repo: Path) -> None:
@@ -142,7 +154,9 @@ def test_nested_pytest_runs_grow_no_sentinels(run_cli: RunCli, orders_repo: Path
     assert result.code == 0, result.err
 
 
-# Blanket ways to force outcomes from inside the run: each must trip the wire.
+# Blanket ways to force outcomes from inside the run: each must trip the wire. A hook in a
+# conftest is legitimate pytest (the conftest is an oracle, compared with the base): the
+# sentinels catch it. Product code that patches pytest is caught by the machinery audit first.
 FORCING = {
     "hookwrapper-in-conftest": ("conftest.py", FORCE_PASS),
     "patched-report-class-in-product": (
@@ -168,6 +182,16 @@ FORCING = {
         ),
     ),
 }
+FORCED_SENTINEL = (
+    r"tripwire: sentinel properties/test_orders\.py::test_\w+(\[.*\])? "
+    r"must fail but was recorded as pass"
+)
+CAUGHT_BY = {
+    "hookwrapper-in-conftest": FORCED_SENTINEL,
+    "patched-report-class-in-product": r"the run's machinery was modified: "
+    r"_pytest\.reports\.TestReport\.from_item_and_call replaced, by orders \(orders\.py:\d+\)",
+    "logreport-hook-in-conftest": FORCED_SENTINEL,
+}
 
 
 @pytest.mark.parametrize("xdist", ["", "-n 2"], ids=["serial", "xdist"])
@@ -182,8 +206,269 @@ def test_forced_outcomes_trip_the_wire(
     result = score(run_cli, orders_repo, f"{PYTEST} {xdist} properties/test_orders.py")
     assert result.code == 4, result.err
     assert re.match(
-        r"three-ledger: infrastructure failure: tripwire: sentinel test_[0-9a-f]{12} must "
-        r"fail but was recorded as pass",
+        "three-ledger: infrastructure failure: " + CAUGHT_BY[trick], result.first_error_line
+    ), result.first_error_line
+    assert not (orders_repo.parent / "ledgers/p.json").exists()
+
+
+# --- sentinels that look like the project's items ---------------------------------------------
+
+# Product code that forces outcomes without touching pytest's machinery: a profile function
+# that, as each item is set up, swaps the item's own `runtest` for one that does nothing, so the
+# test passes without running. It spares what `_spared` takes for the gate's sentinels. Nothing
+# here patches pytest: only the sentinels can catch it, and only if `_spared` cannot find them.
+SPARING_FORCER = """
+
+import os as _os, subprocess as _subprocess, sys as _sys
+import pytest as _pytest
+
+
+def _files(item):
+    files = [str(item.path)]
+    if isinstance(item, _pytest.Function):
+        files.append(item.function.__code__.co_filename)
+    return files
+
+
+def _spared(item):
+{rule}
+
+
+def _neuter(frame, event, arg):
+    if event == "call" and frame.f_code.co_name == "pytest_runtest_setup":
+        item = frame.f_locals.get("item")
+        if isinstance(item, _pytest.Item) and "runtest" not in vars(item) and not _spared(item):
+            item.runtest = lambda: None
+
+
+_sys.setprofile(_neuter)
+"""
+# How product code could tell the gate's old sentinels from the project's items.
+DISCRIMINATORS = {
+    # Their class: the project's tests are `pytest.Function`s.
+    "class": "    return type(item) is not _pytest.Function",
+    # Their parent: the project's tests live in a module or a class, not in the session.
+    "parent": "    return not isinstance(item.parent, (_pytest.Module, _pytest.Class))",
+    # Their position: the old sentinels ran first.
+    "position": "    return item.session.items.index(item) < 2",
+    # Their file: a generated file is not tracked by git.
+    "file tracking": (
+        "    root = str(item.config.rootpath)\n"
+        "    return any(\n"
+        "        _subprocess.run(['git', '-C', root, 'ls-files', '--error-unmatch', name],\n"
+        "                        capture_output=True).returncode != 0\n"
+        "        for name in _files(item))"
+    ),
+    # Their mount: a file the gate writes elsewhere (/tmp) is on another device.
+    "mounts": (
+        "    root = str(item.config.rootpath)\n"
+        "    device = _os.stat(root).st_dev\n"
+        "    return any(not name.startswith(root) or not _os.path.exists(name)\n"
+        "               or _os.stat(name).st_dev != device for name in _files(item))"
+    ),
+}
+# A seed under which the must-fail sentinel is not among the first two items of the example.
+SEED = f"{2:032x}"
+
+
+def force_sparing(repo: Path, rule: str) -> None:
+    """The product is broken, and forces every item its rule does not spare to pass."""
+    break_total(repo)
+    with (repo / "orders.py").open("a") as product:
+        product.write(SPARING_FORCER.format(rule=rule))
+
+
+@pytest.mark.parametrize("discriminator", sorted(DISCRIMINATORS))
+def test_product_code_cannot_tell_the_sentinels_from_real_tests(
+    run_cli: RunCli, orders_repo: Path, discriminator: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tripwire, "fresh_seed", lambda: SEED)
+    force_sparing(orders_repo, DISCRIMINATORS[discriminator])
+    result = score(run_cli, orders_repo, f"{PYTEST} -vv properties/test_orders.py")
+    assert result.code == 4, result.err
+    assert re.match(
+        "three-ledger: infrastructure failure: " + FORCED_SENTINEL, result.first_error_line
+    ), result.first_error_line
+    log = (orders_repo.parent / "ledgers/p.json.log").read_text()
+    sentinels = sentinels_in(log)
+    ran = re.findall(r"^(\S+) (?:PASSED|FAILED)", log, flags=re.MULTILINE)
+    must_fail = next(name for name, must in sentinels.items() if must == "fail")
+    # Beside the project's items, in the project's file, not where the old ones were.
+    assert must_fail.startswith("properties/test_orders.py::test_")
+    assert ran.index(must_fail) >= 2
+
+
+def test_the_forcer_gets_through_where_its_rule_can_tell_them_apart(
+    run_cli: RunCli, orders_repo: Path
+) -> None:
+    """The limit, and the control of the test above: a rule that reads the test file's source
+    (a sentinel's name is not in it) spares the sentinels, and the forced run passes. The
+    rules above fail only because they cannot tell; reading the tests' source to dodge the
+    gate is code a reviewer reads in the diff."""
+    force_sparing(orders_repo, "    return item.originalname not in item.path.read_text()")
+    result = score(run_cli, orders_repo, f"{PYTEST} properties/test_orders.py")
+    assert result.code == 0, result.err
+    assert ledger(orders_repo)["status_by_id"] == ALL_PASS  # the product is broken
+
+
+BROKEN_SETUP = """import pytest
+
+
+@pytest.fixture(autouse=True)
+def database():
+    raise RuntimeError("the test database is down")
+"""
+
+
+def test_a_setup_that_breaks_every_test_breaks_the_sentinels_and_the_run_is_still_scored(
+    run_cli: RunCli, orders_repo: Path
+) -> None:
+    """The sentinels share the project's fixtures: they error with its tests, which rewrites
+    nothing. Only the opposite outcome (a must-fail sentinel recorded as pass) trips."""
+    (orders_repo / "conftest.py").write_text(BROKEN_SETUP)
+    git(orders_repo, "add", "-A")
+    git(orders_repo, "commit", "-qm", "tests need the database")
+    result = score(run_cli, orders_repo, f"{PYTEST} properties/test_orders.py")
+    assert result.code == 1, result.err
+    written = ledger(orders_repo)
+    assert set(written["status_by_id"].values()) == {"error"}
+    assert written["tripwire"] == "sentinels"
+
+
+UNITTEST_FIRST = """import unittest
+
+
+class TestLegacy(unittest.TestCase):
+    def test_legacy(self):
+        self.assertTrue(True)
+"""
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["honest", "broken"])
+def test_without_an_item_to_host_them_the_sentinels_are_the_basic_ones(
+    run_cli: RunCli, orders_repo: Path, broken: bool
+) -> None:
+    """Under -x the sentinels come first; a unittest case there cannot host them."""
+    (orders_repo / "properties/test_a_legacy.py").write_text(UNITTEST_FIRST)
+    git(orders_repo, "add", "-A")
+    git(orders_repo, "commit", "-qm", "a legacy unittest case")
+    if broken:
+        break_total(orders_repo)
+    result = score(run_cli, orders_repo, f"{PYTEST} -x properties")
+    written = ledger(orders_repo)
+    assert written["tripwire"] == "basic"
+    if broken:
+        # The run stops at the first real failure, after the sentinels.
+        assert result.code == 1, result.err
+        assert written["status_by_id"]["orders.total.non_negative"] == "fail"
+    else:
+        assert result.code == 0, result.err
+        assert written["status_by_id"] == ALL_PASS
+    sentinels = sentinels_in((orders_repo.parent / "ledgers/p.json.log").read_text())
+    assert all(re.fullmatch(r"test_[0-9a-f]{12}", name) for name in sentinels)
+
+
+def test_the_basic_sentinels_still_catch_blanket_forcing(
+    run_cli: RunCli, orders_repo: Path
+) -> None:
+    (orders_repo / "properties/test_a_legacy.py").write_text(UNITTEST_FIRST)
+    git(orders_repo, "add", "-A")
+    git(orders_repo, "commit", "-qm", "a legacy unittest case")
+    (orders_repo / "conftest.py").write_text(FORCE_PASS)
+    break_total(orders_repo)
+    result = score(run_cli, orders_repo, f"{PYTEST} -x properties")
+    assert result.code == 4, result.err
+    assert re.match(
+        r"three-ledger: infrastructure failure: tripwire: sentinel test_[0-9a-f]{12} must fail "
+        r"but was recorded as pass",
         result.first_error_line,
     )
-    assert not (orders_repo.parent / "ledgers/p.json").exists()
+
+
+# --- honest suites pass the machinery audit ------------------------------------------------------
+
+HONEST_SUITE = """import subprocess
+import sys
+import unittest
+
+from hypothesis import given, strategies as st
+
+from orders import order_total
+
+
+class TestTotals(unittest.TestCase):
+    def test_each_order(self):
+        for cents in (0, 1, 250):
+            with self.subTest(cents=cents):
+                order = {"id": "ord-0001", "currency": "EUR",
+                         "lines": [{"sku": "A", "quantity": 1, "unit_price_cents": cents}],
+                         "total_cents": cents}
+                self.assertEqual(order_total(order), cents)
+
+
+@given(st.integers(min_value=0, max_value=10**6))
+def test_any_price(cents):
+    order = {"id": "ord-0001", "currency": "EUR",
+             "lines": [{"sku": "A", "quantity": 1, "unit_price_cents": cents}],
+             "total_cents": cents}
+    assert order_total(order) == cents
+
+
+def test_writes_and_spawns(tmp_path):
+    (tmp_path / "out.txt").write_text("x")
+    done = subprocess.run([sys.executable, "-c", "print(1)"], capture_output=True, text=True)
+    assert done.stdout == "1\\n"
+
+
+def test_nested_pytest(pytester):
+    pytester.makepyfile("def test_inner():\\n    pass\\n")
+    pytester.runpytest_inprocess().assert_outcomes(passed=1)
+"""
+
+
+@pytest.fixture(scope="module")
+def cov_path(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """pytest-cov in a folder of its own (coverage itself is installed), or None."""
+    target = tmp_path_factory.mktemp("cov")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+         "pytest-cov>=5,<8"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return target if done.returncode == 0 else None
+
+
+@pytest.mark.parametrize("options", ["", "-n 2", "--cov", "-p randomly"])
+def test_honest_plugins_pass_the_machinery_audit(
+    run_cli: RunCli,
+    orders_repo: Path,
+    options: str,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Hypothesis's plugin, unittest sub-tests (pytest-subtests under pytest 8), pytester,
+    xdist, pytest-cov and pytest-randomly: none of them is a finding."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "")  # Hypothesis's plugin loads here
+    ini = "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider -p pytester\n"
+    ini += "filterwarnings =\n    error\n"
+    if options == "--cov":
+        found = request.getfixturevalue("cov_path")
+        if found is None:
+            pytest.skip("pytest-cov could not be installed")
+        monkeypatch.setenv("PYTHONPATH", str(found))
+        options = "--cov=orders --cov-report="
+    if options == "-p randomly":
+        monkeypatch.setenv("PYTHONPATH", str(request.getfixturevalue("randomly_path")))
+    (orders_repo / "pytest.ini").write_text(ini)
+    (orders_repo / "properties/test_honest.py").write_text(HONEST_SUITE)
+    git(orders_repo, "add", "-A")
+    git(orders_repo, "commit", "-qm", "more tests")
+    result = score(run_cli, orders_repo, f"{PYTEST} {options} properties")
+    assert result.code == 0, result.err
+    written = ledger(orders_repo)
+    assert written["status_by_id"] == ALL_PASS
+    assert written["tripwire"] == "sentinels"
+    log = (orders_repo.parent / "ledgers/p.json.log").read_text()
+    assert "machinery was modified" not in log
+    if "randomly" not in options:  # in some orders pytest-subtests 0.15 counts no sub-test
+        assert "subtests passed" in log

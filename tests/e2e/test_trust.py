@@ -353,23 +353,135 @@ def test_a_dependency_bump_in_pyproject_is_not_an_oracle_edit(pkg_repo: Repo) ->
     assert "pyproject.toml" in decision["reason"]
 
 
-# --- 5. in-process sabotage (the tripwire; variants in test_tripwire.py) ---------------------
+# --- 5. in-process sabotage (the tripwire and the machinery audit; variants in test_tripwire.py)
+
+MODIFIED = "three-ledger: infrastructure failure: the run's machinery was modified: "
+
+
+def sabotaged(repo: Repo, code: str) -> tuple[dict[str, Any], str]:
+    """The broken product, with CODE appended to it: the decision and what properties said."""
+    break_total(repo)
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + code)
+    repo.commit("faster totals")
+    return repo.ci(), repo.properties_stderr()
 
 
 def test_product_code_that_forces_reports_is_caught(repo: Repo) -> None:
-    repo.write(
-        "orders.py",
-        (repo.root / "orders.py").read_text()
-        + "\nimport _pytest.reports as _r\n_made = _r.TestReport.from_item_and_call.__func__\n"
+    decision, stderr = sabotaged(
+        repo,
+        "\nimport _pytest.reports as _r\n_made = _r.TestReport.from_item_and_call.__func__\n"
         "def _forced(cls, item, call):\n    rep = _made(cls, item, call)\n"
         "    rep.outcome = 'passed'\n    return rep\n"
         "_r.TestReport.from_item_and_call = classmethod(_forced)\n",
     )
-    break_total(repo)
-    repo.commit("faster totals")
-    decision = repo.ci()
     assert posture(decision) == ("reject", 2)
-    assert "tripwire: sentinel" in repo.properties_stderr()
+    assert stderr.startswith(
+        MODIFIED + "_pytest.reports.TestReport.from_item_and_call replaced, by orders (orders.py:"
+    )
+
+
+def test_product_code_that_forces_only_function_reports_is_caught(repo: Repo) -> None:
+    """It spares any item that is not a `pytest.Function`, as the old sentinels were not: it
+    patches the run protocol, and the audit sees that whatever the sentinels look like."""
+    decision, stderr = sabotaged(
+        repo,
+        "\nimport pytest as _pytest\nimport _pytest.runner as _runner\n"
+        "_protocol = _runner.runtestprotocol\n"
+        "def _forced(item, log=True, nextitem=None):\n"
+        "    reports = _protocol(item, log=False, nextitem=nextitem)\n"
+        "    for report in reports:\n"
+        "        if type(item) is _pytest.Function:\n"
+        "            report.outcome = 'passed'\n"
+        "        if log:\n"
+        "            item.ihook.pytest_runtest_logreport(report=report)\n"
+        "    return reports\n"
+        "_runner.runtestprotocol = _forced\n",
+    )
+    assert posture(decision) == ("reject", 2)
+    assert stderr.startswith(MODIFIED + "_pytest.runner.runtestprotocol replaced, by orders")
+
+
+def test_a_product_module_patching_testreport_through_sys_modules_is_caught(repo: Repo) -> None:
+    """No import statement names pytest: the class is reached through sys.modules."""
+    decision, stderr = sabotaged(
+        repo,
+        "\nimport sys as _sys\n"
+        "_report = _sys.modules['_pytest.reports'].TestReport\n"
+        "_made = _report.from_item_and_call.__func__\n"
+        "def _forced(cls, item, call):\n"
+        "    report = _made(cls, item, call)\n"
+        "    report.outcome = 'passed'\n"
+        "    return report\n"
+        "setattr(_report, 'from_item_and_call', classmethod(_forced))\n",
+    )
+    assert posture(decision) == ("reject", 2)
+    assert stderr.startswith(
+        MODIFIED + "_pytest.reports.TestReport.from_item_and_call replaced, by orders (orders.py:"
+    )
+
+
+# Finds the run's config on the stack of the import that loads it (the test module's), and
+# registers a makereport hook with it.
+REGISTERING = """
+import sys as _sys
+
+import pytest as _pytest
+
+
+class _Forcer:
+    @_pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        report.outcome = "passed"
+        return report
+
+
+def _config():
+    frame = _sys._getframe(1)
+    while frame is not None:
+        found = frame.f_locals.get("config")
+        if hasattr(found, "pluginmanager"):
+            return found
+        frame = frame.f_back
+    return None
+
+
+_found = _config()
+if _found is not None:
+    _found.pluginmanager.register(_Forcer())
+"""
+
+
+def test_a_makereport_hook_registered_by_product_code_at_import_is_caught(repo: Repo) -> None:
+    decision, stderr = sabotaged(repo, REGISTERING)
+    assert posture(decision) == ("reject", 2)
+    assert stderr.startswith(
+        MODIFIED + "pytest_runtest_makereport of plugin orders._Forcer registered, by orders"
+    )
+
+
+# A conftest of the base that registers a plugin of its own: how hooks come into a run.
+REGISTERING_CONFTEST = """import pytest
+
+
+class Timings:
+    def pytest_runtest_logreport(self, report):
+        pass
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(Timings(), "timings")
+"""
+
+
+def test_a_hook_a_conftest_registers_is_legitimate(repo: Repo) -> None:
+    """The control: the same kind of registration, by a conftest (an oracle, compared with
+    the base), is how pytest is extended, and the change is reviewed as any other."""
+    repo.write("conftest.py", REGISTERING_CONFTEST)
+    repo = repo.as_base("a conftest that times the tests")
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
+    repo.commit("a harmless edit")
+    assert posture(repo.ci()) == ("review", 9)
 
 
 # --- 6. the gate shares the environment it judges --------------------------------------------

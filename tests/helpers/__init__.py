@@ -22,12 +22,15 @@ from typing import Any, AnyStr
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "orders"
 # Python that writes what pytest with the plugin writes besides the results: the tripwire's two
-# sentinel lines, and a harness measurement of nothing. For commands that stand in for pytest.
+# sentinels (their record and their result lines), and a harness measurement of nothing. For
+# commands that stand in for pytest.
 PLUGIN_STAND_IN = """
 import json, os, sys
-_must_pass, _must_fail = os.environ["THREE_LEDGER_SENTINELS"].split(",")
+_sentinels = {"t.py::test_stand_in_pass": "pass", "t.py::test_stand_in_fail": "fail"}
+with open(os.environ["THREE_LEDGER_TRIPWIRE"], "a") as _record:
+    _record.write(json.dumps({"sentinels": _sentinels, "mechanism": "sentinels"}) + "\\n")
 with open(os.environ["THREE_LEDGER_RESULTS"], "a") as _results:
-    for _id, _outcome in ((_must_pass, "pass"), (_must_fail, "fail")):
+    for _id, _outcome in _sentinels.items():
         _results.write(json.dumps({"id": _id, "property_ids": [], "outcome": _outcome}) + "\\n")
 with open(os.environ["THREE_LEDGER_HARNESS"], "w") as _harness:
     json.dump({"pytest": "stand-in", "rootdir": ".", "config_file": None, "main": "python",

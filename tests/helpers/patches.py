@@ -72,15 +72,20 @@ class Repo:
         return document
 
     def properties_stderr(self, command: str = PYTEST) -> str:
+        """What `properties` said on stderr, from its first line of its own: the progress line
+        before it says what ran, not what went wrong."""
         digest = self.run_cli(
             "digest", "--pin", self.root / "pins/fixtures.json", "--root", self.root,
             "--out", self.ledgers / "f.json",
         ).out.strip()  # fmt: skip
-        return self.run_cli(
+        err = self.run_cli(
             "properties", "--pin", self.root / "pins/fixtures.json", "--expect-digest", digest,
             "--properties", self.root / "pins/properties.json", "--command", command,
             "--root", self.root, "--base", self.base, "--out", self.ledgers / "p.json",
         ).err  # fmt: skip
+        lines = err.splitlines(keepends=True)
+        first = next((n for n, line in enumerate(lines) if line.startswith("three-ledger")), 0)
+        return "".join(lines[first:])
 
 
 def break_total(repo: Repo) -> None:

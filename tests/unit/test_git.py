@@ -188,6 +188,22 @@ def test_the_users_and_the_machines_git_configuration_are_not_read(
     assert changed(repo, base) == ["tests/test_new.py"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving the checkout to another user needs root")
+def test_a_checkout_owned_by_another_user_is_judged(repo: Repo, base: str) -> None:
+    # A container job's checkout belongs to the runner's user; actions/checkout trusts it in
+    # the global configuration, which the gate does not read, so the gate trusts ROOT itself.
+    repo.write("tests/test_new.py", "def test_new(): pass\n")
+    for folder, _, files in os.walk(repo.top):
+        for name in (folder, *(os.path.join(folder, f) for f in files)):
+            os.lchown(name, 4242, 4242)
+    refused = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo.root, capture_output=True, text=True,
+        env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"},
+    )  # fmt: skip
+    assert "dubious ownership" in refused.stderr  # git alone refuses it...
+    assert changed(repo, base) == ["tests/test_new.py"]  # ...the gate judges it
+
+
 def test_ignored_file_does_not_count(repo: Repo, base: str) -> None:
     repo.write("tests/run.log", "noise\n")
     assert changed(repo, base) == []
@@ -549,3 +565,13 @@ def test_file_at_present_and_absent(repo: Repo, fixtures_base: str) -> None:
 def test_file_at_unknown_revision_is_refused(repo: Repo, fixtures_base: str) -> None:
     with pytest.raises(Refused, match="git ls-tree failed"):
         git.file_at(repo.root, "nope", "fixtures/kept.json")
+
+
+def test_ignored_among_answers_only_for_the_paths_asked(repo: Repo, base: str) -> None:
+    """A folder the run opened (Hypothesis lists its `.hypothesis/` database) is a path too:
+    the ignored files under it are not among the answers."""
+    repo.write(".hypothesis/.gitignore", "*\n")
+    repo.write(".hypothesis/examples/a", "x")
+    repo.write("debug.log", "x")
+    asked = [".hypothesis", ".hypothesis/examples/a", "debug.log", "src/app.py"]
+    assert git.ignored_among(repo.root, asked) == {".hypothesis/examples/a", "debug.log"}

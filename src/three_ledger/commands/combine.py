@@ -32,7 +32,7 @@ from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwrita
 from three_ledger.pins import FlakePin, PropertiesPin, load_flake_pin, load_properties_pin
 from three_ledger.report.findings import findings, plain_lines, status_lines
 from three_ledger.results import TestResult, scored_fields
-from three_ledger.vocabulary import LAYER_HELD, Enforcement
+from three_ledger.vocabulary import LAYER_HELD, Enforcement, weakest_tripwire
 
 # Weakest first: the merged ledger records the weakest enforcement any shard ran under.
 _ENFORCEMENT_STRENGTH = {Enforcement.NONE: 0, Enforcement.SOCKET_GUARD: 1, Enforcement.NETNS: 2}
@@ -48,7 +48,6 @@ _AGREED = (
     "flake_pin_sha256",
     "command",
     "network",
-    "tripwire",
     "harness",
     "oracle_model",
     "unscored_new_files",
@@ -230,7 +229,8 @@ def merged_ledger(
         network=first.network,
         network_enforcement=weakest,
         sandbox=weakest_sandbox([shard.record.sandbox for shard in shards]),
-        tripwire=first.tripwire,
+        # Like the enforcement: an empty slice's sentinels are the basic ones.
+        tripwire=weakest_tripwire(shard.record.tripwire for shard in shards),
         harness=first.harness,
         shards=ShardsProvenance(
             plan_sha256=plan_file.sha256,

@@ -47,13 +47,12 @@ from three_ledger.results import (
     property_statuses,
     score_properties,
 )
-from three_ledger.run import network_namespace
+from three_ledger.run import network_namespace, tripwire
 from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
 from three_ledger.run.harness import read_harness
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import Checks, Preflight, new_tests_left_out, preflight
 from three_ledger.run.staging import StagedPlugin, stage_plugin
-from three_ledger.run.tripwire import Sentinels, checked_and_removed
 from three_ledger.vet import scratch
 from three_ledger.vet.judge import (
     KILLS,
@@ -232,10 +231,10 @@ class Bench:
         self._stack.close()
 
     def run(self, label: str, extra_env: Mapping[str, str]) -> Ran:
-        """Run the command once in the scratch tree, with fresh tripwire sentinels."""
+        """Run the command once in the scratch tree, with a tripwire record of its own."""
         self.runs += 1
-        sentinels = Sentinels.fresh()
         results_path = self.private / f"results-{self.runs}.jsonl"
+        record = self.private / f"tripwire-{self.runs}.jsonl"
         run_log = self.private / "run.log"
         # Bytecode goes to a private folder, never beside a source file (a linked virtual
         # environment or an editable install may lie in the user's tree). Writing is on
@@ -255,7 +254,7 @@ class Bench:
             plugin=self.plugin,
             results_path=results_path,
             plugins=self.checked.properties_pin.plugins,
-            extra_env={**bytecode, **sentinels.environment(), **extra_env},
+            extra_env={**bytecode, **tripwire.environment(record), **extra_env},
             console=self._quiet,
             ignore=self.ignore,
             keep_env=(*self.checked.properties_pin.env, *self.request.keep_env),
@@ -266,13 +265,14 @@ class Bench:
         ending = run.failure() or f"exit {run.exit_code}"
         self.progress.say(f"run {self.runs}: {ending} in {time.monotonic() - started:.1f} s")
         self._keep_log(label, run_log, ending)
-        return Ran(label, run.exit_code, run.failure(), results_path, sentinels)
+        return Ran(label, run.exit_code, run.failure(), results_path, record)
 
     def read(self, ran: Ran) -> list[TestResult]:
         """The run's results, once its sentinels show its reports were not forced."""
         recorded = read_plugin_results(ran.results_path, self.log_path)
         try:
-            return checked_and_removed(recorded, ran.sentinels, allow_empty=True)
+            record = tripwire.read_record(ran.tripwire_record)
+            return tripwire.checked_and_removed(recorded, record, allow_empty=True)[0]
         except InfraFailure as tampered:
             tampered.message = f"{ran.label}: {tampered.message}"
             tampered.details.append(f"no vet ledger written (log: {self.log_path})")
@@ -332,7 +332,7 @@ class Ran:
     exit_code: int | None
     failure: str | None
     results_path: Path
-    sentinels: Sentinels
+    tripwire_record: Path
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         recorder.stream.close()
 
 
+def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
+    # Called for every registration, and at this module's own for every one before it.
+    tripwire.plugin_registered(plugin, manager)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> None:
     # Before setup, so that even the report of a skip or a setup error carries the ids.

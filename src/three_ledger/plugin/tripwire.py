@@ -1,101 +1,187 @@
-"""The tripwire: two items the gate adds to every pytest run, one that must pass, one that must
-fail. Their recorded outcomes prove the run's reports were not forced.
+"""The tripwire: two sentinel items in every pytest run the gate scores, one that must pass and
+one that must fail, and the audit of pytest's machinery (`machinery.py`). What both found goes
+to the tripwire's record, which the gate reads after the run (run/tripwire.py).
 
-They run through the same protocol and report hooks as the project's tests, so code that
-rewrites outcomes (a hookwrapper, a patched report class) rewrites theirs too. They must not
-change what the user sees or what pytest counts: they run first, and the must-fail item's
-failure is taken back out of `-x`/`--maxfail`, stepwise, last-failed and the exit status.
-Standard library and pytest only (a plugin-side module; see run/staging.py).
+The sentinels (`sentinels.py`) run through the same protocol and report hooks as the project's
+tests and look like them, so code that rewrites outcomes rewrites theirs too. They must not
+change what the user sees or what pytest counts: they run before anything that could stop the
+session, and the must-fail item's failure is taken back out of `-x`/`--maxfail`, stepwise,
+last-failed and the exit status. Standard library and pytest only (a plugin-side module; see
+run/staging.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Generator, Iterator
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pytest
 
-from . import shard
-from .wire import SENTINELS_ENV
+from . import machinery, sentinels, shard
+from .makers import Trust, stack
+from .wire import (
+    MACHINERY_KEY,
+    MADE_BY_KEY,
+    MECHANISM_KEY,
+    ROOT_ENV,
+    SENTINELS_KEY,
+    TRIPWIRE_ENV,
+    TRIPWIRE_SEED_ENV,
+)
 
-# How the names reach xdist workers: the controller pops the variable (so that pytest runs
-# nested in a test never grow sentinels) and hands the names over in `workerinput`.
-_WORKER_KEY = "three_ledger_sentinels"
-MUST_FAIL_MESSAGE = "three-ledger tripwire: this item must fail, and its failure is not counted"
-
-
-class Sentinel(pytest.Item):
-    """One tripwire item; `must` is "pass" or "fail"."""
-
-    def __init__(self, *, must: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.must = must
-
-    def runtest(self) -> None:
-        if self.must == "fail":
-            pytest.fail(MUST_FAIL_MESSAGE, pytrace=False)
-
-    def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"three-ledger tripwire (must {self.must})"
+# How the controller hands the run's tripwire to each xdist worker it starts.
+_WORKER_KEY = "three_ledger_tripwire"
+# On a sentinel's reports in an xdist worker, "MECHANISM:MUST", for the controller (which never
+# sees the items, only their serialised reports) to know them.
+_REPORT_ATTRIBUTE = "three_ledger_sentinel"
 
 
-def sentinel_names(config: pytest.Config) -> tuple[str, str] | None:
-    """(must-pass name, must-fail name), taken from the environment once per process."""
+def _arm() -> machinery.Audit | None:
+    """Arm the audit at import, before any conftest: under the gate, or in an xdist worker,
+    which learns at configure time whether the gate asked for it (else it is disarmed)."""
+    if os.environ.get(TRIPWIRE_ENV) or os.environ.get("PYTEST_XDIST_WORKER"):
+        return machinery.start()
+    return None
+
+
+# Process-wide on purpose, like reads.py's log: an audit hook cannot be removed, so the audit
+# is armed at most once, here at import.
+AUDIT = _arm()
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the controller and its workers share: the record's path, the seed that places the
+    sentinels (the same in every worker, whose collections must be equal), and ROOT."""
+
+    record: str
+    seed: str
+    root: str
+
+
+def plugin_registered(plugin: object, manager: Any) -> None:
+    """Judge a registration through pytest's register, by the code that called it."""
+    audit = AUDIT
+    if audit is None or not audit.armed:
+        return
+    audit.watch_hooks(manager)
+    # Frame 0 is this function, 1 the hook implementation that called it, 2 pluggy.
+    audit.registered(plugin, manager, stack(sys._getframe(2)))
+
+
+def install(config: pytest.Config) -> None:
+    """Register the tripwire when the gate asked for it (env, or xdist's workerinput)."""
+    setup = _setup(config)
+    audit = AUDIT
+    if setup is None:
+        if audit is not None:
+            audit.disarm()
+        return
+    if audit is None:  # armed too late to see what happened before; still checks from here
+        audit = machinery.start()
+        audit.watch_hooks(config.pluginmanager)
+    record = Record(setup.record)
+    tripwire = Tripwire(config, setup, audit, record)
+    roots = [setup.root, str(config.rootpath)]
+    audit.bind(Trust(config, roots), tripwire.found)
+    config.pluginmanager.register(tripwire, "three_ledger.plugin.tripwire")
+
+
+def _setup(config: pytest.Config) -> Setup | None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         given = workerinput.get(_WORKER_KEY)
-    else:
-        given = os.environ.pop(SENTINELS_ENV, None)
-    if not given:
+        return Setup(**given) if isinstance(given, dict) else None
+    # Popped, so that pytest runs nested in a test never grow sentinels of their own.
+    record = os.environ.pop(TRIPWIRE_ENV, None)
+    seed = os.environ.pop(TRIPWIRE_SEED_ENV, None) or os.urandom(16).hex()
+    if not record:
         return None
-    must_pass, _, must_fail = given.partition(",")
-    return must_pass, must_fail
+    root = os.environ.get(ROOT_ENV) or str(config.rootpath)
+    return Setup(record, seed, root)
 
 
-class SentinelItems:
-    """Registered in the controller and in each xdist worker when the gate asked for it."""
+class Record:
+    """The tripwire's record: JSON lines, each written at once by whichever process found it."""
 
-    def __init__(self, config: pytest.Config, names: tuple[str, str]) -> None:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def write(self, line: dict[str, Any]) -> None:
+        data = (json.dumps(line) + "\n").encode("utf-8")
+        # One write to a file opened for appending: xdist's processes share the file.
+        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(descriptor, data)
+        finally:
+            os.close(descriptor)
+
+
+class Tripwire:
+    """The tripwire's hooks, in the controller and in each xdist worker."""
+
+    def __init__(
+        self, config: pytest.Config, setup: Setup, audit: machinery.Audit, record: Record
+    ) -> None:
         self.config = config
-        self.must_pass, self.must_fail = names
+        self.setup = setup
+        self.audit = audit
+        self.record = record
+        self.worker = hasattr(config, "workerinput")
+        self.musts: dict[str, str] = {}
+        self.mechanism: str | None = None
         self.session: pytest.Session | None = None
+        self.findings: list[str] = []
+
+    def found(self, finding: machinery.Finding) -> None:
+        self.findings.append(str(finding))
+        maker = None if finding.maker is None else str(finding.maker)
+        self.record.write({MACHINERY_KEY: finding.what, MADE_BY_KEY: maker})
 
     # Optional: the hook exists only where pytest-xdist is installed (and not disabled).
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        # xdist: the controller hands the names to each worker it starts.
-        node.workerinput[_WORKER_KEY] = f"{self.must_pass},{self.must_fail}"
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(
-        self, session: pytest.Session, items: list[pytest.Item]
-    ) -> None:
-        # Last, so after every deselection (-k, -m, --lf, --sw) and reordering; first in the
-        # run, so that -x or --maxfail cannot stop the run before they have run. None in a
-        # run that selected nothing: that stays pytest's "no tests collected" (exit 5), except
-        # in a shard, whose empty slice is a valid run (shard.py).
-        if not items and not self.config.stash.get(shard.SHARD_ACTIVE, False):
-            return
-        sentinels = [
-            Sentinel.from_parent(session, name=self.must_pass, nodeid=self.must_pass, must="pass"),
-            Sentinel.from_parent(session, name=self.must_fail, nodeid=self.must_fail, must="fail"),
-        ]
-        items[:0] = sentinels
+        node.workerinput[_WORKER_KEY] = asdict(self.setup)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Iterator[None]:
-        """Every hook sees the must-fail item's failure; none of them counts it.
+    def pytest_collection(self) -> Iterator[None]:
+        # Around collection (a wrapper: an xdist controller's DSession skips the rest): the
+        # machinery as configured, then as collection left it.
+        self.audit.check_all()
+        yield
+        self.audit.check_all()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # After every deselection and reordering (-k, -m, --lf, --sw, randomly, a shard's
+        # slice), before xdist sends its workers' collections to compare. None in a run that
+        # selected nothing: that stays pytest's "no tests collected" (exit 5), except in a
+        # shard, whose empty slice is a valid run (shard.py).
+        if not session.items and not self.config.stash.get(shard.SHARD_ACTIVE, False):
+            return
+        placed = sentinels.place(session, session.items, bytes.fromhex(self.setup.seed))
+        self.musts, self.mechanism = placed.musts, placed.mechanism
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, Any, Any]:
+        """Every hook sees the must-fail item's failure; none of them counts it. Then the
+        machinery is checked.
 
         Around the hooks, --maxfail is raised by one and stepwise is told to let one failure
         pass; after them, the session's failure count and the last-failed cache drop it.
         """
-        if not (report.nodeid == self.must_fail and report.failed):
-            yield
-            return
+        must = self._must(report)
+        if not (must == sentinels.FAIL and report.failed):
+            results = yield
+            self.audit.check_report()
+            return results
         maxfail = self.config.option.maxfail
         stepwise = self.config.pluginmanager.get_plugin("stepwiseplugin")
         stepwise_skip = getattr(stepwise, "skip", None)
@@ -108,7 +194,7 @@ class SentinelItems:
             # xdist counts failures for --maxfail after the hooks: count this one out now.
             dsession.countfailures -= 1
         try:
-            yield
+            results = yield
         finally:
             self.config.option.maxfail = maxfail
             if stepwise is not None:
@@ -116,20 +202,41 @@ class SentinelItems:
             if self.session is not None and self.session.testsfailed > 0:
                 self.session.testsfailed -= 1
             lfplugin = self.config.pluginmanager.get_plugin("lfplugin")
-            getattr(lfplugin, "lastfailed", {}).pop(report.nodeid, None)
+            # pytest 9 keys last-failed by the report's structured id, pytest 8 by its node id.
+            for key in (report.nodeid, getattr(report, "id", None)):
+                getattr(lfplugin, "lastfailed", {}).pop(key, None)
+        self.audit.check_report()
+        return results
+
+    def _must(self, report: pytest.TestReport) -> str | None:
+        """What REPORT's item must do, if it is a sentinel; tags a worker's sentinel reports
+        for the controller, and learns them there."""
+        must = self.musts.get(report.nodeid)
+        if must is not None:
+            if self.worker:
+                setattr(report, _REPORT_ATTRIBUTE, f"{self.mechanism}:{must}")
+            return must
+        tag = getattr(report, _REPORT_ATTRIBUTE, None)
+        if self.worker or not isinstance(tag, str):
+            return None
+        mechanism, _, must = tag.partition(":")
+        self.mechanism = mechanism
+        self.musts[report.nodeid] = must
+        return must
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        self.audit.check_all()
+        if not self.worker:
+            self.record.write({SENTINELS_KEY: self.musts, MECHANISM_KEY: self.mechanism})
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        terminalreporter.write_line(
-            f"three-ledger: the gate's tripwire added 2 items ({self.must_pass} must pass, "
-            f"{self.must_fail} must fail); they are not your tests and their failure is not "
-            "counted in the exit status"
-        )
-
-
-def install(config: pytest.Config) -> None:
-    """Register the tripwire when the gate named its sentinels."""
-    names = sentinel_names(config)
-    if names is not None:
-        config.pluginmanager.register(
-            SentinelItems(config, names), "three_ledger.plugin.tripwire.sentinels"
-        )
+        if self.musts:
+            named = ", ".join(f"{nodeid} must {must}" for nodeid, must in self.musts.items())
+            terminalreporter.write_line(
+                f"three-ledger: the gate's tripwire added {len(self.musts)} items ({named}); "
+                "they are not your tests and their failure is not counted in the exit status"
+            )
+        for finding in self.findings:
+            line = f"three-ledger: the run's machinery was modified: {finding}"
+            terminalreporter.write_line(line)

@@ -20,7 +20,8 @@ FIXTURES_ENV = "THREE_LEDGER_FIXTURES"  # the pinned fixtures folder, for the pr
 FIXTURES_DIRS_ENV = "THREE_LEDGER_FIXTURES_DIRS"  # every pinned folder, joined by os.pathsep
 PIN_ID_ENV = "THREE_LEDGER_PIN_ID"  # which fixture pin the run scores
 NETWORK_ENV = "THREE_LEDGER_NETWORK"  # NETWORK_BANNED: the in-process socket guard is on
-SENTINELS_ENV = "THREE_LEDGER_SENTINELS"  # the tripwire's two item names, comma-separated
+TRIPWIRE_ENV = "THREE_LEDGER_TRIPWIRE"  # where the tripwire records its sentinels and findings
+TRIPWIRE_SEED_ENV = "THREE_LEDGER_TRIPWIRE_SEED"  # hex: where the sentinels go, and their names
 HARNESS_ENV = "THREE_LEDGER_HARNESS"  # where the plugin records what steered the run
 ROOT_ENV = "THREE_LEDGER_ROOT"  # the project root the harness is measured against
 COLLECT_ENV = "THREE_LEDGER_COLLECT"  # plan: where the collected items go
@@ -43,6 +44,13 @@ PROPERTY_IDS_KEY = "property_ids"
 OUTCOME_KEY = "outcome"
 SKIP_REASON_KEY = "skip_reason"
 READS_KEY = "reads"
+# The keys of the tripwire's record: one line per machinery finding, as it is found, and one
+# line per pytest session with its sentinels (node id to "pass" or "fail") and how they were
+# made ("sentinels" or "basic").
+MACHINERY_KEY = "machinery"
+MADE_BY_KEY = "by"
+SENTINELS_KEY = "sentinels"
+MECHANISM_KEY = "mechanism"
 
 
 class Outcome(enum.StrEnum):

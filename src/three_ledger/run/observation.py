@@ -30,7 +30,7 @@ from three_ledger.paths import is_under
 from three_ledger.plugin.wire import HARNESS_ENV, PYTEST_SEEN_ENV, ROOT_ENV, SHARD_IDS_ENV
 from three_ledger.progress import progress
 from three_ledger.results import TestResult, pinned, scored_fields
-from three_ledger.run import measurement
+from three_ledger.run import measurement, tripwire
 from three_ledger.run.child import (
     Child,
     exit_meaning,
@@ -49,7 +49,6 @@ from three_ledger.run.mount_plan import (
 from three_ledger.run.preflight import Preflight
 from three_ledger.run.sandbox import Confinement, Probe, confine, require, run_files
 from three_ledger.run.staging import stage_plugin
-from three_ledger.run.tripwire import Sentinels, checked_and_removed
 from three_ledger.vocabulary import Enforcement, OracleModel, Tripwire
 
 if TYPE_CHECKING:
@@ -108,16 +107,16 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
     """
     if run.junit_xml is not None:
         return _observe_report(run, run.junit_xml, checked, enforcement, probe)
-    sentinels = Sentinels.fresh()
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         written = Path(private) / WRITTEN
         written.mkdir()
         results_path = written / "results.jsonl"
+        record = tripwire.record_path(written)
         harness_path = written / "harness.json"
         extra_env: dict[str, str] = {}
         if run.shard_ids is not None:
             extra_env[SHARD_IDS_ENV] = str(run.shard_ids)
-        extra_env.update(sentinels.environment())
+        extra_env.update(tripwire.environment(record))
         extra_env[HARNESS_ENV] = str(harness_path)
         extra_env[ROOT_ENV] = str(run.root.resolve())
         closed = checked.properties_pin.product_paths is not None
@@ -162,8 +161,8 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
             )
         recorded = read_plugin_results(results_path, run.log_path)
         try:
-            results = checked_and_removed(
-                recorded, sentinels, allow_empty=run.shard_ids is not None
+            results, guarded = tripwire.checked_and_removed(
+                recorded, tripwire.read_record(record), allow_empty=run.shard_ids is not None
             )
             harness = read_harness(harness_path)
             kept = [result for result in results if _scores(result, checked)]
@@ -194,7 +193,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
         ran.exit_code,
         ran.duration_ms,
         None,
-        Tripwire.SENTINELS,
+        guarded,
         _recorded_sandbox(child, ran, checked, writable_reads),
         harness,
         world.changes,

@@ -1,55 +1,156 @@
-"""The gate's side of the tripwire: name two sentinels for a run, then check what they recorded.
+"""The gate's side of the tripwire: where the plugin keeps its record, and what it recorded.
 
-A pytest run gets one item that must pass and one that must fail (`plugin/tripwire.py`), with
-names fresh for the run. If either is recorded with any other outcome, or not at all,
-something in the run rewrote outcomes: the results are not evidence (exit 4). In `--junit-xml`
-mode there is no plugin to add them, and the ledger says `tripwire: none`.
+In a pytest run the plugin (`plugin/tripwire.py`) places two sentinel items, one that must
+pass and one that must fail, and audits pytest's machinery. Its record holds, for each pytest
+session, the sentinels' node ids and how they were made (`sentinels`, or `basic` where the
+project's items could not host them), and every change to the machinery by code that may
+not make it. A change, a sentinel recorded the opposite way or not at all, or no sentinels:
+the run's results are not evidence (exit 4). In `--junit-xml` mode there is no plugin to
+add them, and the ledger says `tripwire: none`.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from three_ledger.errors import InfraFailure
-from three_ledger.plugin.wire import SENTINELS_ENV
+from three_ledger.plugin.wire import (
+    MACHINERY_KEY,
+    MADE_BY_KEY,
+    MECHANISM_KEY,
+    SENTINELS_KEY,
+    TRIPWIRE_ENV,
+    TRIPWIRE_SEED_ENV,
+)
 from three_ledger.results import TestResult
-from three_ledger.vocabulary import Outcome
+from three_ledger.vocabulary import Outcome, Tripwire, weakest_tripwire
+
+# A record holds a few lines; one this large was not written by the plugin.
+_MAX_RECORD_BYTES = 16 * 1024 * 1024
+_MUSTS = {"pass": Outcome.PASS, "fail": Outcome.FAIL}
+_OPPOSITE = {Outcome.PASS: Outcome.FAIL, Outcome.FAIL: Outcome.PASS}
 
 
 @dataclass(frozen=True)
-class Sentinels:
-    must_pass: str
-    must_fail: str
+class TripwireRecord:
+    """What the plugin recorded: each session's sentinels and mechanism, and each finding."""
 
-    @classmethod
-    def fresh(cls) -> Sentinels:
-        # Names like any test's, random for each run, so that no file can anticipate them.
-        return cls(f"test_{os.urandom(6).hex()}", f"test_{os.urandom(6).hex()}")
+    sessions: tuple[Mapping[str, Outcome], ...]
+    mechanisms: tuple[Tripwire, ...]
+    findings: tuple[str, ...]
 
-    def environment(self) -> dict[str, str]:
-        return {SENTINELS_ENV: f"{self.must_pass},{self.must_fail}"}
+
+def record_path(private: Path) -> Path:
+    """Where the plugin keeps the record of one run, in the run's private folder."""
+    return private / "tripwire.jsonl"
+
+
+def fresh_seed() -> str:
+    """Where the sentinels go and what they are called: random for each run."""
+    return os.urandom(16).hex()
+
+
+def environment(record: Path) -> dict[str, str]:
+    """What the plugin needs: where to keep the record, and the run's seed."""
+    return {TRIPWIRE_ENV: str(record), TRIPWIRE_SEED_ENV: fresh_seed()}
+
+
+def read_record(path: Path) -> TripwireRecord:
+    """The record at PATH; InfraFailure when it is missing, too large or malformed."""
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(_MAX_RECORD_BYTES + 1)
+    except FileNotFoundError:
+        data = b""
+    if len(data) > _MAX_RECORD_BYTES:
+        raise InfraFailure(f"tripwire: its record is over {_MAX_RECORD_BYTES} bytes")
+    sessions: list[Mapping[str, Outcome]] = []
+    mechanisms: list[Tripwire] = []
+    findings: list[str] = []
+    for number, raw in enumerate(data.splitlines(), start=1):
+        line = _line(raw, number)
+        if MACHINERY_KEY in line:
+            findings.append(_finding(line, number))
+        else:
+            musts, mechanism = _session(line, number)
+            sessions.append(musts)
+            mechanisms.append(mechanism)
+    return TripwireRecord(tuple(sessions), tuple(mechanisms), tuple(findings))
+
+
+def _line(raw: bytes, number: int) -> dict[str, object]:
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        line = None
+    if not isinstance(line, dict):
+        raise InfraFailure(f"tripwire: line {number} of its record is not a JSON object")
+    return line
+
+
+def _finding(line: Mapping[str, object], number: int) -> str:
+    what, by = line.get(MACHINERY_KEY), line.get(MADE_BY_KEY)
+    if not isinstance(what, str) or not isinstance(by, str | None):
+        raise InfraFailure(f"tripwire: line {number} of its record is malformed")
+    return what if by is None else f"{what}, by {by}"
+
+
+def _session(line: Mapping[str, object], number: int) -> tuple[dict[str, Outcome], Tripwire]:
+    musts, mechanism = line.get(SENTINELS_KEY), line.get(MECHANISM_KEY)
+    if not isinstance(musts, dict) or mechanism not in (Tripwire.SENTINELS, Tripwire.BASIC, None):
+        raise InfraFailure(f"tripwire: line {number} of its record is malformed")
+    if not all(isinstance(key, str) and value in _MUSTS for key, value in musts.items()):
+        raise InfraFailure(f"tripwire: line {number} of its record is malformed")
+    made = Tripwire.BASIC if mechanism is None else Tripwire(str(mechanism))
+    return {key: _MUSTS[value] for key, value in musts.items()}, made
 
 
 def checked_and_removed(
-    results: Sequence[TestResult], sentinels: Sentinels, *, allow_empty: bool = False
-) -> list[TestResult]:
-    """RESULTS without the sentinels, once each is shown to have its required outcome.
+    results: Sequence[TestResult], record: TripwireRecord, *, allow_empty: bool = False
+) -> tuple[list[TestResult], Tripwire]:
+    """RESULTS without the sentinels, once the machinery is shown untouched and each sentinel
+    to have its required outcome; and the weakest mechanism of the run's sessions.
 
     Nothing else recorded is refused, except with ALLOW_EMPTY (a shard's empty slice).
     """
+    if record.findings:
+        why = "code that patches pytest can force outcomes: no result of this run is evidence"
+        raise InfraFailure(
+            f"the run's machinery was modified: {record.findings[0]}",
+            [*record.findings[1:], why],
+        )
+    sentinels = [session for session in record.sessions if session]
+    if not sentinels:
+        raise InfraFailure(
+            "tripwire: no sentinel was recorded: the pytest session did not finish, or "
+            "something removed the gate's plugin, so no result of it is evidence"
+        )
     recorded = {result.id: result.outcome for result in results}
-    for name, must in ((sentinels.must_pass, Outcome.PASS), (sentinels.must_fail, Outcome.FAIL)):
-        seen = recorded.get(name)
-        if seen is not must:
-            found = "was not recorded" if seen is None else f"was recorded as {seen}"
-            raise InfraFailure(
-                f"tripwire: sentinel {name} must {must} but {found}: something in this run "
-                "rewrites test outcomes, so no result of it is evidence"
-            )
-    gate_items = {sentinels.must_pass, sentinels.must_fail}
+    for session in sentinels:
+        for name, must in session.items():
+            _check(name, must, recorded.get(name))
+    gate_items = {name for session in sentinels for name in session}
     own = [result for result in results if result.id not in gate_items]
     if not own and not allow_empty:
         raise InfraFailure("the run recorded no result besides the tripwire's sentinels")
-    return own
+    return own, weakest_tripwire(record.mechanisms)
+
+
+def _check(name: str, must: Outcome, seen: Outcome | None) -> None:
+    """A sentinel must have run, and its outcome must not be the opposite of what it must do.
+
+    Each shares the fixtures of the project's item beside it: where those break (a fixture
+    file `vet` empties, say), it errors as the project's items do, which rewrites nothing. A
+    forcing that turns failures into passes still turns the must-fail sentinel's into one.
+    """
+    if seen is not None and seen is not _OPPOSITE[must]:
+        return
+    found = "was not recorded" if seen is None else f"was recorded as {seen}"
+    raise InfraFailure(
+        f"tripwire: sentinel {name} must {must} but {found}: something in this run "
+        "rewrites test outcomes, so no result of it is evidence"
+    )

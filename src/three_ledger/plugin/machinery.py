@@ -1,0 +1,554 @@
+"""The machinery audit: pytest's and pluggy's code, compared with what the plugin saw at load.
+
+Code that forces outcomes without being a hook the gate can see patches pytest: it replaces a
+function of `_pytest.runner`, a method of `TestReport`, a hook implementation, pluggy's
+`_multicall`. So, from the moment the plugin is imported, the audit keeps:
+
+- an audit hook (`sys.addaudithook`). CPython 3.11 raises `object.__setattr__` for a
+  function's `__code__`, `__defaults__` and `__kwdefaults__`, a class's `__name__`,
+  `__qualname__`, `__module__`, `__doc__` and `__bases__`, and any object's `__class__`; for
+  an ordinary assignment to a class attribute it raises nothing (the call is commented out in
+  CPython as too noisy). The hook notes each such event on a function or class of pytest or
+  pluggy, and on the `__class__` of their instances, with the stack that made it;
+- identity checks, for the assignments no event reports: every callable in the `__dict__` of
+  every module and class of pytest and pluggy, and every registered hook implementation,
+  compared by identity (never by `==`, which the replacement could answer) with what was seen
+  before. What a report passes through is compared after every report: the modules
+  `_pytest.runner`, `_pytest.reports`, `_pytest.main`, `_pytest.python`, pluggy's `_hooks`,
+  `_manager` and the modules that hold their code (`REPORT_PATH_MODULES`), the classes of
+  theirs a report goes through (`TestReport`, `CallInfo`, `Function`, `HookCaller`, ...), and
+  the hooks named `pytest_runtest_*`, `pytest_report_*` and the like. The rest is compared in
+  turns, one slice after each report (all of it every few dozen reports), and all of it when
+  collection starts, when it ends and when the session ends (pytest's per-test assertion
+  hooks, `PER_TEST_STATE`, only then).
+
+A change is judged by who made it (`makers.py`): through pytest's register, the code that
+called it; for an audit event, the code on the stack; for a replaced value, the code that
+defined the value. A change by code that may not make it is a finding, written at once to the
+tripwire's record; the gate then refuses the run (exit 4). Standard library and pytest only (a
+plugin-side module; see run/staging.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import sys
+import types
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .makers import FrameInfo, Maker, Trust, stack
+
+# The modules every report passes through: compared after each report. pluggy 1.7 keeps the
+# code of `_hooks` and `_callers` in `_caller`, `_impl` and `_execution` and re-exports it.
+REPORT_PATH_MODULES = (
+    "_pytest.runner",
+    "_pytest.reports",
+    "_pytest.main",
+    "_pytest.python",
+    "pluggy._hooks",
+    "pluggy._manager",
+    "pluggy._callers",
+    "pluggy._caller",
+    "pluggy._impl",
+    "pluggy._execution",
+    "pluggy._result",
+)
+# The classes of those modules that a report passes through: compared after each report too;
+# the other classes of those modules, with the rest, in turns.
+REPORT_PATH_CLASSES = frozenset(
+    {
+        "_pytest.runner.CallInfo",
+        "_pytest.runner.SetupState",
+        "_pytest.reports.BaseReport",
+        "_pytest.reports.TestReport",
+        "_pytest.python.PyobjMixin",
+        "_pytest.python.Function",
+        "_pytest.main.Session",
+        "pluggy._hooks.HookCaller",
+        "pluggy._hooks.HookImpl",
+        "pluggy._caller.HookCaller",
+        "pluggy._impl.HookImpl",
+        "pluggy._manager.PluginManager",
+        "pluggy._result.Result",
+    }
+)
+# pytest sets its assertion hooks here for every test: compared when collection starts and
+# ends and at session end (between tests), never in turns, where each test's would differ.
+PER_TEST_STATE = frozenset({"_pytest.assertion.util"})
+_PREFIXES = ("_pytest.", "pytest.", "pluggy.")
+_ROOTS = frozenset({"_pytest", "pytest", "pluggy"})
+# How many values of the other modules and classes are compared after each report, in turn.
+SLICE = 64
+_is = operator.is_
+_hookimpls = operator.attrgetter("_hookimpls")
+_function = operator.attrgetter("function")
+_hookexec = operator.attrgetter("_hookexec")
+
+
+def is_machinery(module_name: object) -> bool:
+    return isinstance(module_name, str) and (
+        module_name in _ROOTS or module_name.startswith(_PREFIXES)
+    )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A change to the machinery by code that may not make it."""
+
+    what: str
+    maker: Maker | None
+
+    def __str__(self) -> str:
+        return self.what if self.maker is None else f"{self.what}, by {self.maker}"
+
+
+def _watched(value: object) -> bool:
+    return callable(value) or isinstance(value, classmethod | staticmethod | property)
+
+
+@dataclass
+class _Namespace:
+    """One module's or class's `__dict__`: every value as seen last (for the fast comparison),
+    its callables as seen last (for judging), and its keys at load."""
+
+    label: str
+    mapping: Mapping[str, Any]
+    at_load: frozenset[str]
+    values: tuple[Any, ...] = ()
+    callables: dict[str, Any] = field(default_factory=dict)
+
+    def snapshot(self) -> None:
+        items = list(self.mapping.items())
+        self.values = tuple(value for _, value in items)
+        self.callables = {key: value for key, value in items if _watched(value)}
+
+    def unchanged(self) -> bool:
+        return len(self.mapping) == len(self.values) and all(
+            map(_is, self.mapping.values(), self.values)
+        )
+
+    def changes(self) -> list[tuple[str, object]]:
+        """(key, new value or _GONE) for each callable replaced, removed or added since; a
+        changed data attribute (a counter, a cache) is not a change to the machinery."""
+        found: list[tuple[str, object]] = []
+        for key, old in self.callables.items():
+            new = self.mapping.get(key, _GONE)
+            # A callable set to data (pytest resets its assertion hook to None) calls nothing.
+            if new is not old and (new is _GONE or _watched(new)):
+                found.append((key, new))
+        for key, value in list(self.mapping.items()):
+            if key not in self.callables and _watched(value):
+                found.append((key, value))
+        return found
+
+
+_GONE = object()
+
+
+class _Group:
+    """Namespaces compared together: every value of all of them in one pass that runs in C,
+    by identity."""
+
+    def __init__(self, namespaces: Iterable[_Namespace]) -> None:
+        self.namespaces = list(namespaces)
+        self.flatten()
+
+    def flatten(self) -> None:
+        self.mappings = [ns.mapping for ns in self.namespaces]
+        self.views = [ns.mapping.values() for ns in self.namespaces]
+        self.sizes = [len(ns.values) for ns in self.namespaces]
+        self.values = [value for ns in self.namespaces for value in ns.values]
+
+    def unchanged(self) -> bool:
+        return list(map(len, self.mappings)) == self.sizes and all(
+            map(_is, itertools.chain.from_iterable(self.views), self.values)
+        )
+
+    def size(self) -> int:
+        return len(self.values)
+
+
+def _chunks(namespaces: Iterable[_Namespace], size: int) -> list[_Group]:
+    """NAMESPACES in groups of about SIZE values each."""
+    groups: list[list[_Namespace]] = [[]]
+    count = 0
+    for namespace in namespaces:
+        if count >= size:
+            groups.append([])
+            count = 0
+        groups[-1].append(namespace)
+        count += len(namespace.values)
+    return [_Group(group) for group in groups if group]
+
+
+class _HookSet:
+    """Some hooks' callers, their implementations and functions, as seen last."""
+
+    def __init__(self, callers: Iterable[Any]) -> None:
+        self.callers = list(callers)
+        self.lists = [caller._hookimpls for caller in self.callers]
+        self.execs = [caller._hookexec for caller in self.callers]
+        self.impls = [impl for impls in self.lists for impl in impls]
+        self.functions = [impl.function for impl in self.impls]
+
+    def unchanged(self) -> bool:
+        impls = list(itertools.chain.from_iterable(map(_hookimpls, self.callers)))
+        return (
+            len(impls) == len(self.impls)
+            and all(map(_is, impls, self.impls))
+            and all(map(_is, map(_function, impls), self.functions))
+            and all(map(_is, map(_hookexec, self.callers), self.execs))
+        )
+
+
+class _Hooks:
+    """The registered hook implementations of one plugin manager, as seen last: those a report
+    passes through, and all of them."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+        self.relay = manager.hook
+        self.inner = manager._inner_hookexec
+        self.snapshot()
+
+    def snapshot(self) -> None:
+        callers = list(vars(self.relay).values())
+        self.every = _HookSet(callers)
+        self.on_report_path = _HookSet(c for c in callers if c.name.startswith(_REPORT_HOOKS))
+        self.names = [caller.name for caller in callers for _ in caller._hookimpls]
+
+    def unchanged(self, hooks: _HookSet | None = None) -> bool:
+        """The runner, the relay, and each caller, implementation and function of HOOKS (all
+        of them unless given)."""
+        manager = self.manager
+        if manager.hook is not self.relay or manager._inner_hookexec is not self.inner:
+            return False
+        if len(vars(self.relay)) != len(self.every.callers):
+            return False
+        return (hooks or self.every).unchanged()
+
+
+# The hooks a test's reports pass through: compared after each report.
+_REPORT_HOOKS = (
+    "pytest_runtest_",
+    "pytest_report_",
+    "pytest_pyfunc_call",
+    "pytest_fixture_",
+    "pytest_exception_interact",
+)
+
+
+class Audit:
+    """The machinery audit of one process, armed at import; findings go to REPORT."""
+
+    def __init__(self) -> None:
+        self.armed = True
+        self.trust: Trust | None = None
+        self.report: Callable[[Finding], None] | None = None
+        self.namespaces: dict[int, _Namespace] = {}
+        self.watched_ids: set[int] = set()
+        self.keep: list[object] = []  # what watched_ids name, kept alive so ids stay unique
+        self.events: list[tuple[str, tuple[FrameInfo, ...]]] = []
+        self.hooks: _Hooks | None = None
+        # Plugins whose registration was judged (legitimate, or reported once), kept alive.
+        self.accounted: dict[int, object] = {}
+        self.reported: set[str] = set()
+        self.pending: list[tuple[object, Any, tuple[FrameInfo, ...]]] = []
+        self._turn = 0
+        self.discover()
+        watched = list(self.namespaces.values())
+        self.hot = _Group(ns for ns in watched if _on_report_path(ns))
+        self.per_test = _Group(ns for ns in watched if ns.label in PER_TEST_STATE)
+        rest = (ns for ns in watched if not _on_report_path(ns))
+        self.cold = _chunks((ns for ns in rest if ns.label not in PER_TEST_STATE), SLICE)
+
+    # --- what is watched -------------------------------------------------------------------
+
+    def discover(self) -> list[_Namespace]:
+        """Watch every module and class of pytest and pluggy not yet watched; the new ones."""
+        added = []
+        for name, module in list(sys.modules.items()):
+            if is_machinery(name) and isinstance(module, types.ModuleType):
+                added += self._watch(name, module, vars(module))
+        return added
+
+    def _watch(self, label: str, owner: object, mapping: Mapping[str, Any]) -> list[_Namespace]:
+        if id(owner) in self.namespaces:
+            return []
+        namespace = _Namespace(label, mapping, frozenset(mapping))
+        namespace.snapshot()
+        self.namespaces[id(owner)] = namespace
+        self._remember(owner)
+        added = [namespace]
+        for value in namespace.callables.values():
+            self._remember(_unwrapped(value))
+            if isinstance(value, type) and is_machinery(value.__module__):
+                label = f"{value.__module__}.{value.__qualname__}"
+                added += self._watch(label, value, value.__dict__)
+        return added
+
+    def _remember(self, value: object) -> None:
+        if id(value) not in self.watched_ids:
+            self.watched_ids.add(id(value))
+            self.keep.append(value)
+
+    # --- the audit hook --------------------------------------------------------------------
+
+    def audit_hook(self, event: str, args: tuple[Any, ...]) -> None:
+        """Called for every audit event of the process: the first test must stay cheap."""
+        if event != "object.__setattr__" or not self.armed:
+            return
+        try:
+            self._note(args[0], args[1], args[2])
+        except Exception:  # noqa: BLE001 - an exception here would fail the caller's setattr
+            return
+
+    def _note(self, target: object, name: object, value: object) -> None:
+        watched = self.watched_ids
+        if name == "__class__":
+            if not {id(target), id(type(target)), id(value)} & watched:
+                return
+            what = f"the class of a {_label(type(target))} object set to {_label(value)}"
+        elif id(target) in self.watched_ids:
+            what = f"{_label(target)}.{name} set"
+        else:
+            return
+        # Frame 0 is this method, 1 the hook; 2 is the code that made the assignment.
+        self.events.append((what, stack(sys._getframe(2))))
+        if self.trust is not None:  # judged at once, so that the record has it even if the
+            self._judge_events()  # change crashes the run; those before configure, at bind
+
+    # --- binding to the run ----------------------------------------------------------------
+
+    def bind(self, trust: Trust, report: Callable[[Finding], None]) -> None:
+        """Judge from now on with TRUST, reporting to REPORT; and the registrations so far."""
+        self.trust = trust
+        self.report = report
+        pending, self.pending = self.pending, []
+        for plugin, manager, frames in pending:
+            self.registered(plugin, manager, frames)
+        self._judge_events()
+
+    def disarm(self) -> None:
+        """This process is not under the gate (an xdist worker whose controller is not)."""
+        self.armed = False
+        self.namespaces.clear()
+        self.keep.clear()
+        self.watched_ids.clear()
+        self.hot, self.per_test, self.cold = _Group(()), _Group(()), []
+
+    def watch_hooks(self, manager: Any) -> None:
+        """Take the hook implementations as seen at load; every plugin so far is legitimate."""
+        if self.hooks is None and self.armed:
+            self.hooks = _Hooks(manager)
+            for plugin in manager.get_plugins():
+                self.accounted[id(plugin)] = plugin
+
+    def registered(self, plugin: object, manager: Any, frames: tuple[FrameInfo, ...]) -> None:
+        """Judge one registration through pytest's register, by the code that called it."""
+        if not self.armed or self.hooks is None or manager is not self.hooks.manager:
+            return
+        if self.trust is None:
+            self.pending.append((plugin, manager, frames))
+            return
+        maker = self.trust.frame_maker(frames)
+        self.accounted[id(plugin)] = plugin
+        if self.trust.may_change(maker):
+            return
+        hooks = sorted({caller.name for caller in manager.get_hookcallers(plugin) or ()})
+        if hooks:
+            what = f"{', '.join(hooks)} of plugin {_plugin_name(manager, plugin)} registered"
+            self._found(what, maker)
+
+    # --- the checks ------------------------------------------------------------------------
+
+    def check_report(self) -> None:
+        """After each report: the report path, a slice of the rest, the hooks, the events."""
+        if self.trust is None:
+            return
+        if not self.hot.unchanged():
+            self._judge(self.hot)
+        self._check_hooks(on_report_path=True)
+        # In turn, one slice of the rest, or all the hooks.
+        self._turn = (self._turn + 1) % (len(self.cold) + 1)
+        if self._turn == len(self.cold):
+            self._check_hooks()
+        elif not self.cold[self._turn].unchanged():
+            self._judge(self.cold[self._turn])
+        if self.events:
+            self._judge_events()
+
+    def check_all(self) -> None:
+        """At the start and end of collection and at session end: everything."""
+        if self.trust is None:
+            return
+        new = self.discover()
+        if new:
+            self.cold += _chunks(new, SLICE)
+        for group in (self.hot, self.per_test, *self.cold):
+            if not group.unchanged():
+                self._judge(group)
+        self._check_hooks()
+        self._judge_events()
+
+    def _judge(self, group: _Group) -> None:
+        for namespace in group.namespaces:
+            if namespace.unchanged():
+                continue
+            for key, value in namespace.changes():
+                self._judge_value(namespace, key, value)
+            namespace.snapshot()
+        group.flatten()
+
+    def _judge_value(self, namespace: _Namespace, key: str, value: object) -> None:
+        assert self.trust is not None
+        where = f"{namespace.label}.{key}"
+        if value is _GONE:
+            if key in namespace.at_load:
+                self._found(f"{where} deleted", None)
+            return
+        # Not remembered for the audit hook: pytest puts a fresh closure in place for each test
+        # (its assertion hook), and each holds its item.
+        maker = self.trust.value_maker(value)
+        if not self.trust.may_change(maker, value=True):
+            verb = "replaced" if key in namespace.at_load else "added"
+            self._found(f"{where} {verb}", maker)
+
+    def _check_hooks(self, on_report_path: bool = False) -> None:
+        hooks = self.hooks
+        if hooks is None or hooks.unchanged(hooks.on_report_path if on_report_path else None):
+            return
+        manager = hooks.manager
+        if manager.hook is not hooks.relay:
+            self._found("the plugin manager's hook relay replaced", None)
+        if manager._inner_hookexec is not hooks.inner:
+            self._judge_hookexec(manager._inner_hookexec)
+        for caller, hookexec in zip(hooks.every.callers, hooks.every.execs, strict=True):
+            if caller._hookexec is not hookexec:
+                self._judge_hookexec(caller._hookexec, f"hook {caller.name}'s caller")
+        self._judge_impls(hooks)
+        hooks.relay = manager.hook
+        hooks.inner = manager._inner_hookexec
+        hooks.snapshot()
+
+    def _judge_impls(self, hooks: _Hooks) -> None:
+        """Hook implementations added other than through a legitimate registration, replaced,
+        or removed (pytest unregisters nothing while a session runs)."""
+        every = hooks.every
+        before = {
+            id(impl): (name, impl) for name, impl in zip(hooks.names, every.impls, strict=True)
+        }
+        functions = dict(zip(map(id, every.impls), every.functions, strict=True))
+        for caller in _callers(hooks):
+            for impl in caller._hookimpls:
+                what = f"hook implementation {caller.name} of {_impl_plugin(impl)}"
+                if id(impl) not in before and id(impl.plugin) not in self.accounted:
+                    self._found_impl(f"{what} added", impl)
+                elif id(impl) in before and impl.function is not functions[id(impl)]:
+                    self._found_impl(f"{what} replaced", impl)
+                before.pop(id(impl), None)
+        for name, impl in before.values():
+            self._found(f"hook implementation {name} of {_impl_plugin(impl)} removed", None)
+
+    def _found_impl(self, what: str, impl: Any) -> None:
+        assert self.trust is not None
+        maker = self.trust.value_maker(impl.function)
+        if not self.trust.may_change(maker, value=True):
+            self._found(what, maker)
+
+    def _judge_hookexec(self, hookexec: object, what: str = "pluggy's hook runner") -> None:
+        """A hook runner wrapped by pluggy's tracing (pytest's --debug, pytester's recorder) is
+        judged by the functions it wraps."""
+        assert self.trust is not None
+        for value in _wrapped_callables(hookexec):
+            maker = self.trust.value_maker(value)
+            if not self.trust.may_change(maker, value=True):
+                self._found(f"{what} replaced", maker)
+                return
+
+    def _judge_events(self) -> None:
+        assert self.trust is not None
+        events, self.events = self.events, []
+        for what, frames in events:
+            maker = self.trust.frame_maker(frames)
+            if not self.trust.may_change(maker):
+                self._found(what, maker)
+
+    def _found(self, what: str, maker: Maker | None) -> None:
+        finding = Finding(what, maker)
+        text = str(finding)
+        if text in self.reported or self.report is None:
+            return
+        self.reported.add(text)
+        self.report(finding)
+
+
+def _plugin_name(manager: Any, plugin: object) -> str:
+    return _named(manager.get_name(plugin), plugin)
+
+
+def _impl_plugin(impl: Any) -> str:
+    """The name the implementation's plugin was registered under (it may be gone since)."""
+    return _named(impl.plugin_name, impl.plugin)
+
+
+def _named(name: object, plugin: object) -> str:
+    # Unnamed plugin objects are registered under their id(): name them by class instead.
+    if isinstance(name, str) and name and not name.isdigit():
+        return name
+    kind = plugin if isinstance(plugin, type) else type(plugin)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _on_report_path(namespace: _Namespace) -> bool:
+    """A class a report goes through, or a module of them that holds code of its own (pluggy
+    1.7's `_hooks` and `_callers` only re-export what `_caller` and `_execution` define)."""
+    label = namespace.label
+    if label in REPORT_PATH_CLASSES:
+        return True
+    values = namespace.callables.values()
+    return label in REPORT_PATH_MODULES and any(
+        getattr(value, "__module__", None) == label for value in values
+    )
+
+
+def _callers(hooks: _Hooks) -> list[Any]:
+    return list(vars(hooks.relay).values())
+
+
+def _unwrapped(value: object) -> object:
+    if isinstance(value, property):
+        return value.fget or value.fset or value.fdel
+    return getattr(value, "__func__", value)
+
+
+def _label(value: object) -> str:
+    value = _unwrapped(value)
+    module = getattr(value, "__module__", None)
+    name = getattr(value, "__qualname__", None) or type(value).__qualname__
+    return f"{module}.{name}" if module else str(name)
+
+
+def _wrapped_callables(value: object, depth: int = 4) -> list[object]:
+    """VALUE and the callables its closure holds, through pluggy's nested tracers."""
+    found = [value]
+    closure = getattr(_unwrapped(value), "__closure__", None) or ()
+    if depth:
+        for cell in closure:
+            try:
+                inner = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if callable(inner):
+                found += _wrapped_callables(inner, depth - 1)
+    return found
+
+
+def start() -> Audit:
+    """Arm the audit in this process (once: an audit hook cannot be removed)."""
+    audit = Audit()
+    sys.addaudithook(audit.audit_hook)
+    return audit

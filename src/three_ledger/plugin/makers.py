@@ -1,0 +1,257 @@
+"""Who changed pytest's machinery, and whether that code may: the trust rule of the machinery
+audit (`machinery.py`).
+
+A change is made by code in some file. These may change pytest's machinery: the gate's own
+plugin; pytest and pluggy themselves (pytest's `legacypath` plugin adds properties to its
+classes at configure time); the installed pytest plugins, that is the distributions behind the
+run's `pytest11` entry points and the modules outside the project registered as plugins
+(pytest-subtests patches `TestCaseFunction`, xdist registers plugins of its own); the run's
+launcher (`__main__`, an xdist worker's bootstrap); and the project's modules that pytest
+itself registered as plugins (conftests, `-p` and `pytest_plugins` modules), which the gate
+compares with the base as harness files. Nothing else may: not the product, not a test module,
+not a helper they import, and not the standard library's generic tools standing in for code (a
+`functools.partial`, a `unittest.mock` object). A file is the project's when it lies under ROOT
+outside the interpreter's own environment (a `.venv` in the checkout is installation).
+
+Standard library and pytest only (a plugin-side module; see run/staging.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import types
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+# One frame of a stack, kept after the frame is gone: module name, file, line.
+FrameInfo = tuple[str, str, int]
+
+_OWN_FOLDER = os.path.dirname(os.path.abspath(__file__))
+_SITE_FOLDERS = frozenset({"site-packages", "dist-packages"})
+# The code that starts a run where pytest's entry point is not on the stack: a script that
+# runs as `__main__`, an xdist worker's bootstrap.
+_LAUNCHERS = frozenset({"__main__", "__channelexec__"})
+
+
+@dataclass(frozen=True)
+class Maker:
+    """The code that made a change: its module, its file, and that file as shown (relative to
+    ROOT where it lies under it)."""
+
+    module: str
+    file: str
+    shown: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.shown if self.line is None else f"{self.shown}:{self.line}"
+        return f"{self.module} ({where})"
+
+
+def _entry_points() -> frozenset[types.CodeType]:
+    """The code of pytest's entry points: `main` and `console_main`, and from pytest 9 the
+    `_main` and `_console_main` they call."""
+    config = sys.modules[pytest.main.__module__]  # `_pytest.config`, loaded with pytest
+    names = ("main", "console_main", "_main", "_console_main")
+    functions = (getattr(config, name, None) for name in names)
+    return frozenset(f.__code__ for f in functions if isinstance(f, types.FunctionType))
+
+
+# Taken at import, before any of the project's code runs: what calls pytest's entry point is
+# the run's command (`python -m pytest`, `coverage run -m pytest`, a script the pin names).
+_ENTRY_POINTS = _entry_points()
+
+
+def stack(frame: types.FrameType | None, limit: int = 64) -> tuple[FrameInfo, ...]:
+    """FRAME and its callers, innermost first, as plain values, up to pytest's entry point:
+    the command beyond it made nothing that pytest, between the two, did not make itself."""
+    found: list[FrameInfo] = []
+    while frame is not None and len(found) < limit:
+        module = frame.f_globals.get("__name__")
+        name = module if isinstance(module, str) else "?"
+        found.append((name, frame.f_code.co_filename, frame.f_lineno))
+        if frame.f_code in _ENTRY_POINTS:
+            break
+        frame = frame.f_back
+    return tuple(found)
+
+
+@functools.cache
+def _folder_of(module_name: str) -> str | None:
+    module = sys.modules.get(module_name)
+    file = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.realpath(file)) if isinstance(file, str) else None
+
+
+def _machinery_folders() -> tuple[str, ...]:
+    """The folders of pytest, _pytest and pluggy."""
+    folders = (_folder_of(name) for name in ("pytest", "_pytest", "pluggy"))
+    return tuple(folder + os.sep for folder in folders if folder)
+
+
+def _standard_library() -> tuple[str, ...]:
+    import sysconfig  # only once a run is judged: it costs a few ms to import
+
+    paths = sysconfig.get_paths()
+    return tuple(
+        dict.fromkeys(os.path.realpath(paths[key]) + os.sep for key in ("stdlib", "platstdlib"))
+    )
+
+
+def _environment() -> tuple[str, ...]:
+    prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
+    return tuple(os.path.realpath(prefix) + os.sep for prefix in prefixes)
+
+
+class Trust:
+    """Judges makers for one run: which files are the project's, which plugins are installed."""
+
+    def __init__(self, config: pytest.Config, roots: Iterable[str]) -> None:
+        self.config = config
+        self.roots = tuple(dict.fromkeys(os.path.realpath(root) + os.sep for root in roots))
+        self.machinery = _machinery_folders()
+        self.stdlib = _standard_library()
+        self.environment = _environment()
+        self._reals: dict[str, str] = {}
+        self._distributions_seen = -1
+        self._distribution_tops: set[str] = set()
+
+    # --- files -----------------------------------------------------------------------------
+
+    def _real(self, path: str) -> str:
+        real = self._reals.get(path)
+        if real is None:
+            real = self._reals[path] = os.path.realpath(path)
+        return real
+
+    def is_project(self, path: str) -> bool:
+        real = self._real(path)
+        if not real.startswith(self.roots) or real.startswith(self.environment):
+            return False
+        return _SITE_FOLDERS.isdisjoint(real.split(os.sep))
+
+    def _passes_through(self, module: str, path: str) -> bool:
+        """Frames the walk looks past: generated code, the standard library, pytest, pluggy
+        and this plugin (which make changes only on someone's behalf)."""
+        if path.startswith("<"):  # `<string>`, `<frozen ...>`: code made from text
+            return True
+        real = self._real(path)
+        if real.startswith((*self.machinery, _OWN_FOLDER + os.sep)):
+            return True
+        return real.startswith(self.stdlib) and _SITE_FOLDERS.isdisjoint(real.split(os.sep))
+
+    def shown(self, path: str) -> str:
+        real = self._real(path)
+        for root in self.roots:
+            if real.startswith(root):
+                return real[len(root) :]
+        return path
+
+    # --- makers ----------------------------------------------------------------------------
+
+    def frame_maker(self, frames: tuple[FrameInfo, ...]) -> Maker | None:
+        """The innermost frame of FRAMES that is not pytest, pluggy, this plugin, the
+        standard library or generated code; None when there is none (pytest did it itself)."""
+        for module, path, line in frames:
+            if not self._passes_through(module, path):
+                return Maker(module, path, self.shown(path), line)
+        return None
+
+    def value_maker(self, value: object) -> Maker:
+        """Where VALUE, a callable put in place of another, was defined."""
+        code = _code_of(value)
+        if code is not None:
+            module = getattr(_unwrapped(value), "__module__", None) or "?"
+            file = code.co_filename
+            return Maker(str(module), file, self.shown(file), code.co_firstlineno)
+        kind = value if isinstance(value, type) else type(value)
+        module = getattr(kind, "__module__", None) or "?"
+        file = getattr(sys.modules.get(module), "__file__", None) or f"<{module}>"
+        return Maker(module, file, self.shown(file))
+
+    def may_change(self, maker: Maker | None, *, value: bool = False) -> bool:
+        """Whether MAKER may change pytest's machinery. For a VALUE (a callable put in place),
+        pytest's and pluggy's own code may; for a frame, they were looked past already."""
+        if maker is None:
+            return True
+        if maker.module in _LAUNCHERS:
+            return self._launcher(maker)
+        path = maker.file
+        if path.startswith("<"):
+            return False
+        real = self._real(path)
+        if real.startswith(_OWN_FOLDER + os.sep):
+            return True
+        if value and real.startswith(self.machinery):
+            return True
+        if self.is_project(path):
+            return real in self._project_plugin_files()
+        if value and real.startswith(self.stdlib) and _SITE_FOLDERS.isdisjoint(real.split(os.sep)):
+            return False  # a partial, a mock: the standard library stands in for someone's code
+        return maker.module.split(".", 1)[0] in self._installed_plugin_packages()
+
+    def _launcher(self, maker: Maker) -> bool:
+        path = maker.file
+        main = getattr(sys.modules.get("__main__"), "__file__", None)
+        if maker.module == "__main__" and isinstance(main, str):
+            return self._real(path) == self._real(main)
+        # xdist's worker bootstrap runs as `__channelexec__`, sent by execnet as text.
+        return maker.module == "__channelexec__" and not self.is_project(path)
+
+    def _registered_modules(self) -> Iterator[types.ModuleType]:
+        for plugin in self.config.pluginmanager.get_plugins():
+            if isinstance(plugin, types.ModuleType):
+                yield plugin
+
+    def _project_plugin_files(self) -> frozenset[str]:
+        """Files under ROOT that pytest registered as plugins: conftests, -p modules."""
+        files = (getattr(module, "__file__", None) for module in self._registered_modules())
+        return frozenset(
+            self._real(file) for file in files if isinstance(file, str) and self.is_project(file)
+        )
+
+    def _installed_plugin_packages(self) -> frozenset[str]:
+        """Top-level packages of the installed pytest plugins (never the project's)."""
+        distributions = self.config.pluginmanager.list_plugin_distinfo()
+        if len(distributions) != self._distributions_seen:
+            # Entry points load before the plugin; reading their files once is enough.
+            self._distributions_seen = len(distributions)
+            self._distribution_tops = set().union(*(_top_levels(d) for _, d in distributions))
+        tops = set(self._distribution_tops)
+        for module in self._registered_modules():
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str) and not self.is_project(file):
+                tops.add(module.__name__.split(".", 1)[0])
+        return frozenset(tops - {"pytest", "_pytest", "pluggy"})
+
+
+def _top_levels(dist: Any) -> set[str]:
+    """The top-level modules a distribution installs, from its entry points and its files."""
+    tops = {
+        entry.value.split(":", 1)[0].split(".", 1)[0]
+        for entry in dist.entry_points
+        if entry.group == "pytest11"
+    }
+    for file in dist.files or ():
+        first = file.parts[0]
+        if first.endswith((".dist-info", ".egg-info", ".data", ".pth")) or first == "..":
+            continue
+        tops.add(first.removesuffix(".py"))
+    return tops
+
+
+def _unwrapped(value: object) -> object:
+    """The function behind a method, classmethod, staticmethod or property."""
+    if isinstance(value, property):
+        return value.fget or value.fset or value.fdel
+    return getattr(value, "__func__", value)
+
+
+def _code_of(value: object) -> types.CodeType | None:
+    code = getattr(_unwrapped(value), "__code__", None)
+    return code if isinstance(code, types.CodeType) else None

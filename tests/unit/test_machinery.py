@@ -1,0 +1,200 @@
+"""The machinery audit's judgement (plugin/machinery.py, plugin/makers.py), in this process:
+changes made with monkeypatch to pytest's own modules and classes, and to a plugin manager of
+the test's own, are found and named by who made them, or let pass where pytest, pluggy or an
+installed plugin made them. The audit is built here without its audit hook (`start()` would
+arm one in this process for good); events are handed to it as the hook would."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from three_ledger.plugin import machinery
+from three_ledger.plugin.makers import Trust, stack
+
+PRODUCT = """def show_test_item(item):
+    return None
+
+
+class Quiet:
+    def pytest_runtest_logreport(self, report):
+        pass
+
+
+def before(name, impls, kwargs):
+    pass
+
+
+def after(outcome, name, impls, kwargs):
+    pass
+
+
+def frames():
+    import sys
+    return sys._getframe(0)
+"""
+
+
+@pytest.fixture
+def product(tmp_path: Path) -> ModuleType:
+    """A module of the project under test: its file lies under ROOT (tmp_path)."""
+    path = tmp_path / "product.py"
+    path.write_text(PRODUCT)
+    spec = importlib.util.spec_from_file_location("product", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def audit(pytestconfig: pytest.Config, tmp_path: Path) -> tuple[machinery.Audit, list[str]]:
+    found: list[str] = []
+    audit = machinery.Audit()
+    audit.bind(Trust(pytestconfig, [str(tmp_path)]), lambda finding: found.append(str(finding)))
+    return audit, found
+
+
+Audited = tuple[machinery.Audit, list[str]]
+
+
+def test_a_function_replaced_by_the_project_is_found_naming_it(
+    audit: Audited, product: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checks, found = audit
+    runner = sys.modules["_pytest.runner"]
+    monkeypatch.setattr(runner, "show_test_item", product.show_test_item)
+    checks.check_report()  # on the report path: compared after every report
+    assert found == ["_pytest.runner.show_test_item replaced, by product (product.py:1)"]
+    checks.check_all()
+    assert len(found) == 1  # reported once
+
+
+def test_a_class_attribute_the_project_adds_is_found(
+    audit: Audited, product: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checks, found = audit
+    report = sys.modules["_pytest.reports"].TestReport
+    monkeypatch.setattr(report, "extra", classmethod(product.frames), raising=False)
+    checks.check_all()
+    assert found == ["_pytest.reports.TestReport.extra added, by product (product.py:18)"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (lambda: functools.partial(print), ["replaced, by functools"]),
+        (lambda: None, []),  # data: a callable set to None calls nothing
+        (lambda: sys.modules["_pytest.runner"].call_and_report, []),  # pytest's own
+    ],
+    ids=["a partial", "data", "pytest's own code"],
+)
+def test_what_a_value_is_decides(
+    audit: Audited,
+    monkeypatch: pytest.MonkeyPatch,
+    value: Callable[[], object],
+    expected: list[str],
+) -> None:
+    checks, found = audit
+    monkeypatch.setattr(sys.modules["_pytest.runner"], "show_test_item", value())
+    checks.check_all()
+    assert [finding.split(" ", 1)[1].rsplit(" (", 1)[0] for finding in found] == expected
+
+
+def test_an_assignment_the_audit_hook_reports_is_judged_by_the_stack(
+    audit: Audited, product: ModuleType
+) -> None:
+    checks, found = audit
+    function = sys.modules["_pytest.runner"].show_test_item
+    event = (function, "__code__", function.__code__)
+    # As CPython calls the hook: from inside the assignment, made by the project's code.
+    product_frame = product.frames()
+    checks.events.append(("_pytest.runner.show_test_item.__code__ set", stack(product_frame)))
+    checks.check_report()
+    assert found == ["_pytest.runner.show_test_item.__code__ set, by product (product.py:20)"]
+
+    # Before the run is bound, the hook keeps the event and the stack that made it.
+    unbound = machinery.Audit()
+    unbound.audit_hook("object.__setattr__", event)
+    unbound.audit_hook("open", ("x", "r", 0))  # other events are not looked at
+    [(what, frames)] = unbound.events
+    assert what == "_pytest.runner.show_test_item.__code__ set"
+    assert frames[0][1] == __file__
+
+
+def test_an_assignment_pytest_makes_itself_is_no_finding(audit: Audited) -> None:
+    checks, found = audit
+    checks.events.append(("_pytest.python.Function.__doc__ set", ()))  # no frame but pytest's
+    checks.check_all()
+    assert found == []
+
+
+def test_registrations_are_judged_by_who_called_register(
+    audit: Audited, product: ModuleType
+) -> None:
+    checks, found = audit
+    manager = pytest.PytestPluginManager()
+    checks.watch_hooks(manager)
+    quiet = product.Quiet()
+    manager.register(quiet, "quiet")
+    checks.registered(quiet, manager, stack(product.frames()))
+    assert found == [
+        "pytest_runtest_logreport of plugin quiet registered, by product (product.py:20)"
+    ]
+    checks.check_all()  # accounted for: not reported again as added
+    assert len(found) == 1
+
+
+def test_hooks_added_past_register_removed_or_traced_are_found(
+    audit: Audited, product: ModuleType
+) -> None:
+    checks, found = audit
+    manager = pytest.PytestPluginManager()
+    checks.watch_hooks(manager)
+    manager.register(product.Quiet(), "quiet")  # no pytest_plugin_registered reached the audit
+    checks.check_all()
+    manager.unregister(name="quiet")
+    checks.check_all()
+    manager.add_hookcall_monitoring(product.before, product.after)
+    checks.check_report()
+    assert found == [
+        "hook implementation pytest_runtest_logreport of quiet added, by product (product.py:6)",
+        "hook implementation pytest_runtest_logreport of quiet removed",
+        "pluggy's hook runner replaced, by product (product.py:14)",
+    ]
+
+
+def test_pluggys_own_tracing_is_no_finding(audit: Audited) -> None:
+    checks, found = audit
+    manager = pytest.PytestPluginManager()
+    checks.watch_hooks(manager)
+    manager.enable_tracing()  # what pytest --debug does
+    checks.check_all()
+    assert found == []
+
+
+def test_a_disarmed_audit_watches_nothing(audit: Audited, product: ModuleType) -> None:
+    checks, found = audit
+    checks.disarm()
+    checks.audit_hook("object.__setattr__", (product.show_test_item, "__code__", None))
+    assert (checks.events, checks.watched_ids, found) == ([], set(), [])
+
+
+def test_the_report_path_is_compared_after_each_report_and_the_rest_in_turns(
+    audit: Audited,
+) -> None:
+    checks, _ = audit
+    hot = {namespace.label for namespace in checks.hot.namespaces}
+    assert {"_pytest.runner", "_pytest.reports.TestReport", "pluggy._manager"} <= hot
+    assert "_pytest.fixtures" not in hot
+    cold: list[Any] = [ns.label for chunk in checks.cold for ns in chunk.namespaces]
+    assert "_pytest.fixtures" in cold
+    assert all(chunk.size() <= machinery.SLICE * 4 for chunk in checks.cold)
