@@ -66,6 +66,12 @@ class FixturePin:
         """The folders as a message names them: `'fixtures'`, or `'a', 'b'`."""
         return ", ".join(map(repr, self.fixtures_dirs))
 
+    def ledger_folders(self) -> dict[str, Any]:
+        """The folders as its fixture ledger names them: the key the pin uses, and only it."""
+        if self.listed:
+            return {"fixtures_dirs": self.fixtures_dirs}
+        return {"fixtures_dir": self.first_dir}
+
     def domain_path(self, entry: str) -> str:
         """A domain entry as a path relative to ROOT (a `dir/` entry keeps its slash)."""
         return entry if self.listed else f"{self.first_dir}/{entry}"
