@@ -39,7 +39,7 @@ def steps(root: Path, out: Path) -> list[tuple[str, Callable[[dict[str, Any]], o
             ledger_id=ledgers.new_ledger_id(),
             pin_id=pin.pin_id,
             digest=live.digest,
-            fixtures_dir=pin.fixtures_dir,
+            **pin.ledger_folders(),
             files=(),
             recorded_at=ledgers.fresh_recorded_at(),
         )

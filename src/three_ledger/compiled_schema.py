@@ -226,6 +226,11 @@ def _one_of(value: Any, _: Mapping[str, Any], scope: _Scope) -> Check:
     return lambda instance: [check(instance) for check in checks].count(True) == 1
 
 
+def _not(value: Any, _: Mapping[str, Any], scope: _Scope) -> Check:
+    check = scope.compile(value)
+    return lambda instance: not check(instance)
+
+
 def _ref(value: Any, _: Mapping[str, Any], scope: _Scope) -> Check:
     return scope.ref(value)
 
@@ -248,4 +253,5 @@ _COMPILERS: Mapping[str, Callable[[Any, Mapping[str, Any], _Scope], Check]] = {
     "propertyNames": _property_names,
     "items": _items,
     "oneOf": _one_of,
+    "not": _not,
 }

@@ -58,18 +58,23 @@ def live_digest(root: Path, pin: FixturePin) -> LiveDigest:
 
 
 def _refusal_with_hints(root: Path, pin: FixturePin, problems: Sequence[str]) -> Refused:
-    """The tree refusal, saying where the folder is or what git makes of an unpinned file."""
+    """The tree refusal, saying where a folder is or what git makes of an unpinned file."""
     from three_ledger import hints
 
-    if not is_real_directory(root, pin.fixtures_dir):
+    missing = _missing_folders(root, pin)
+    if missing:
         refusal = tree_refusal(pin.source, problems)
-        hint = hints.root_hint(root, pin.fixtures_dir, pin.source)
+        hint = hints.root_hint(root, missing[0], pin.source)
         refusal.notes.extend([hint] if hint is not None else [])
         return refusal
-    annotated, notes = hints.annotate_unpinned(root, pin.fixtures_dir, problems)
+    annotated, notes = hints.annotate_unpinned(root, pin.fixtures_dirs, problems)
     refusal = tree_refusal(pin.source, annotated)
     refusal.notes.extend(notes)
     return refusal
+
+
+def _missing_folders(root: Path, pin: FixturePin) -> list[str]:
+    return [folder for folder in pin.fixtures_dirs if not is_real_directory(root, folder)]
 
 
 def tree_refusal(source: Path, problems: Sequence[str]) -> Refused:
@@ -80,11 +85,17 @@ def tree_refusal(source: Path, problems: Sequence[str]) -> Refused:
 
 
 def tree_problems(root: Path, pin: FixturePin) -> list[str]:
-    """Everything that stops the tree from being exactly the pinned set of regular files."""
-    if not is_real_directory(root, pin.fixtures_dir):
-        missing = f"{pin.fixtures_dir}: fixtures folder is missing or not a plain folder"
-        return [missing, *pinned_problems(root, pin.files)]
-    tree = walk_tree(root / pin.fixtures_dir, pin.fixtures_dir)
+    """Everything that stops the tree from being exactly the pinned set of regular files:
+    each of the pin's folders is closed."""
+    missing = _missing_folders(root, pin)
+    if missing:
+        lines = [f"{f}: fixtures folder is missing or not a plain folder" for f in missing]
+        return [*lines, *pinned_problems(root, pin.files)]
+    tree = walk_tree(root / pin.first_dir, pin.first_dir)
+    for folder in pin.fixtures_dirs[1:]:
+        more = walk_tree(root / folder, folder)
+        tree.files.extend(more.files)
+        tree.others.update(more.others)
     pinned = set(pin.files)
     files = set(tree.files)
     not_found = pinned - files
@@ -437,7 +448,8 @@ def _refuse_moved_without_digest(root: Path, pin: FixturePin, base: str) -> None
 
     commit = git.resolve_base_commit(root, base)
     pinned = set(pin.files)
-    moved = [path for path in git.changed_paths(root, commit, [pin.fixtures_dir]) if path in pinned]
+    changed = git.changed_paths(root, commit, list(pin.fixtures_dirs))
+    moved = [path for path in changed if path in pinned]
     if not moved:
         return
     more = f" (and {len(moved) - 1} more)" if len(moved) > 1 else ""

@@ -49,7 +49,7 @@ def _root_candidates(root: Path, pin_source: Path) -> Iterable[Path]:
 
 
 def annotate_unpinned(
-    root: Path, folder: str, problems: Sequence[str]
+    root: Path, folders: Sequence[str], problems: Sequence[str]
 ) -> tuple[list[str], list[str]]:
     """PROBLEMS with `(ignored by git)` or `(untracked)` after each unpinned file git does not
     track, and notes saying how to clean them; unchanged when git cannot tell."""
@@ -59,12 +59,12 @@ def annotate_unpinned(
     if not unpinned:
         return list(problems), []
     try:
-        ignored = set(git.untracked_files(root, folder, ignored=True))
-        untracked = set(git.untracked_files(root, folder, ignored=False))
+        ignored = {p for f in folders for p in git.untracked_files(root, f, ignored=True)}
+        untracked = {p for f in folders for p in git.untracked_files(root, f, ignored=False)}
     except Refused:
         return list(problems), []
     annotated = [_annotated(problem, ignored, untracked) for problem in problems]
-    where = shown_path(root / folder)
+    where = " ".join(shown_path(root / folder) for folder in folders)
     notes = _clean_notes(
         where, [p for p in unpinned if p in ignored], [p for p in unpinned if p in untracked]
     )

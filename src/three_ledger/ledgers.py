@@ -193,10 +193,19 @@ class FixtureLedger(_Encoded):
     pin_id: str
     digest: str
     algorithm: str = "sha256"
-    fixtures_dir: str
+    # The pin's folders as the pin names them: its one `fixtures_dir`, else `fixtures_dirs`.
+    # The document holds the one that is set.
+    fixtures_dir: str | None = None
+    fixtures_dirs: tuple[str, ...] | None = None
     files: tuple[FileEntry, ...]
     tool: Tool = dataclasses.field(default_factory=lambda: Tool(TOOL_NAME, __version__))
     recorded_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        document = super().to_json()
+        unset = "fixtures_dirs" if self.fixtures_dirs is None else "fixtures_dir"
+        del document[unset]
+        return document
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,32 +25,73 @@ DEFAULT_ORACLE_PATHS = ("properties", "tests")
 class FixturePin:
     source: Path
     pin_id: str
-    fixtures_dir: str
+    # The closed folders, in the pin's order: `fixtures_dir` is a list of one.
+    fixtures_dirs: tuple[str, ...]
     digest: str | None
     description: str | None
     files: tuple[str, ...]
+    # Whether the pin names its folders as `fixtures_dirs`: domains are then relative to ROOT,
+    # not to the one folder.
+    listed: bool = False
 
     @classmethod
     def from_json(cls, document: dict[str, Any], source: Path) -> FixturePin:
+        listed = "fixtures_dirs" in document
         pin = cls(
             source=source,
             pin_id=document["pin_id"],
-            fixtures_dir=document.get("fixtures_dir", DEFAULT_FIXTURES_DIR),
+            fixtures_dirs=(
+                tuple(document["fixtures_dirs"])
+                if listed
+                else (document.get("fixtures_dir", DEFAULT_FIXTURES_DIR),)
+            ),
             digest=document.get("digest"),
             description=document.get("description"),
             files=tuple(document["files"]),
+            listed=listed,
         )
         pin._check_paths()
         return pin
 
+    @property
+    def first_dir(self) -> str:
+        """The first folder: `THREE_LEDGER_FIXTURES` names it."""
+        return self.fixtures_dirs[0]
+
+    def folders_key(self) -> str:
+        """The key that names the folders in the pin, for messages."""
+        return "fixtures_dirs" if self.listed else "fixtures_dir"
+
+    def shown_folders(self) -> str:
+        """The folders as a message names them: `'fixtures'`, or `'a', 'b'`."""
+        return ", ".join(map(repr, self.fixtures_dirs))
+
+    def ledger_folders(self) -> dict[str, Any]:
+        """The folders as its fixture ledger names them: the key the pin uses, and only it."""
+        if self.listed:
+            return {"fixtures_dirs": self.fixtures_dirs}
+        return {"fixtures_dir": self.first_dir}
+
+    def domain_path(self, entry: str) -> str:
+        """A domain entry as a path relative to ROOT (a `dir/` entry keeps its slash)."""
+        return entry if self.listed else f"{self.first_dir}/{entry}"
+
     def _check_paths(self) -> None:
-        _refuse_bad_path(self.source, "$.fixtures_dir", self.fixtures_dir)
-        if all_plain_under(self.files, self.fixtures_dir):
+        for index, folder in enumerate(self.fixtures_dirs):
+            where = f"$.fixtures_dirs[{index}]" if self.listed else "$.fixtures_dir"
+            _refuse_bad_path(self.source, where, folder)
+        for inner, outer in folder_overlaps(self.fixtures_dirs):
+            raise Refused(
+                f"{self.source}: $.fixtures_dirs[{inner}]: {self.fixtures_dirs[inner]!r} "
+                f"overlaps $.fixtures_dirs[{outer}] {self.fixtures_dirs[outer]!r}: each folder "
+                "is closed on its own, so no folder may hold another (or be it, in any case)"
+            )
+        if all_plain_under(self.files, self.fixtures_dirs):
             return
         for index, path in enumerate(self.files):
             problem = path_problem(path)
-            if problem is None and not is_under(path, self.fixtures_dir):
-                problem = f"is not under fixtures_dir {self.fixtures_dir!r}"
+            if problem is None and not any(is_under(path, d) for d in self.fixtures_dirs):
+                problem = f"is not under {self.folders_key()} {self.shown_folders()}"
             if problem is not None:
                 raise Refused(f"{self.source}: $.files[{index}]: {path!r} {problem}")
         for first, second in casefold_twins(self.files):
@@ -56,6 +99,19 @@ class FixturePin:
                 f"{self.source}: $.files: {first!r} and {second!r} differ only in case "
                 "(one file on a case-insensitive filesystem)"
             )
+
+
+def folder_overlaps(folders: Sequence[str]) -> list[tuple[int, int]]:
+    """Pairs (inner, outer) of indexes of FOLDERS where one lies in, or is, the other: equal
+    under `str.casefold()` (one folder on macOS or Windows) counts as being it."""
+    folded = [folder.rstrip("/").casefold() for folder in folders]
+    return [
+        (inner, outer) if len(folded[inner]) >= len(folded[outer]) else (outer, inner)
+        for outer, inner in itertools.combinations(range(len(folders)), 2)
+        if folded[inner] == folded[outer]
+        or is_under(folded[inner], folded[outer])
+        or is_under(folded[outer], folded[inner])
+    ]
 
 
 @dataclass(frozen=True)
@@ -176,16 +232,23 @@ class PropertiesPin:
                     raise Refused(
                         f"{self.source}: $.properties[{index}].domain[{position}]: "
                         f"{entry!r} names no file pinned by {fixture_pin.source} "
-                        f"under {fixture_pin.fixtures_dir!r}"
+                        f"{domain_base(fixture_pin)}"
                     )
 
 
 def domain_covers(entry: str, fixture_pin: FixturePin) -> bool:
     """Whether a domain entry names a pinned file, or a folder (`valid/`) holding one."""
-    full = f"{fixture_pin.fixtures_dir}/{entry}"
+    full = fixture_pin.domain_path(entry)
     if entry.endswith("/"):
         return any(path.startswith(full) for path in fixture_pin.files)
     return full in fixture_pin.files
+
+
+def domain_base(fixture_pin: FixturePin) -> str:
+    """Where a domain entry is read from, for a message: the one folder, or ROOT."""
+    if fixture_pin.listed:
+        return "(domains are relative to ROOT with fixtures_dirs)"
+    return f"under {fixture_pin.first_dir!r}"
 
 
 @dataclass(frozen=True)
@@ -287,6 +350,8 @@ def _load(path: Path, schema_name: str) -> tuple[dict[str, Any], str]:
     what = schema_name.replace("-", " ")
     data = jsonio.read_bytes_capped(path, what)
     document = jsonio.parse_json(data, path, what)
+    if schema_name == "fixture-pin":
+        _refuse_both_folder_keys(document, path)
     try:
         jsonio.validate(document, schema_name, path, what)
     except Refused as refusal:
@@ -297,6 +362,15 @@ def _load(path: Path, schema_name: str) -> tuple[dict[str, Any], str]:
             f"{path}: this is a {found}; {_PIN_FLAGS[schema_name]} takes a {what}"
         ) from refusal
     return document, hashlib.sha256(data).hexdigest()
+
+
+def _refuse_both_folder_keys(document: Any, path: Path) -> None:
+    """One line for what the schema's `oneOf` says less plainly: one folder key, not both."""
+    if isinstance(document, dict) and {"fixtures_dir", "fixtures_dirs"} <= document.keys():
+        raise Refused(
+            f"{path}: $: fixtures_dir and fixtures_dirs are both given; a fixture pin names one "
+            "folder (fixtures_dir) or a list of folders (fixtures_dirs), never both"
+        )
 
 
 def document_kind(document: Any) -> str | None:

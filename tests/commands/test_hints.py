@@ -14,9 +14,9 @@ TREE = {"fixtures/a.json": b"{}\n"}
 
 
 def digest(run_cli: RunCli, pin: Path, root: Path, *extra: str | Path) -> tuple[int, str]:
-    result = run_cli(
-        "digest", "--pin", pin, "--root", root, "--out", root.parent / "f.json", *extra
-    )
+    # Beside ROOT, named after it: ROOT's parent may be every test's (tmp_path's parent).
+    out = root.parent / f"{root.name}-f.json"
+    result = run_cli("digest", "--pin", pin, "--root", root, "--out", out, *extra)
     return result.code, result.err
 
 
@@ -43,7 +43,7 @@ def test_a_ledger_given_as_a_pin(run_cli: RunCli, tmp_path: Path) -> None:
     assert digest(run_cli, pin, tmp_path)[0] == 0
     ledger = tmp_path / "ledgers/fixture.json"
     ledger.parent.mkdir()
-    ledger.write_bytes((tmp_path.parent / "f.json").read_bytes())
+    ledger.write_bytes((tmp_path.parent / f"{tmp_path.name}-f.json").read_bytes())
     code, err = digest(run_cli, ledger, tmp_path)
     assert code == 2
     assert f"{ledger}: this is a fixture ledger; --pin takes a fixture pin" in err

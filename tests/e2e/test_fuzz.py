@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import itertools
 import json
 import os
 import re
@@ -215,6 +216,13 @@ FIXTURE_PIN = {
     "description": "fuzzed",
     "files": ["fixtures/a.json", "fixtures/sub/b.json"],
 }
+# The same, as several closed folders.
+FIXTURE_PIN_DIRS = {
+    "pin_id": "fixpin-fuzz",
+    "algorithm": "sha256",
+    "fixtures_dirs": ["fixtures", "tests/data"],
+    "files": ["fixtures/a.json", "tests/data/sub/b.json"],
+}
 PROPERTIES_PIN = {
     "pin_id": "proppin-fuzz",
     "fixture_pins": ["fixpin-fuzz"],
@@ -248,6 +256,13 @@ FIXTURE_LEDGER = {
     "files": [{"path": "fixtures/a.json", "size": 2, "sha256": HEX_B}],
     "tool": {"name": "three-ledger", "version": "0.1.0"},
     "recorded_at": STAMP,
+}
+# A fixture ledger of a pin with several folders: `fixtures_dirs` in place of `fixtures_dir`.
+FIXTURE_LEDGER_DIRS = {
+    ("fixtures_dirs" if key == "fixtures_dir" else key): (
+        ["fixtures", "tests/data"] if key == "fixtures_dir" else value
+    )
+    for key, value in FIXTURE_LEDGER.items()
 }
 PROPERTY_LEDGER = {
     "kind": "property",
@@ -392,14 +407,23 @@ def sound_pin_id(pin_id: object) -> bool:
 
 
 def assert_sound_fixture_pin(doc: Any) -> None:
-    optional = frozenset({"fixtures_dir", "digest", "description"})
+    optional = frozenset({"fixtures_dir", "fixtures_dirs", "digest", "description"})
     assert has_keys(doc, {"pin_id", "algorithm", "files"}, optional)
+    assert not {"fixtures_dir", "fixtures_dirs"} <= doc.keys()
     assert sound_pin_id(doc["pin_id"])
     assert doc["algorithm"] == "sha256"
-    folder = doc.get("fixtures_dir", "fixtures")
-    assert sound_path(folder)
+    folders = doc["fixtures_dirs"] if "fixtures_dirs" in doc else [doc.get("fixtures_dir", "")]
+    if "fixtures_dir" not in doc and "fixtures_dirs" not in doc:
+        folders = ["fixtures"]
+    assert unique_list(folders, sound_path)
+    folded = [folder.casefold() for folder in folders]
+    for inner, outer in itertools.permutations(folded, 2):
+        assert inner != outer
+        assert not inner.startswith(outer + "/")
     files = doc["files"]
-    assert unique_list(files, lambda path: sound_path(path) and str(path).startswith(folder + "/"))
+    assert unique_list(
+        files, lambda path: sound_path(path) and any(str(path).startswith(f + "/") for f in folders)
+    )
     assert len({unicodedata.normalize("NFC", path).casefold() for path in files}) == len(files)
     assert "digest" not in doc or (is_text(doc["digest"]) and HEX64.fullmatch(doc["digest"]))
     assert "description" not in doc or is_text(doc["description"])
@@ -497,7 +521,7 @@ def assert_one_line_refusal(stderr: str, path: Path, label: str = "refused:") ->
 
 
 @fuzz(100)
-@given(data=documents_from(FIXTURE_PIN))
+@given(data=documents_from(FIXTURE_PIN) | documents_from(FIXTURE_PIN_DIRS))
 def test_fixture_pin_is_refused_cleanly_or_sound(
     run_cli: RunCli, tmp_path: Path, data: bytes
 ) -> None:
@@ -592,6 +616,7 @@ def test_flake_pin_is_refused_cleanly_or_sound(
 
 LEDGER_KINDS: list[tuple[type[Any], dict[str, Any]]] = [
     (FixtureLedger, FIXTURE_LEDGER),
+    (FixtureLedger, FIXTURE_LEDGER_DIRS),
     (PropertyLedger, PROPERTY_LEDGER),
     (DualPinLedger, DUAL_PIN_LEDGER),
     (FlakeLedger, FLAKE_LEDGER),
@@ -599,7 +624,9 @@ LEDGER_KINDS: list[tuple[type[Any], dict[str, Any]]] = [
 ]
 
 
-LEDGER_IDS = [kind.KIND for kind, _ in LEDGER_KINDS]
+LEDGER_IDS = [
+    kind.KIND + ("-dirs" if "fixtures_dirs" in valid else "") for kind, valid in LEDGER_KINDS
+]
 
 
 @pytest.mark.parametrize(("kind", "valid"), LEDGER_KINDS, ids=LEDGER_IDS)

@@ -22,6 +22,7 @@ import pytest
 
 import three_ledger
 from helpers import REPO, git
+from helpers.markdown_project import fresh_repository, write_project
 from three_ledger.demo.scenarios import SCENARIOS
 
 # The environment of a fresh install: nothing that points Python at this checkout.
@@ -126,6 +127,12 @@ def test_the_wheel_from_the_sdist_and_from_the_tree_are_the_same(dists: Dists) -
         if name.startswith(example)
     }
     assert shipped == tracked_example()
+    templates = "three_ledger/init_templates/"
+    assert {
+        name.removeprefix(templates): data
+        for name, data in from_sdist.items()
+        if name.startswith(templates)
+    } == {path.name: path.read_bytes() for path in (REPO / "templates/init").iterdir()}
     info = f"three_ledger-{three_ledger.__version__}.dist-info"
     assert from_sdist[f"{info}/licenses/LICENSE"] == (REPO / "LICENSE").read_bytes()
     metadata = from_sdist[f"{info}/METADATA"].decode()
@@ -151,6 +158,26 @@ def test_without_pytest_demo_says_in_one_line_how_to_get_it(dists: Dists, tmp_pa
     assert f"run {bin_dir / 'python'} -m pip install pytest" in line
     assert "demo extra (pip install 'PATH[demo]'" in line
     assert not kept.exists()
+
+
+def test_init_from_the_wheel_drafts_the_workflow_from_its_shipped_template(
+    dists: Dists, tmp_path: Path
+) -> None:
+    bin_dir = fresh_venv(tmp_path / "venv", dists.wheel_from_sdist)
+    repo = tmp_path / "mdit"
+    write_project(repo)
+    fresh_repository(repo)
+    # The project's tests run with this Python (it has pytest); the gate is the wheel's.
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+    done = run(bin_dir / "three-ledger", "init", "--command", command, cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    workflow = (repo / ".github/workflows/three-ledger.yml").read_text(encoding="utf-8")
+    assert workflow.startswith("# three-ledger: the merge gate, drafted by `three-ledger init`")
+    # Installed from a local file, the gate has no pinned source to name: the placeholder.
+    assert 'TL_PACKAGE: "git+https://github.com/OWNER/three-ledger@COMMIT"' in workflow
+    assert sorted(path.name for path in (repo / "pins.draft").iterdir()) == [
+        "fixtures.json", "flakes.json", "properties.json",
+    ]  # fmt: skip
 
 
 def test_pyroma_rates_the_sdist_at_least_9(dists: Dists, tmp_path: Path) -> None:

@@ -150,7 +150,13 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "digest": HEX64,
             "description": "d",
             "files": ["fixtures/a.json", "fixtures/b.json"],
-        }
+        },
+        {
+            "pin_id": "fix.pin-2",
+            "algorithm": "sha256",
+            "fixtures_dirs": ["tests/spec", "tests/port/fixtures"],
+            "files": ["tests/spec/a.json", "tests/port/fixtures/b.md"],
+        },
     ],
     "properties-pin": [
         {
@@ -646,6 +652,34 @@ def test_a_pattern_dollar_does_not_match_before_a_trailing_newline(key: str, val
         jsonio.validate(document, "fixture-pin", Path("p.json"), "fixture pin")
     assert str(caught.value).startswith(f"p.json: $.{key}: ")
     assert "does not match" in str(caught.value)
+
+
+def test_not_inverts_its_subschema() -> None:
+    check = compiled_schema.compile_schema({"not": {"required": ["a"]}})
+    assert check({"b": 1}) is True
+    assert check({"a": 1}) is False
+    assert check([]) is False  # `required` holds for anything but an object
+
+
+@pytest.mark.parametrize(
+    ("folders", "valid"),
+    [
+        ({}, True),
+        ({"fixtures_dir": "f"}, True),
+        ({"fixtures_dirs": ["f", "g"]}, True),
+        ({"fixtures_dir": "f", "fixtures_dirs": ["g"]}, False),
+        ({"fixtures_dirs": []}, False),
+        ({"fixtures_dirs": ["f", "f"]}, False),
+    ],
+)
+def test_a_fixture_pin_names_one_folder_or_a_list_never_both(
+    folders: dict[str, Any], valid: bool
+) -> None:
+    document = {"pin_id": "p", "algorithm": "sha256", "files": ["f/a"], **folders}
+    check = jsonio._compiled("fixture-pin")
+    assert check is not None
+    assert check(document) is valid
+    assert full_validator_accepts(document, "fixture-pin") is valid
 
 
 def test_one_of_means_exactly_one() -> None:

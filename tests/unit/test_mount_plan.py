@@ -177,7 +177,7 @@ def test_a_ledger_folder_that_holds_root_is_not_hidden(tmp_path: Path) -> None:
     ],
 )
 def test_a_writable_path_over_fixtures_or_oracle_paths_is_refused(entry: str, what: str) -> None:
-    fixtures = "data/fixtures" if entry == "data" else "fixtures"
+    fixtures = ("other", "data/fixtures") if entry == "data" else ("fixtures",)
     with pytest.raises(Refused) as refused:
         refuse_writable_overlaps(
             Path("pins/properties.json"), ["build", entry], fixtures, ["properties", "tests/"]
@@ -191,9 +191,11 @@ def test_a_writable_path_over_fixtures_or_oracle_paths_is_refused(entry: str, wh
 def test_a_writable_path_holding_a_known_oracle_is_refused() -> None:
     with pytest.raises(Refused, match=r"\$.writable_paths\[0\]: 'pkg' holds 'pkg/conftest.py'"):
         refuse_writable_overlaps(
-            Path("p.json"), ["pkg"], "fixtures", ["tests"], ["pkg/conftest.py"]
+            Path("p.json"), ["pkg"], ("fixtures",), ["tests"], ["pkg/conftest.py"]
         )
-    refuse_writable_overlaps(Path("p.json"), ["pkg2"], "fixtures", ["tests"], ["pkg/conftest.py"])
+    refuse_writable_overlaps(
+        Path("p.json"), ["pkg2"], ("fixtures",), ["tests"], ["pkg/conftest.py"]
+    )
 
 
 def test_known_oracles_are_tracked_conftests_and_test_modules(tmp_path: Path) -> None:

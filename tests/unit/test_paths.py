@@ -135,21 +135,28 @@ _PINS = st.one_of(
 )
 
 
-def checked_one_by_one(paths: list[str], folder: str) -> bool:
-    """What the bulk check must say: each path plain by the per-path fast test, under
-    FOLDER, and no casefold twins."""
+def checked_one_by_one(paths: list[str], folders: tuple[str, ...]) -> bool:
+    """What the bulk check must say: each path plain by the per-path fast test, under one of
+    FOLDERS, and no casefold twins."""
     return (
         bool(paths)
         and all(_PLAIN.fullmatch(path) and unicodedata.is_normalized("NFC", path) for path in paths)
-        and all(is_under(path, folder) for path in paths)
+        and all(any(is_under(path, folder) for folder in folders) for path in paths)
         and not casefold_twins(paths)
     )
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(_PINS, st.sampled_from(["fixtures", "fixtures/", "fix"]))
-def test_all_plain_under_says_what_the_per_path_checks_say(paths: list[str], folder: str) -> None:
-    assert all_plain_under(paths, folder) == checked_one_by_one(paths, folder)
+@given(
+    _PINS,
+    st.sampled_from(
+        [("fixtures",), ("fixtures/",), ("fix",), ("other", "fixtures"), ("fix", "other/")]
+    ),
+)
+def test_all_plain_under_says_what_the_per_path_checks_say(
+    paths: list[str], folders: tuple[str, ...]
+) -> None:
+    assert all_plain_under(paths, folders) == checked_one_by_one(paths, folders)
 
 
 @pytest.mark.parametrize(
@@ -172,8 +179,15 @@ def test_all_plain_under_says_what_the_per_path_checks_say(paths: list[str], fol
     ],
 )
 def test_all_plain_under_on_chosen_pins(paths: list[str], plain: bool) -> None:
-    assert all_plain_under(paths, "fixtures") is plain
-    assert checked_one_by_one(paths, "fixtures") is plain
+    assert all_plain_under(paths, ("fixtures",)) is plain
+    assert checked_one_by_one(paths, ("fixtures",)) is plain
+
+
+def test_all_plain_under_several_folders_takes_a_path_under_any_of_them() -> None:
+    paths = ["tests/spec/a.json", "tests/port/fixtures/b.md"]
+    assert all_plain_under(paths, ("tests/spec", "tests/port/fixtures"))
+    assert not all_plain_under(paths, ("tests/spec",))
+    assert not all_plain_under([*paths, "tests/port/c.py"], ("tests/spec", "tests/port/fixtures"))
 
 
 def test_no_character_casefolds_to_a_newline() -> None:

@@ -44,6 +44,34 @@ GOOD_FIXTURE_PIN = {
         ({"pin_id": "fixpin\n"}, "$.pin_id", "does not match"),
         ({"digest": "ABC"}, "$.digest", "does not match"),
         ({"fixtures_dir": "../up"}, "$.fixtures_dir", "'..'"),
+        # `fixtures_dirs`: each folder closed, none inside another, all under ROOT.
+        ({"fixtures_dirs": []}, "$.fixtures_dirs", "should be non-empty"),
+        ({"fixtures_dirs": "fixtures"}, "$.fixtures_dirs", "is not of type 'array'"),
+        ({"fixtures_dir": "fixtures", "fixtures_dirs": ["fixtures"]}, "$", "both given"),
+        ({"fixtures_dirs": ["fixtures", "fixtures"]}, "$.fixtures_dirs", "non-unique"),
+        (
+            {"fixtures_dirs": ["fixtures", "fixtures/sub"]},
+            "$.fixtures_dirs[1]",
+            "'fixtures/sub' overlaps $.fixtures_dirs[0] 'fixtures'",
+        ),
+        (
+            {"fixtures_dirs": ["fixtures/sub", "fixtures"]},
+            "$.fixtures_dirs[0]",
+            "'fixtures/sub' overlaps $.fixtures_dirs[1] 'fixtures'",
+        ),
+        (
+            {"fixtures_dirs": ["fixtures", "Fixtures"]},
+            "$.fixtures_dirs[1]",
+            "'Fixtures' overlaps $.fixtures_dirs[0] 'fixtures'",
+        ),
+        ({"fixtures_dirs": ["fixtures", "../up"]}, "$.fixtures_dirs[1]", "'..'"),
+        ({"fixtures_dirs": ["/abs"]}, "$.fixtures_dirs[0]", "absolute"),
+        ({"fixtures_dirs": [""]}, "$.fixtures_dirs[0]", "should be non-empty"),
+        (
+            {"fixtures_dirs": ["fixtures", "more"], "files": ["fixtures/a.json", "else/b.json"]},
+            "$.files[1]",
+            "is not under fixtures_dirs 'fixtures', 'more'",
+        ),
     ],
 )
 def test_fixture_pin_refusals_name_file_and_path(
@@ -85,7 +113,41 @@ def test_malformed_pin_bytes(tmp_path: Path, raw: bytes, fragment: str) -> None:
 
 def test_fixture_pin_defaults(tmp_path: Path) -> None:
     pin = load_fixture_pin(fixture_pin(tmp_path, ["fixtures/a.json"]))
-    assert (pin.fixtures_dir, pin.digest, pin.files) == ("fixtures", None, ("fixtures/a.json",))
+    assert (pin.fixtures_dirs, pin.digest, pin.files) == (("fixtures",), None, ("fixtures/a.json",))
+    assert not pin.listed
+    assert pin.domain_path("a.json") == "fixtures/a.json"
+
+
+def test_fixtures_dirs_names_each_folder_and_domains_are_relative_to_root(tmp_path: Path) -> None:
+    path = write_json(
+        tmp_path / "pins/fixtures.json",
+        {
+            "pin_id": "fixpin-two",
+            "algorithm": "sha256",
+            "fixtures_dirs": ["tests/spec", "tests/port/fixtures"],
+            "files": ["tests/spec/a.json", "tests/port/fixtures/b.md"],
+        },
+    )
+    pin = load_fixture_pin(path)
+    assert (pin.fixtures_dirs, pin.first_dir, pin.listed) == (
+        ("tests/spec", "tests/port/fixtures"),
+        "tests/spec",
+        True,
+    )
+    assert pin.domain_path("tests/spec/a.json") == "tests/spec/a.json"
+
+
+def test_a_list_of_one_folder_is_the_same_closed_world_with_root_relative_domains(
+    tmp_path: Path,
+) -> None:
+    one = {"pin_id": "p", "algorithm": "sha256", "files": ["data/a.json"]}
+    single = load_fixture_pin(write_json(tmp_path / "a.json", {**one, "fixtures_dir": "data"}))
+    listed = load_fixture_pin(write_json(tmp_path / "b.json", {**one, "fixtures_dirs": ["data"]}))
+    assert single.fixtures_dirs == listed.fixtures_dirs == ("data",)
+    assert (single.domain_path("a.json"), listed.domain_path("data/a.json")) == (
+        "data/a.json",
+        "data/a.json",
+    )
 
 
 def properties_document(**change: Any) -> dict[str, Any]:

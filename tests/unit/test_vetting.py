@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from three_ledger.commands.vet import read_reads
 from three_ledger.ledgers import VetTrial
 from three_ledger.pins import FixturePin, Property
 from three_ledger.vet.judge import (
@@ -22,7 +24,7 @@ from three_ledger.vocabulary import Status, VetVerdict
 PIN = FixturePin(
     source=Path("pins/fixtures.json"),
     pin_id="fixpin-test",
-    fixtures_dir="data",
+    fixtures_dirs=("data",),
     digest=None,
     description=None,
     files=("data/a.json", "data/valid/x.json", "data/valid/y.json", "data/validity.json"),
@@ -39,6 +41,43 @@ def test_domain_files_expands_folders_and_keeps_only_pinned_paths() -> None:
         "data/a.json",
         "data/valid/x.json",
     )
+
+
+def test_domain_files_of_several_folders_are_relative_to_root() -> None:
+    pin = FixturePin(
+        source=Path("pins/fixtures.json"),
+        pin_id="fixpin-two",
+        fixtures_dirs=("spec", "port/fixtures"),
+        digest=None,
+        description=None,
+        files=("port/fixtures/a.md", "port/fixtures/b/c.md", "spec/s.json"),
+        listed=True,
+    )
+    assert domain_files(prop("port/fixtures/b/", "spec/s.json", "s.json"), pin) == (
+        "port/fixtures/b/c.md",
+        "spec/s.json",
+    )
+
+
+def test_reads_are_named_from_root_and_only_pinned_files_count(tmp_path: Path) -> None:
+    pin = FixturePin(
+        source=Path("pins/fixtures.json"),
+        pin_id="fixpin-two",
+        fixtures_dirs=("spec", "port/fixtures"),
+        digest=None,
+        description=None,
+        files=("port/fixtures/a.md", "spec/a.md"),
+        listed=True,
+    )
+    lines = [
+        {"id": "t.py::one", "reads": ["spec/a.md", "t.py", "conftest.py"]},
+        {"id": "t.py::two", "reads": ["port/fixtures/a.md"]},
+    ]
+    (tmp_path / "reads-1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert read_reads(tmp_path, pin) == {
+        "t.py::one": frozenset({"spec/a.md"}),
+        "t.py::two": frozenset({"port/fixtures/a.md"}),
+    }
 
 
 def subject(ids: str, files: str, reads: str = "") -> Subject:

@@ -240,11 +240,29 @@ def _run_draft_pin(args: argparse.Namespace) -> int:
     from three_ledger.commands.draft_pin import draft_pin
 
     return draft_pin(
-        fixtures_dir=args.fixtures_dir,
+        fixtures_dirs=args.fixtures_dir,
         root=args.root,
         pin_id=args.pin_id,
         with_digest=args.with_digest,
         tracked_only=args.tracked_only,
+    )
+
+
+def _run_init(args: argparse.Namespace) -> int:
+    from three_ledger.ci_workflow import CI
+    from three_ledger.commands.init import InitRequest, init
+
+    return init(
+        InitRequest(
+            root=args.root,
+            command=args.command,
+            fixtures_dirs=tuple(args.fixtures_dir),
+            ci=CI(args.ci),
+            package=args.package,
+            requirements=args.requirements,
+            timeout_s=args.timeout,
+            keep_env=tuple(args.keep_env),
+        )
     )
 
 
@@ -340,6 +358,7 @@ _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "gate": _run_gate,
     "check-pins": _run_check_pins,
     "draft-pin": _run_draft_pin,
+    "init": _run_init,
     "explain": _run_explain,
     "vet": _run_vet,
     "flake-evidence": _run_flake_evidence,

@@ -106,6 +106,14 @@ COMMAND_HELP = {
         "three-ledger draft-pin --fixtures-dir fixtures > pins.draft/fixtures.json",
         [(0, "the draft is printed"), _REFUSED],
     ),
+    "init": CommandHelp(
+        'three-ledger init --command "python -m pytest -q" --ci github',
+        [
+            (0, "the drafts and the workflow are written; the next steps are printed"),
+            (ExitCode.REFUSED, "a file it would write exists, or no data folder; nothing written"),
+            (ExitCode.INFRA_FAILURE, "the collection failed; nothing written"),
+        ],
+    ),
     "explain": CommandHelp(
         "three-ledger explain ledgers/old-fixture.json ledgers/fixture.json",
         [

@@ -31,6 +31,8 @@ DEFAULT_MIN_RUNS = 10
 DEFAULT_SELFTEST_LEDGER = Path("ledgers/selftest.json")
 # SPEC 4.7: the pin id `draft-pin` writes when none is given.
 DEFAULT_PIN_ID = "fixpin-draft"
+# What `init` collects with when no --command is given.
+DEFAULT_INIT_COMMAND = ["python", "-m", "pytest", "-q"]
 # What `add_subparsers` returns; argparse does not export its class.
 Subparsers = Any
 
@@ -190,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_gate,
         _add_check_pins,
         _add_draft_pin,
+        _add_init,
         _add_explain,
         _add_vet,
         _add_flake_evidence,
@@ -485,7 +488,13 @@ def _add_draft_pin(commands: Subparsers) -> None:
     _command(
         commands,
         "draft-pin",
-        option("--fixtures-dir", required=True, metavar="DIR", help="folder under ROOT"),
+        option(
+            "--fixtures-dir",
+            required=True,
+            action="append",
+            metavar="DIR",
+            help="folder under ROOT (repeatable: several folders make a fixtures_dirs pin)",
+        ),
         Opts.root,
         option("--pin-id", default=DEFAULT_PIN_ID, metavar="ID", help=f"default {DEFAULT_PIN_ID}"),
         option("--with-digest", action="store_true", help="fill in the reviewed digest"),
@@ -498,6 +507,67 @@ def _add_draft_pin(commands: Subparsers) -> None:
         description="Print to stdout a fixture pin listing every regular file under "
         "ROOT/DIR, in digest order. Nothing is written: the draft becomes a pin only "
         "through review, in a commit of its own.",
+    )
+
+
+def _pinned_source(text: str) -> str:
+    from three_ledger.ci_workflow import is_pinned_source
+
+    if not is_pinned_source(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a pinned source: give the gate's repository at a full commit id "
+            "(git+https://HOST/PATH@COMMIT) or a wheel's https URL, never a bare name"
+        )
+    return text
+
+
+def _add_init(commands: Subparsers) -> None:
+    _command(
+        commands,
+        "init",
+        Opts.root,
+        Opts.command.but(
+            required=False,
+            default=DEFAULT_INIT_COMMAND,
+            help="pytest command that collects the tests (default "
+            f"{' '.join(DEFAULT_INIT_COMMAND)})",
+        ),
+        option(
+            "--fixtures-dir",
+            action="append",
+            default=[],
+            metavar="DIR",
+            help="a data folder under ROOT (repeatable; default: the folders init finds)",
+        ),
+        option(
+            "--ci",
+            choices=["github", "gitlab"],
+            default="github",
+            help="the CI the workflow is for (default github)",
+        ),
+        option(
+            "--package",
+            type=_pinned_source,
+            metavar="SPEC",
+            help="where the workflow installs the gate from: git+https://...@COMMIT or a "
+            "wheel's https URL (default: this installation's source, if pinned)",
+        ),
+        option(
+            "--requirements",
+            metavar="FILE",
+            help="the tests' lockfile under ROOT the workflow installs from (default: the "
+            "first of requirements-test.txt, requirements/test.txt, ... found)",
+        ),
+        Opts.timeout.but(help=f"for the collection, default {DEFAULT_TIMEOUT_S:g}"),
+        Opts.keep_env,
+        help="draft the pins and the CI workflow of a repository that has none",
+        description="Find the data folders, collect the tests (none runs) and write drafts to "
+        "ROOT/pins.draft/: a fixture pin of the folders (fixtures_dirs, with its digest), a "
+        "properties pin with one property per test module (product_paths, min_tests, "
+        "expected_skips as plan suggests them) and an empty flake pin; and the workflow for "
+        "GitHub (.github/workflows/three-ledger.yml) or GitLab (.gitlab/three-ledger.yml). "
+        "It writes nothing over an existing file, never writes a pin and commits nothing; it "
+        "prints the next steps.",
     )
 
 

@@ -28,6 +28,7 @@ from three_ledger.pins import (
     FixturePin,
     FlakePin,
     PropertiesPin,
+    domain_base,
     domain_covers,
     load_fixture_pin,
     load_flake_pin,
@@ -125,7 +126,7 @@ def reference_problems(properties_pin: PropertiesPin, fixtures: Sequence[Fixture
 def domain_problems(properties_pin: PropertiesPin, fixture_pin: FixturePin) -> list[str]:
     return [
         f"{properties_pin.source}: $.properties[{index}].domain[{position}]: {entry!r} names "
-        f"no file pinned by {fixture_pin.source} under {fixture_pin.fixtures_dir!r}"
+        f"no file pinned by {fixture_pin.source} {domain_base(fixture_pin)}"
         for index, prop in enumerate(properties_pin.properties)
         for position, entry in enumerate(prop.domain)
         if not domain_covers(entry, fixture_pin)

@@ -42,7 +42,7 @@ def _digest_and_write(pin_path: Path, root: Path, out: Path, base: str | None) -
         ledger_id=new_ledger_id(),
         pin_id=pin.pin_id,
         digest=live.digest,
-        fixtures_dir=pin.fixtures_dir,
+        **pin.ledger_folders(),
         files=(),  # written from the columns of `live`, with no object per file
         recorded_at=fresh_recorded_at(),
     )

@@ -18,6 +18,7 @@ from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.hints import shown_path
 from three_ledger.paths import casefold_twins, path_problem, printable
+from three_ledger.pins import folder_overlaps
 
 # How many paths a warning names before it only counts.
 _NAMED = 5
@@ -28,14 +29,19 @@ REVIEW_NOTE = (
 
 
 def draft_pin(
-    *, fixtures_dir: str, root: Path, pin_id: str, with_digest: bool, tracked_only: bool = False
+    *,
+    fixtures_dirs: Sequence[str],
+    root: Path,
+    pin_id: str,
+    with_digest: bool,
+    tracked_only: bool = False,
 ) -> int:
     try:
-        folder = _checked_folder(fixtures_dir, root)
-        untracked = _untracked(root, folder, required=tracked_only)
+        folders = checked_folders(fixtures_dirs, root)
+        untracked = untracked_states(root, folders, required=tracked_only)
         left_out = untracked if tracked_only else GitStates((), ())
         document = draft_document(
-            folder, root, pin_id, with_digest=with_digest, leave_out=left_out.all()
+            folders, root, pin_id, with_digest=with_digest, leave_out=left_out.all()
         )
     except GateError as exc:
         exc.notes.append(REVIEW_NOTE)
@@ -43,39 +49,61 @@ def draft_pin(
     sys.stdout.write(jsonio.dumps(document))
     count = len(document["files"])
     print(f"three-ledger: drafted a fixture pin of {count} files", file=sys.stderr)
-    for line in _git_warnings(shown_path(root / folder), untracked, tracked_only):
+    for line in git_warnings(root, folders, untracked, tracked_only):
         print(f"three-ledger: {line}", file=sys.stderr)
     print(f"three-ledger: {REVIEW_NOTE}", file=sys.stderr)
     return ExitCode.OK
 
 
 def draft_document(
-    fixtures_dir: str,
+    folders: Sequence[str],
     root: Path,
     pin_id: str,
     *,
     with_digest: bool,
     leave_out: frozenset[str] = frozenset(),
+    listed: bool | None = None,
 ) -> dict[str, Any]:
-    """A fixture pin listing every regular file under ROOT/fixtures_dir, keys as in SPEC 3.1.
+    """A fixture pin listing every regular file under each of ROOT/FOLDERS, keys as in SPEC
+    3.1: one folder as `fixtures_dir`, several (or LISTED) as `fixtures_dirs`.
 
     Paths in LEAVE_OUT (files git does not track, with --tracked-only) are not listed.
     """
     _refuse_bad_pin_id(pin_id)
-    folder = _checked_folder(fixtures_dir, root)
-    files, offenders = survey(root, folder, leave_out)
-    if offenders:
-        raise Refused(
-            f"{folder}: {len(offenders)} entries cannot be pinned (digest would refuse them)",
-            offenders,
-        )
-    if not files:
-        raise Refused(f"{folder}: holds no file, and a fixture pin lists at least one")
-    document: dict[str, Any] = {"pin_id": pin_id, "algorithm": "sha256", "fixtures_dir": folder}
+    folders = checked_folders(folders, root)
+    files: list[str] = []
+    for folder in folders:
+        found, offenders = survey(root, folder, leave_out)
+        if offenders:
+            raise Refused(
+                f"{folder}: {len(offenders)} entries cannot be pinned (digest would refuse them)",
+                offenders,
+            )
+        if not found:
+            raise Refused(f"{folder}: holds no file to pin; leave the folder out of the pin")
+        files += found
+    document: dict[str, Any] = {"pin_id": pin_id, "algorithm": "sha256"}
+    if listed or (listed is None and len(folders) > 1):
+        document["fixtures_dirs"] = list(folders)
+    else:
+        document["fixtures_dir"] = folders[0]
+    files.sort()
     if with_digest:
         document["digest"] = hash_files(root, files).digest
     document["files"] = files
     return document
+
+
+def checked_folders(given: Sequence[str], root: Path) -> tuple[str, ...]:
+    """Each --fixtures-dir as a pin writes it, refused unless it follows the path rules, is a
+    plain folder under ROOT and neither holds nor lies in another."""
+    folders = tuple(_checked_folder(folder, root) for folder in given)
+    for inner, outer in folder_overlaps(folders):
+        raise Refused(
+            f"--fixtures-dir {folders[inner]!r} overlaps --fixtures-dir {folders[outer]!r}: "
+            "each folder of a pin is closed on its own, so no folder may hold another"
+        )
+    return folders
 
 
 def _checked_folder(fixtures_dir: str, root: Path) -> str:
@@ -121,12 +149,12 @@ class GitStates:
         return frozenset((*self.ignored, *self.untracked))
 
 
-def _untracked(root: Path, folder: str, *, required: bool) -> GitStates:
-    """What git does not track under ROOT/folder; empty outside git, unless REQUIRED."""
+def untracked_states(root: Path, folders: Sequence[str], *, required: bool) -> GitStates:
+    """What git does not track under each of ROOT/FOLDERS; empty outside git, unless REQUIRED."""
     try:
         return GitStates(
-            tuple(git.untracked_files(root, folder, ignored=True)),
-            tuple(git.untracked_files(root, folder, ignored=False)),
+            tuple(p for f in folders for p in git.untracked_files(root, f, ignored=True)),
+            tuple(p for f in folders for p in git.untracked_files(root, f, ignored=False)),
         )
     except Refused as exc:
         if required:
@@ -134,8 +162,11 @@ def _untracked(root: Path, folder: str, *, required: bool) -> GitStates:
         return GitStates((), ())
 
 
-def _git_warnings(folder: str, states: GitStates, tracked_only: bool) -> list[str]:
+def git_warnings(
+    root: Path, folders: Sequence[str], states: GitStates, tracked_only: bool
+) -> list[str]:
     """What a clean checkout (CI) will not have, and so a pin must not list."""
+    folder = " ".join(shown_path(root / each) for each in folders)
     if tracked_only:
         count = len(states.all())
         return [f"left out {count} files git does not track (--tracked-only)"] if count else []

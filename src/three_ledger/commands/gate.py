@@ -363,8 +363,8 @@ def moved_fixtures(root: Path, base: str, plan: Plan) -> tuple[str, ...]:
     moved: set[str] = set()
     for side in plan.sides:
         try:
-            folder = load_fixture_pin(side.path).fixtures_dir
-            moved.update(git.changed_paths(root, base, [folder]))
+            folders = load_fixture_pin(side.path).fixtures_dirs
+            moved.update(git.changed_paths(root, base, list(folders)))
         except Refused:
             continue
     return tuple(sorted(moved))

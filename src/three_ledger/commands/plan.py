@@ -31,6 +31,7 @@ from three_ledger.matching import (
 )
 from three_ledger.outputs import Output, refuse_unwritable
 from three_ledger.paths import glob_matches
+from three_ledger.pins import FixturePin
 from three_ledger.product_guess import Proposal, propose
 from three_ledger.results import TestResult, hashed_ids, ids_sha256, merge_worst
 from three_ledger.run import measurement, network_namespace
@@ -162,7 +163,8 @@ def collect(
 ) -> list[TestResult]:
     """Run the command with `--collect-only`; the collected tests, one per node id. The new
     test modules IGNORE names are left out, as the scored run leaves them out."""
-    return _collect(request, pins, enforcement, ignore, measure=False).tests
+    keep_env = (*pins.properties_pin.env, *request.keep_env)
+    return run_collection(request, pins.fixture_pin, keep_env, enforcement, ignore).tests
 
 
 def collect_measured(
@@ -172,17 +174,21 @@ def collect_measured(
     ignore: tuple[str, ...] = (),
 ) -> Collection:
     """`collect`, with the audit hook of the closed oracle set armed in every process."""
-    return _collect(request, pins, enforcement, ignore, measure=True)
+    keep_env = (*pins.properties_pin.env, *request.keep_env)
+    return run_collection(request, pins.fixture_pin, keep_env, enforcement, ignore, measure=True)
 
 
-def _collect(
+def run_collection(
     request: PlanRequest,
-    pins: Preflight,
+    fixture_pin: FixturePin,
+    keep_env: tuple[str, ...],
     enforcement: Enforcement,
-    ignore: tuple[str, ...],
+    ignore: tuple[str, ...] = (),
     *,
-    measure: bool,
+    measure: bool = False,
 ) -> Collection:
+    """The command run with `--collect-only` on FIXTURE_PIN's tree, keeping KEEP_ENV of the
+    job's environment (the properties pin's `env` and `--keep-env`)."""
     with (
         tempfile.TemporaryDirectory(prefix="three-ledger-plan-") as private,
         open(os.devnull, "wb") as quiet,
@@ -194,7 +200,7 @@ def _collect(
         child = Child(
             command=request.command or (),
             root=request.root,
-            fixture_pin=pins.fixture_pin,
+            fixture_pin=fixture_pin,
             enforcement=enforcement,
             timeout_s=request.timeout_s,
             log_path=log_path,
@@ -204,7 +210,7 @@ def _collect(
             console=quiet,
             ignore=ignore,
             measurement=measuring,
-            keep_env=(*pins.properties_pin.env, *request.keep_env),
+            keep_env=keep_env,
         )
         run = run_child(child)
         failure = run.failure()

@@ -562,7 +562,8 @@ def _fixture_plant(session: Session, plant: Plant) -> Result:
     else:
         first = PurePosixPath(chosen)
         name = f"{first.stem}_2{first.suffix}"
-        new = PurePosixPath(pin.fixtures_dir) / name
+        # Beside the chosen file, in whichever of the pin's folders holds it.
+        new = first.parent / name
         (session.scratch.root / new).write_bytes((session.scratch.root / first).read_bytes())
         detail = f"{new} added beside the pinned files"
     session.commit()
@@ -574,7 +575,7 @@ def _domain_file(session: Session, pin: FixturePin) -> str:
     """The first pinned file a property's domain names (the data the tests read), else the
     pin's first file."""
     named = {
-        f"{pin.fixtures_dir}/{entry}"
+        pin.domain_path(entry)
         for prop in session.plan.properties_pin.properties
         for entry in prop.domain
     }

@@ -350,8 +350,9 @@ def run_baseline(bench: Bench) -> Baseline:
     pin = bench.checked.fixture_pin
     reads_folder = bench.private / "reads"
     reads_folder.mkdir()
-    fixtures = bench.tree / pin.fixtures_dir
-    watched = dict.fromkeys([str(fixtures.absolute()), str(fixtures.resolve())])
+    # The whole tree is watched, so that each read is named relative to ROOT whichever of
+    # the pin's folders it lies in; `read_reads` keeps the pinned files.
+    watched = dict.fromkeys([str(bench.tree.absolute()), str(bench.tree.resolve())])
     harness_path = bench.private / "harness.json"
     env = {
         READS_ENV: str(reads_folder),
@@ -421,8 +422,7 @@ def read_reads(folder: Path, pin: FixturePin) -> dict[str, frozenset[str]]:
                 item, opened = record["id"], record["reads"]
             except (ValueError, KeyError, TypeError):
                 raise InfraFailure(f"reads file {path.name}: line {number} is not valid") from None
-            found = {f"{pin.fixtures_dir}/{relative}" for relative in opened}
-            reads.setdefault(item, set()).update(found & pinned)
+            reads.setdefault(item, set()).update(pinned.intersection(opened))
     return {item: frozenset(paths) for item, paths in reads.items()}
 
 

@@ -93,9 +93,9 @@ class Bench:
             yield bench
 
     def input_roots(self) -> list[str]:
-        """The folders and files whose bytes judge a run: fixtures_dir and oracle_paths."""
+        """The folders and files whose bytes judge a run: the pin's folders, oracle_paths."""
         checked = self.setting.checked
-        return [checked.fixture_pin.fixtures_dir, *checked.properties_pin.oracle_paths]
+        return [*checked.fixture_pin.fixtures_dirs, *checked.properties_pin.oracle_paths]
 
     def hashed_inputs(self) -> dict[str, str]:
         """sha256 of every file under the input roots of the copy, by relative path."""

@@ -17,6 +17,7 @@ from .measure import MEASURE_ROOT_ENV as MEASURE_ROOT_ENV
 # configure time, so that the tests themselves never see them.
 RESULTS_ENV = "THREE_LEDGER_RESULTS"  # where the plugin writes one JSON line per test item
 FIXTURES_ENV = "THREE_LEDGER_FIXTURES"  # the pinned fixtures folder, for the property tests
+FIXTURES_DIRS_ENV = "THREE_LEDGER_FIXTURES_DIRS"  # every pinned folder, joined by os.pathsep
 PIN_ID_ENV = "THREE_LEDGER_PIN_ID"  # which fixture pin the run scores
 NETWORK_ENV = "THREE_LEDGER_NETWORK"  # NETWORK_BANNED: the in-process socket guard is on
 TRIPWIRE_ENV = "THREE_LEDGER_TRIPWIRE"  # where the tripwire records its sentinels and findings

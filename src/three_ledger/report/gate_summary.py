@@ -100,7 +100,7 @@ class GateOutcome:
     pin_change: bool = False
     # The test-side paths of a change gate sent to the test owners unscored.
     test_change: tuple[TestSideChange, ...] | None = None
-    # Paths under each pin's fixtures_dir that differ from the base, relative to ROOT.
+    # Paths under each folder of each fixture pin that differ from the base, relative to ROOT.
     moved_fixtures: tuple[str, ...] = field(default=())
 
     def property_ledger(self) -> PropertyLedger | None:

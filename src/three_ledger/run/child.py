@@ -24,6 +24,7 @@ from three_ledger.ledgers import Sandbox, ledger_text
 from three_ledger.pins import FixturePin
 from three_ledger.plugin.wire import (
     COLLECT_ENV,
+    FIXTURES_DIRS_ENV,
     FIXTURES_ENV,
     MEASURE_ENV,
     MEASURE_ROOT_ENV,
@@ -159,7 +160,9 @@ def child_environment(
     env = env_policy.close(inherited, child.keep_env, str(home))
     if child.results_path is not None:
         env[RESULTS_ENV] = str(child.results_path)
-    env[FIXTURES_ENV] = str((child.root / child.fixture_pin.fixtures_dir).resolve())
+    folders = [str((child.root / folder).resolve()) for folder in child.fixture_pin.fixtures_dirs]
+    env[FIXTURES_ENV] = folders[0]
+    env[FIXTURES_DIRS_ENV] = os.pathsep.join(folders)
     env[PIN_ID_ENV] = child.fixture_pin.pin_id
     if child.enforcement is Enforcement.SOCKET_GUARD:
         env[NETWORK_ENV] = NETWORK_BANNED

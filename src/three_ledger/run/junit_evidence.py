@@ -90,7 +90,9 @@ class Start:
     file_ns: int
 
 
-def prepare(given: Path, root: Path, fixtures_dir: str, outputs: Iterable[Path]) -> ReportPlace:
+def prepare(
+    given: Path, root: Path, fixtures_dirs: tuple[str, ...], outputs: Iterable[Path]
+) -> ReportPlace:
     """Refuse an unusable report path (exit 2), then empty the report's folder.
 
     The output guards (`outputs.refuse_unwritable`) have already kept it off the pins and
@@ -98,16 +100,19 @@ def prepare(given: Path, root: Path, fixtures_dir: str, outputs: Iterable[Path])
     Returns the place, for `read_after_run` once the command exits.
     """
     place = ReportPlace(given, Path(os.path.abspath(given)), root)
-    refuse_unusable(place, fixtures_dir, outputs)
+    refuse_unusable(place, fixtures_dirs, outputs)
     return empty_folder(place)
 
 
-def refuse_unusable(place: ReportPlace, fixtures_dir: str, outputs: Iterable[Path] = ()) -> None:
+def refuse_unusable(
+    place: ReportPlace, fixtures_dirs: tuple[str, ...], outputs: Iterable[Path] = ()
+) -> None:
     where = place.label
     if place.absolute.is_dir() and not place.absolute.is_symlink():
         raise Refused(f"--junit-xml {where} is a folder, not a report file")
-    if _inside_fixtures(place, fixtures_dir):
-        raise Refused(f"--junit-xml {where} lies in the fixtures folder {fixtures_dir!r}")
+    for folder in fixtures_dirs:
+        if _inside_fixtures(place, folder):
+            raise Refused(f"--junit-xml {where} lies in the fixtures folder {folder!r}")
     if git.is_tracked(place.root, place.absolute):
         raise Refused(
             f"--junit-xml {where} is tracked by git: a committed report is not evidence of "

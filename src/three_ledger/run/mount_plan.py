@@ -189,7 +189,7 @@ def _file_command_folders(
 def refuse_writable_overlaps(
     source: Path,
     writable_paths: Sequence[str],
-    fixtures_dir: str,
+    fixtures_dirs: tuple[str, ...],
     oracle_paths: Sequence[str],
     oracle_files: Iterable[str] = (),
 ) -> None:
@@ -198,7 +198,7 @@ def refuse_writable_overlaps(
     for index, entry in enumerate(writable_paths):
         where = f"{source}: $.writable_paths[{index}]: {entry!r}"
         for guarded, what in [
-            (fixtures_dir, "the pinned fixtures' folder"),
+            *((folder, "the pinned fixtures' folder") for folder in fixtures_dirs),
             *((path, "oracle_paths entry") for path in oracle_paths),
         ]:
             guarded = guarded.removesuffix("/")

@@ -300,7 +300,7 @@ def _observe_report(
 
     outputs = [path for path in (run.out, run.log_path) if path is not None]
     fixture_pin = checked.fixture_pin
-    report = junit_evidence.prepare(report_path, run.root, fixture_pin.fixtures_dir, outputs)
+    report = junit_evidence.prepare(report_path, run.root, fixture_pin.fixtures_dirs, outputs)
     changes = _report_oracles(run, checked, report.ledger_path(), outputs)
     # Nothing is left out of a JUnit run: a new test module is an oracle move there.
     for path in checked.base().unscored_new_files:

@@ -146,7 +146,7 @@ def _refuse_writable_paths(root: Path, pin: PropertiesPin, fixture_pin: FixtureP
     refuse_writable_overlaps(
         pin.source,
         pin.writable_paths,
-        fixture_pin.fixtures_dir,
+        fixture_pin.fixtures_dirs,
         pin.oracle_paths,
         known_oracle_files(root, pin.writable_paths),
     )

@@ -29,7 +29,7 @@ def domain_files(prop: Property, pin: FixturePin) -> tuple[str, ...]:
     """The pinned paths a property's domain names, sorted (a `dir/` entry: all below it)."""
     chosen: set[str] = set()
     for entry in prop.domain:
-        full = f"{pin.fixtures_dir}/{entry}"
+        full = pin.domain_path(entry)
         if entry.endswith("/"):
             chosen.update(path for path in pin.files if path.startswith(full))
         elif full in pin.files:

@@ -1,0 +1,75 @@
+"""Which folders of a project hold its test data, for `init` to draft a fixture pin of them.
+
+A data folder holds files and no Python at any depth, and lies under a test folder (`tests`,
+`test`, `testing`) or is named like one of data (`fixtures`, `testdata`, ...). Only the
+outermost such folders count: `tests/test_port/fixtures` is one folder, not one per subfolder.
+It is a guess for a person to review; `--fixtures-dir` replaces it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from three_ledger import git
+from three_ledger.errors import Refused
+from three_ledger.product_guess import TEST_FOLDERS
+
+# Folder names that say "test data" wherever they lie.
+DATA_NAMES = frozenset({"fixtures", "fixture", "testdata", "test_data", "test-data"})
+# Never walked for files: caches and environments, which no pin should list.
+_SKIPPED = frozenset({"__pycache__", "node_modules", "venv", "site-packages"})
+
+
+def project_files(root: Path) -> list[str]:
+    """The files of ROOT, relative to it: those git tracks or would add (not ignored) in a
+    git work tree, else every file below ROOT but hidden folders and caches."""
+    try:
+        listed = git.work_tree_files(root)
+    except Refused:  # not in a git work tree
+        return _walked(root)
+    return sorted(path for path in listed if (root / path).is_file() and _kept(path))
+
+
+def _walked(root: Path) -> list[str]:
+    found = []
+    for folder, folders, files in os.walk(root):
+        folders[:] = [name for name in folders if _kept(name) and not _is_venv(Path(folder, name))]
+        relative = Path(folder).relative_to(root)
+        found += [(relative / name).as_posix() for name in files]
+    return sorted(found)
+
+
+def _kept(path: str) -> bool:
+    return not any(part.startswith(".") or part in _SKIPPED for part in path.split("/"))
+
+
+def _is_venv(folder: Path) -> bool:
+    return (folder / "pyvenv.cfg").is_file()
+
+
+def data_folders(files: Iterable[str]) -> list[str]:
+    """The outermost folders holding FILES (paths relative to ROOT) that look like test data,
+    sorted."""
+    every = list(files)
+    with_python = {folder for path in every if path.endswith(".py") for folder in _parents(path)}
+    holding_files = {folder for path in every for folder in _parents(path)}
+    candidates = {
+        folder for folder in holding_files - with_python if _looks_like_data(PurePosixPath(folder))
+    }
+    return sorted(
+        folder
+        for folder in candidates
+        if not any(parent in candidates for parent in _parents(folder + "/x")[1:])
+    )
+
+
+def _parents(path: str) -> list[str]:
+    """Every folder holding PATH, innermost first, ROOT itself left out."""
+    parts = PurePosixPath(path).parts[:-1]
+    return ["/".join(parts[:end]) for end in range(len(parts), 0, -1)]
+
+
+def _looks_like_data(folder: PurePosixPath) -> bool:
+    return folder.name in DATA_NAMES or bool(TEST_FOLDERS & set(folder.parts[:-1]))
