@@ -337,3 +337,101 @@ def test_a_reject_names_its_cause_in_the_posture_line_the_headline_and_the_junit
     prefix, count = junit
     named = [message for message in failures if message.startswith(prefix.format(base=base))]
     assert len(named) == count, failures
+
+
+# --- gate --flake-evidence: evidence after the chain's steps, the posture untouched --------
+
+FLAKY = f"{TEST_FILE}::test_boundary_timeout"
+FIRED = {**PASSING, FLAKY: "fail"}
+# flake-evidence's reruns measure no harness (THREE_LEDGER_HARNESS is unset in them).
+HARNESS = 'open(os.environ["THREE_LEDGER_HARNESS"], "w")'
+assert HARNESS in PLUGIN_STAND_IN
+RERUNNABLE = PLUGIN_STAND_IN.replace(
+    HARNESS, 'open(os.environ.get("THREE_LEDGER_HARNESS", os.devnull), "w")'
+)
+
+
+def rerunnable(outcomes: dict[str, str]) -> str:
+    return shlex.join([sys.executable, "-c", RERUNNABLE + WRITE_RESULTS, json.dumps(outcomes)])
+
+
+FLAG = ("--flake-evidence", "--flake-reruns", "1", "--flake-budget-s", "60")
+
+
+def test_a_fired_flake_gets_evidence_and_the_posture_stands(
+    project: tuple[Path, str], run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    repo, base = project
+    code, stdout, out = gate(run_cli, repo, rerunnable(FIRED), "--base", base)
+    without = (code, decision(out))
+    assert not (out / "flake_evidence.json").exists()
+    assert "flake-evidence" not in (out / "summary.md").read_text()
+    step_summary = tmp_path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    code, stdout, out = gate(run_cli, repo, rerunnable(FIRED), "--base", base, *FLAG)
+    assert (code, decision(out)) == without
+    evidence = json.loads((out / "flake_evidence.json").read_text())
+    assert evidence["kind"] == "flake_evidence"
+    (candidate,) = evidence["candidates"]
+    # The stand-in fails the flaky test in every run: the same in each mode.
+    assert (candidate["id"], candidate["reason"]) == (FLAKY, "flake_entry")
+    assert candidate["verdict"] == "consistent_failure"
+    assert f"{FLAKY}: consistent_failure" in stdout
+    assert "original: 1 of 1 failed" in stdout
+    assert "(flake evidence is for people: the posture stands)" in stdout
+    summary = step_summary.read_text()
+    assert "**Flake evidence**" in summary
+    assert "consistent\\_failure" in summary
+    assert (out / "flake_evidence.log").is_file()
+    steps = {case.get("name"): case for case in ET.parse(out / "verdict.xml").getroot().iter()}
+    assert steps["flake-evidence"].find("failure") is None
+
+
+def test_without_candidates_no_evidence_ledger_is_written_and_it_says_so(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    repo, base = project
+    out = repo.parent / "out"
+    out.mkdir()
+    # An earlier run's evidence must not pass for this run's.
+    (out / "flake_evidence.json").write_text("{}")
+    code, stdout, out = gate(run_cli, repo, stand_in(PASSING), "--base", base, *FLAG)
+    assert code == 0, stdout
+    assert decision(out)[:2] == ("review", 9)
+    assert not (out / "flake_evidence.json").exists()
+    said = "flake-evidence: not run: no candidates: no flake entry failed, no property failed"
+    assert said in stdout
+    summary = (out / "summary.md").read_text()
+    assert "**Flake evidence**" in summary
+    assert "not run\\: no candidates" in summary
+
+
+def test_a_refusal_of_flake_evidence_is_a_note_not_a_gate_failure(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    """An oracle edit beside a product edit is scored (row 5); flake-evidence refuses to rerun
+    a run whose oracles moved, and the gate reports that, with merge's posture and code."""
+    repo, base = project
+    oracle = repo / TEST_FILE
+    oracle.write_text(oracle.read_text() + "\n# weakened\n")
+    (repo / "orders.py").write_text((repo / "orders.py").read_text() + "\n")
+    git(repo, "commit", "-q", "-am", "an oracle edit")
+    code, _, out = gate(run_cli, repo, rerunnable(FIRED), "--base", base)
+    without = (code, decision(out))
+    code, stdout, out = gate(run_cli, repo, rerunnable(FIRED), "--base", base, *FLAG)
+    assert (code, decision(out)) == without
+    assert without[1][:2] == ("reject", 5)
+    assert "flake-evidence: exit 2: " in stdout
+    assert not (out / "flake_evidence.json").exists()
+    summary = (out / "summary.md").read_text()
+    assert "flake-evidence exited 2\\: " in summary
+    assert "(the posture stands)" in summary
+    steps = {case.get("name"): case for case in ET.parse(out / "verdict.xml").getroot().iter()}
+    assert steps["flake-evidence"].find("failure") is None
+
+
+def test_its_reruns_and_budget_go_with_the_flag(project: tuple[Path, str], run_cli: RunCli) -> None:
+    repo, base = project
+    code, _, out = gate(run_cli, repo, stand_in(PASSING), "--base", base, "--flake-reruns", "3")
+    assert code == 64
+    assert not (out / "decision.json").exists()

@@ -18,6 +18,7 @@ from three_ledger.workflow.chain import (
     CheckPins,
     Digest,
     DualPin,
+    FlakeEvidence,
     FlakeObserve,
     Merge,
     Properties,
@@ -104,6 +105,20 @@ def test_vet_and_check_pins_run_as_a_pin_reviewer_would() -> None:
         "--command", COMMAND, "--log", "../logs/v", "--out", "../ledgers/vet.json",
     ]  # fmt: skip
     assert arguments(CheckPins(PINS)) == ["check-pins", "--pins-dir", "pins"]
+
+
+def test_flake_evidence_reruns_on_the_first_sides_ledgers_within_its_budget() -> None:
+    gathered = FlakeEvidence(
+        SIDE_A, LEDGERS.fixture(SIDE_A), LEDGERS.prop(SIDE_A), PINS / "properties.json",
+        PINS / "flakes.json", LEDGERS.folder / "flake_evidence.json", PATHS.logs / "fe", 3, 20.0,
+    )  # fmt: skip
+    assert arguments(gathered) == [
+        "flake-evidence", "--fixture-ledger", "../ledgers/fixture_a.json",
+        "--property-ledger", "../ledgers/property_a.json", "--pin", "pins/fixtures.json",
+        "--properties", "pins/properties.json", "--flake-pin", "pins/flakes.json",
+        "--command", COMMAND, "--reruns", "3", "--budget-s", "20", "--log", "../logs/fe",
+        "--out", "../ledgers/flake_evidence.json",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

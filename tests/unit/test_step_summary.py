@@ -11,19 +11,29 @@ longer than LONGEST_RUN characters.
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from helpers.markdown_tables import gfm_html, longest_runs, tables_of
 from helpers.records import DIGEST, OTHER_DIGEST, evidence, flake_reading, prop_reading
+from three_ledger.ledgers import (
+    CandidateEvidence,
+    FlakeEvidenceLedger,
+    FlakeProposal,
+    ModeTally,
+    encode,
+)
 from three_ledger.merge_table import Reading, Verdict
 from three_ledger.report.step_summary import (
     LONGEST_RUN,
     NEXT_STEP,
     STATUS_MARK,
     ZERO_WIDTH_SPACE,
+    FlakeEvidenceNote,
     StepRow,
     SummaryInput,
     VetRow,
@@ -33,7 +43,15 @@ from three_ledger.report.step_summary import (
     text,
     wrappable,
 )
-from three_ledger.vocabulary import Posture, Status, VetVerdict
+from three_ledger.vocabulary import (
+    Enforcement,
+    FlakeVerdict,
+    Network,
+    Posture,
+    RerunMode,
+    Status,
+    VetVerdict,
+)
 
 PAGE_PX = 1000
 # Generous per-character widths: GitHub's body font is 16 px, its code font 85% monospace.
@@ -277,3 +295,72 @@ def test_vet_findings_mark_each_property_that_cannot_fail_on_its_pin() -> None:
     assert f"| ❌ | {code(LONG_ID)} | survived on" in section
     (table,) = [table for table in tables_of(markdown) if len(table) == 3]
     assert minimum_width_px(table) <= PAGE_PX
+
+
+def _candidate(test_id: str, verdict: FlakeVerdict, **changes: Any) -> CandidateEvidence:
+    modes = {
+        RerunMode.ORIGINAL: ModeTally(4, 2, 0, "2 of 4 failed: 6.8 % to 93.2 % (two-sided, 95 %)"),
+        RerunMode.ISOLATED: ModeTally(4, 0, 1, None),
+    }
+    fields: dict[str, Any] = {
+        "id": test_id, "reason": "flake_entry", "property_ids": (), "worker": "main",
+        "prefix": 3, "modes": modes, "verdict": verdict, "polluter": None,
+        "inputs_changed": (), "unfinished": None, "proposal": None,
+    }  # fmt: skip
+    return CandidateEvidence(**{**fields, **changes})
+
+
+def _flake_evidence(*candidates: CandidateEvidence) -> FlakeEvidenceLedger:
+    return FlakeEvidenceLedger(
+        ledger_id="ab" * 16, pin_id="fixpin-a", property_pin_id="pp", property_pin_sha256=DIGEST,
+        fixture_digest=DIGEST, property_ledger_sha256=OTHER_DIGEST, head_revision="cd" * 20,
+        command=("pytest",), confidence="0.95", reruns=4, budget_s=60, runs=9, duration_ms=4200,
+        network=Network.BANNED, network_enforcement=Enforcement.NONE, sandbox_layers={},
+        candidates=candidates, recorded_at="2026-01-01T00:00:00Z",
+    )  # fmt: skip
+
+
+def test_flake_evidence_shows_verdicts_a_proposal_to_paste_and_the_owners_part_apart() -> None:
+    # An id from the change under review may hold backticks: the fence stays longer.
+    hostile = "properties/test_x.py::test_random[````]"
+    proposal = FlakeProposal(hostile, hostile, "FILL-IN", "FILL-IN", "non_deterministic")
+    random = _candidate(hostile, FlakeVerdict.NON_DETERMINISTIC, proposal=proposal)
+    victim = _candidate(
+        "properties/test_x.py::test_victim", FlakeVerdict.ORDER_DEPENDENT_VICTIM,
+        polluter="properties/test_x.py::test_polluter", inputs_changed=("fixtures/a.json",),
+        unfinished="the budget ended first",
+    )  # fmt: skip
+    owned = _candidate(
+        "properties/test_x.py::test_prop", FlakeVerdict.CONSISTENT_FAILURE,
+        reason="property", property_ids=("orders.a",),
+    )  # fmt: skip
+    summary = SummaryInput(
+        POSTURES["reject"],
+        evidence(prop=prop_reading()),
+        flake_evidence=FlakeEvidenceNote(_flake_evidence(random, victim, owned), ""),
+    )
+    markdown = render(summary)
+    section = markdown.split("**Flake evidence**", 1)[1]
+    ours, owners = section.split("**For the test owners (the property miss stands, row 7)\\:**")
+    assert "**non\\_deterministic**" in ours
+    assert "likely polluter: <code>properties/<wbr>test\\_<wbr>x.<wbr>py" in ours
+    assert "unfinished: the budget ended first" in ours
+    assert "isolated: no run reached it, 1 broke as a whole" in ours
+    assert "answers for <code>orders.<wbr>a</code>" in owners
+    assert "test\\_<wbr>prop" not in ours
+    fenced = re.search(r"^(`{5,})json\n(.*)\n\1$", ours, re.MULTILINE)
+    assert fenced is not None
+    assert json.loads(fenced.group(2)) == encode(proposal)
+    for table in tables_of(markdown):
+        assert minimum_width_px(table) <= PAGE_PX, table
+
+
+def test_flake_evidence_that_found_nothing_says_why() -> None:
+    said = "not run: no candidates: no flake entry failed"
+    summary = SummaryInput(
+        POSTURES["review"],
+        evidence(prop=prop_reading()),
+        flake_evidence=FlakeEvidenceNote(None, said),
+    )
+    assert text(said) in render(summary).split("**Flake evidence**", 1)[1]
+    assert "**Flake evidence**" not in render(SummaryInput(POSTURES["review"], None))

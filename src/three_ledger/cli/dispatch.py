@@ -211,8 +211,12 @@ def _run_merge(args: argparse.Namespace) -> int:
 
 
 def _run_gate(args: argparse.Namespace) -> int:
+    from three_ledger.commands.flake_evidence import DEFAULT_BUDGET_S, DEFAULT_RERUNS
     from three_ledger.commands.gate import GateRequest, gate
 
+    reruns, budget_s = args.flake_reruns, args.flake_budget_s
+    if (reruns is not None or budget_s is not None) and not args.flake_evidence:
+        raise UsageError("gate: --flake-reruns and --flake-budget-s go with --flake-evidence")
     return gate(
         GateRequest(
             pins_dir=args.pins_dir,
@@ -226,6 +230,9 @@ def _run_gate(args: argparse.Namespace) -> int:
             verdict_dotenv=args.verdict_dotenv,
             junit_xml=args.junit_xml,
             keep_env=tuple(args.keep_env),
+            flake_evidence=args.flake_evidence,
+            flake_reruns=DEFAULT_RERUNS if reruns is None else reruns,
+            flake_budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s,
         )
     )
 

@@ -95,8 +95,12 @@ COMMAND_HELP = {
     ),
     "gate": CommandHelp(
         'three-ledger gate --pins-dir pins --command "python -m pytest -q" '
-        "--base refs/remotes/origin/main",
-        [(0, "review or human_review"), (1, "reject"), _REFUSED],
+        "--base refs/remotes/origin/main --flake-evidence",
+        [
+            (0, "review or human_review (--flake-evidence never changes the code)"),
+            (1, "reject"),
+            _REFUSED,
+        ],
     ),
     "check-pins": CommandHelp(
         "three-ledger check-pins --pins-dir pins",

@@ -23,6 +23,9 @@ DEFAULT_TIMEOUT_S = 1800.0
 DEFAULT_VET_LEDGER = Path("ledgers/vet_ledger.json")
 # Where `flake-evidence` writes its ledger when no --out is given.
 DEFAULT_FLAKE_EVIDENCE = Path("ledgers/flake_evidence.json")
+# `flake-evidence --reruns` and `--budget-s` (and `gate --flake-reruns`, `--flake-budget-s`).
+DEFAULT_FLAKE_RERUNS = 20
+DEFAULT_FLAKE_BUDGET_S = 600.0
 # `check-pins --warn-days`: a flake entry due for review this soon is warned about.
 DEFAULT_WARN_DAYS = 14
 # `flake-audit --min-runs`: the runs an entry needs before it is judged.
@@ -74,6 +77,16 @@ def _ledger_path(text: str) -> Path:
     return Path(text)
 
 
+def _positive_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {text!r}")
+    return value
+
+
 def _variable_name(text: str) -> str:
     if not env_policy.is_variable_name(text):
         raise argparse.ArgumentTypeError(f"not an environment variable name: {text!r}")
@@ -91,6 +104,10 @@ class Option:
         """The same option with some settings changed (a command's own help, say)."""
         return Option(self.flags, {**self.settings, **changes})
 
+    def named(self, *flags: str, **changes: Any) -> Option:
+        """The same option under other FLAGS (`gate --flake-reruns` is `--reruns`)."""
+        return Option(flags, {**self.settings, **changes})
+
     def add_to(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument(*self.flags, **self.settings)
 
@@ -102,6 +119,22 @@ def option(*flags: str, **settings: Any) -> Option:
 
 class Opts:
     """The options more than one command takes, declared once; commands compose them."""
+
+    # flake-evidence's reruns and budget; gate takes them as --flake-reruns, --flake-budget-s.
+    reruns = option(
+        "--reruns",
+        type=_positive_count,
+        default=DEFAULT_FLAKE_RERUNS,
+        metavar="N",
+        help=f"runs per mode at most (default {DEFAULT_FLAKE_RERUNS})",
+    )
+    budget_s = option(
+        "--budget-s",
+        type=_positive_seconds,
+        default=DEFAULT_FLAKE_BUDGET_S,
+        metavar="S",
+        help=f"seconds for every rerun together (default {DEFAULT_FLAKE_BUDGET_S:g})",
+    )
 
     pin = option("--pin", type=Path, required=True, help="fixture pin (JSON)")
     properties = option("--properties", type=Path, required=True, help="properties pin (JSON)")
@@ -450,6 +483,24 @@ def _add_gate(commands: Subparsers) -> None:
         Opts.timeout,
         Opts.quiet,
         Opts.keep_env,
+        option(
+            "--flake-evidence",
+            action="store_true",
+            help="after flake-observe, run flake-evidence when there are candidates, writing "
+            "flake_evidence.json in --out-dir; evidence only: it never changes the posture or "
+            "the exit code",
+        ),
+        Opts.reruns.named(
+            "--flake-reruns",
+            default=None,
+            help=f"flake-evidence's runs per mode at most (default {DEFAULT_FLAKE_RERUNS})",
+        ),
+        Opts.budget_s.named(
+            "--flake-budget-s",
+            default=None,
+            help="seconds for all of flake-evidence's reruns together (default "
+            f"{DEFAULT_FLAKE_BUDGET_S:g})",
+        ),
         help="run the whole workflow (digest, properties, dual-pin, flake-observe, merge)",
         description="Find the properties pin, the fixture pins it names and the flake pin in "
         "--pins-dir; run digest and properties on each fixture pin, dual-pin (or --not-run), "
@@ -596,16 +647,6 @@ def _whole_number(text: str) -> int:
     return value
 
 
-def _positive_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more: {text!r}")
-    return value
-
-
 def _add_vet(commands: Subparsers) -> None:
     _command(
         commands,
@@ -669,20 +710,8 @@ def _add_flake_evidence(commands: Subparsers) -> None:
             help="node ids to rerun (default: flake entries that did not pass, the tests "
             "behind a failing property, unpinned failures)",
         ),
-        option(
-            "--reruns",
-            type=_positive_count,
-            default=20,
-            metavar="N",
-            help="runs per mode at most (default 20)",
-        ),
-        option(
-            "--budget-s",
-            type=_positive_seconds,
-            default=600.0,
-            metavar="S",
-            help="seconds for every rerun together (default 600)",
-        ),
+        Opts.reruns,
+        Opts.budget_s,
         option(
             "--confidence",
             type=_confidence,

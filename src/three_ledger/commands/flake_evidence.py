@@ -19,6 +19,7 @@ from three_ledger import run_order
 from three_ledger.commands.vet import raising_on_interrupt
 from three_ledger.errors import Refused
 from three_ledger.flake.bench import Bench, Rerun, Setting
+from three_ledger.flake.candidates import candidate_reasons
 from three_ledger.flake.report import report
 from three_ledger.flake.verdict import Reruns, decided, verdict
 from three_ledger.ledgers import (
@@ -35,7 +36,7 @@ from three_ledger.ledgers import (
     write_ledger,
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
-from three_ledger.results import answers_for, selects
+from three_ledger.results import answers_for
 from three_ledger.run import sandbox
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import Checks, Preflight, preflight
@@ -43,6 +44,9 @@ from three_ledger.vet import scratch
 from three_ledger.vocabulary import FlakeVerdict, Outcome, RerunMode
 
 FILL_IN = "FILL-IN"
+# `--reruns` and `--budget-s` when not given (`gate --flake-reruns`, `--flake-budget-s` too).
+DEFAULT_RERUNS = 20
+DEFAULT_BUDGET_S = 600.0
 _FAILED = (Outcome.FAIL, Outcome.ERROR)
 
 
@@ -57,8 +61,8 @@ class Request:
     root: Path
     flake_pin_path: Path | None = None
     candidates: tuple[str, ...] = ()
-    reruns: int = 20
-    budget_s: float = 600.0
+    reruns: int = DEFAULT_RERUNS
+    budget_s: float = DEFAULT_BUDGET_S
     confidence: float = 0.95
     log_path: Path | None = None
     keep_env: tuple[str, ...] = ()
@@ -220,17 +224,7 @@ def choose(
     wanted: dict[str, str] = {test_id: "given" for test_id in given}
     if not given:
         flaky = checked.flake_pin.selectors() if checked.flake_pin else {}
-        for test_id, outcome in record.flake_results.items():
-            if outcome is not Outcome.PASS and test_id in flaky:
-                for ids in orders.values():
-                    for node in ids:
-                        if selects(flaky[test_id], node):
-                            wanted.setdefault(node, "flake_entry")
-        for tests in record.failing_tests.values():
-            for test in tests:
-                wanted.setdefault(test.id, "property")
-        for node in record.unpinned_failures.first_ids:
-            wanted.setdefault(node, "unpinned")
+        wanted = candidate_reasons(record, orders, flaky)
     return [_placed(node, reason, orders, record, checked) for node, reason in wanted.items()]
 
 

@@ -1,10 +1,12 @@
 """`three-ledger gate`: the whole workflow, in order, in one command.
 
 digest (each fixture pin), properties (each fixture pin), dual-pin (or `--not-run` with one
-pin), flake-observe (each flake entry that did not pass), merge. Each ledger is its own file
-in `--out-dir`; a step that refuses leaves its ledger absent and the chain goes on to merge,
-so a later step never heals an earlier failure. Gate exits with merge's code. A change that
-touches only the pins folder is not scored: `check-pins` runs, and pin owners review it.
+pin), flake-observe (each flake entry that did not pass), with `--flake-evidence`
+flake-evidence (evidence only: it never changes the posture or the exit code), merge. Each
+ledger is its own file in `--out-dir`; a step that refuses leaves its ledger absent and the
+chain goes on to merge, so a later step never heals an earlier failure. Gate exits with
+merge's code. A change that touches only the pins folder is not scored: `check-pins` runs,
+and pin owners review it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from three_ledger.bytecode import is_bytecode
 # sandbox's read-only tree must not be able to plant code that a later step imports.
 from three_ledger.commands import check_pins as check_pins_command
 from three_ledger.commands import dual_pin as dual_pin_command
+from three_ledger.commands import flake_evidence as flake_evidence_command
 from three_ledger.commands import flake_observe as flake_observe_command
 from three_ledger.commands import merge as merge_command
 from three_ledger.commands import properties as properties_command
@@ -55,6 +58,8 @@ from three_ledger.workflow.chain import (
     CheckPins,
     Digest,
     DualPin,
+    FlakeEvidence,
+    FlakeEvidenceAsk,
     FlakeObserve,
     Merge,
     Pins,
@@ -94,6 +99,10 @@ class GateRequest:
     junit_xml: Path | None = None
     # --keep-env: names of the job's environment the test child keeps for this run.
     keep_env: tuple[str, ...] = ()
+    # --flake-evidence: rerun the flake candidates after the chain's steps, as evidence only.
+    flake_evidence: bool = False
+    flake_reruns: int = flake_evidence_command.DEFAULT_RERUNS
+    flake_budget_s: float = flake_evidence_command.DEFAULT_BUDGET_S
 
     @property
     def report_files(self) -> ReportFiles:
@@ -101,7 +110,14 @@ class GateRequest:
 
 
 # The ledgers and logs gate writes in `--out-dir`, as glob patterns.
-_LEFTOVERS = ("fixture-*.json", "property-*.json", "property-*.log", "flake-*.json", "vet-*.*")
+_LEFTOVERS = (
+    "fixture-*.json",
+    "property-*.json",
+    "property-*.log",
+    "flake-*.json",
+    "flake_evidence.*",
+    "vet-*.*",
+)
 
 
 @dataclass(frozen=True)
@@ -125,6 +141,14 @@ class OutDir:
 
     def flake(self, number: int) -> Path:
         return self.folder / f"flake-{number}.json"
+
+    @property
+    def flake_evidence(self) -> Path:
+        return self.folder / "flake_evidence.json"
+
+    @property
+    def flake_evidence_log(self) -> Path:
+        return self.folder / "flake_evidence.log"
 
     def vet(self, side: FixtureSide) -> Path:
         return self.folder / f"vet-{side.slug}.json"
@@ -214,7 +238,15 @@ def _scored(
         flake_pin=merge_command.read_flake_pin(plan.flake_pin),
         pins_dir=request.pins_dir,
     )
-    run_chain(chain, pins, out, vet=vet_calls(change, plan, out))
+    flake_evidence = None
+    if request.flake_evidence:
+        flake_evidence = FlakeEvidenceAsk(
+            out.flake_evidence,
+            out.flake_evidence_log,
+            request.flake_reruns,
+            request.flake_budget_s,
+        )
+    run_chain(chain, pins, out, vet=vet_calls(change, plan, out), flake_evidence=flake_evidence)
     judgement = runner.judgement
     verdict = judgement.verdict if judgement is not None else None
     evidence = judgement.evidence if judgement is not None else None
@@ -275,6 +307,8 @@ class InProcess:
                 return _dual_pin(call)
             case FlakeObserve():
                 return self._flake_observe(call)
+            case FlakeEvidence():
+                return self._flake_evidence(call)
             case Vet():
                 return self._vet(call)
             case CheckPins():
@@ -311,6 +345,23 @@ class InProcess:
             root=self.request.root,
             base=self.base,
         )
+
+    def _flake_evidence(self, call: FlakeEvidence) -> int:
+        request = flake_evidence_command.Request(
+            fixture_ledger=call.fixture,
+            property_ledger=call.prop,
+            pin_path=call.side.path,
+            properties_path=call.properties_pin,
+            command=self.request.command,
+            out=call.out,
+            root=self.request.root,
+            flake_pin_path=call.flake_pin,
+            reruns=call.reruns,
+            budget_s=call.budget_s,
+            log_path=call.log,
+            keep_env=self.request.keep_env,
+        )
+        return flake_evidence_command.flake_evidence(request)
 
     def _vet(self, call: Vet) -> int:
         request = vet_command.Request(

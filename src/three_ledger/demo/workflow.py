@@ -29,6 +29,7 @@ from three_ledger.workflow.chain import (
     CheckPins,
     Digest,
     DualPin,
+    FlakeEvidence,
     FlakeObserve,
     Merge,
     Pins,
@@ -150,6 +151,8 @@ class ChildSteps:
                     *("--flake-pin", self._at(call.flake_pin), "--test-id", call.test_id),
                     *("--base", self.base, "--out", self._at(call.out)),
                 ]
+            case FlakeEvidence():
+                return self._flake_evidence(call)
             case Vet():
                 return [
                     *("vet", "--pin", self._at(call.side.path)),
@@ -163,6 +166,17 @@ class ChildSteps:
                 return self._merge(call)
             case _:
                 assert_never(call)
+
+    def _flake_evidence(self, call: FlakeEvidence) -> list[str]:
+        flake_pin = ["--flake-pin", self._at(call.flake_pin)] if call.flake_pin else []
+        return [
+            *("flake-evidence", "--fixture-ledger", self._at(call.fixture)),
+            *("--property-ledger", self._at(call.prop), "--pin", self._at(call.side.path)),
+            *("--properties", self._at(call.properties_pin), *flake_pin),
+            *("--command", shlex.join(TEST_COMMAND), "--reruns", str(call.reruns)),
+            *("--budget-s", f"{call.budget_s:g}", "--log", self._at(call.log)),
+            *("--out", self._at(call.out)),
+        ]
 
     def _properties(self, call: Properties) -> list[str]:
         flake_pin = ["--flake-pin", self._at(call.flake_pin)] if call.flake_pin else []

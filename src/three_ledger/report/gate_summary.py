@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import enum
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import assert_never
 
+from three_ledger.flake.report import lines as flake_evidence_lines
 from three_ledger.gate_plan import Change, Plan
 from three_ledger.ledgers import (
     DualPinLedger,
     FixtureLedger,
+    FlakeEvidenceLedger,
     FlakeLedger,
     MergeDecision,
     PropertyLedger,
@@ -21,7 +24,14 @@ from three_ledger.ledgers import (
 )
 from three_ledger.merge_table import Evidence, Verdict
 from three_ledger.report.junit_verdict import PropertyCase, StepCase, property_cases
-from three_ledger.report.step_summary import StepRow, SummaryInput, VetRow, flake_owners, render
+from three_ledger.report.step_summary import (
+    FlakeEvidenceNote,
+    StepRow,
+    SummaryInput,
+    VetRow,
+    flake_owners,
+    render,
+)
 from three_ledger.report.workflow_commands import Annotation, Level, annotations_of_kind
 from three_ledger.test_changes import TestSideChange
 from three_ledger.vet.report import finding
@@ -47,6 +57,7 @@ class StepKind(enum.StrEnum):
     PROPERTIES = "properties"
     DUAL_PIN = "dual-pin"
     FLAKE_OBSERVE = "flake-observe"
+    FLAKE_EVIDENCE = "flake-evidence"
     VET = "vet"
     CHECK_PINS = "check-pins"
     MERGE = "merge"
@@ -54,7 +65,13 @@ class StepKind(enum.StrEnum):
 
 # The record a step's ledger holds; check-pins writes none.
 StepRecord = (
-    FixtureLedger | PropertyLedger | DualPinLedger | FlakeLedger | VetLedger | MergeDecision
+    FixtureLedger
+    | PropertyLedger
+    | DualPinLedger
+    | FlakeLedger
+    | FlakeEvidenceLedger
+    | VetLedger
+    | MergeDecision
 )
 
 
@@ -87,7 +104,9 @@ class Step:
         return "-" if self.exit_code is None else str(self.exit_code)
 
     def junit_case(self) -> StepCase:
-        return StepCase(self.name, self.exit_code, self.ok, self.note)
+        # flake-evidence gathers evidence beside the gate: its own failure fails no case.
+        passed = self.ok or self.kind is StepKind.FLAKE_EVIDENCE
+        return StepCase(self.name, self.exit_code, passed, self.note)
 
 
 @dataclass(frozen=True)
@@ -160,6 +179,8 @@ def describe(kind: StepKind, record: StepRecord | None) -> str:
             return f"drift: {', '.join(record.differences)}" if record.drift else "the pins agree"
         case FlakeLedger():
             return f"{record.test_id} observed {record.observed}: a flake note, not a pass"
+        case FlakeEvidenceLedger():
+            return _describe_flake_evidence(record)
         case VetLedger():
             return _describe_vet(record)
         case MergeDecision():
@@ -183,6 +204,15 @@ def _describe_vet(vetted: VetLedger) -> str:
     return f"each of {len(vetted.properties)} properties can fail on its fixtures"
 
 
+def _describe_flake_evidence(found: FlakeEvidenceLedger) -> str:
+    verdicts = Counter(str(candidate.verdict) for candidate in found.candidates)
+    counted = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items()))
+    return (
+        f"{len(found.candidates)} candidate(s), {found.runs} reruns: {counted or 'none'} "
+        "(evidence only: the posture stands)"
+    )
+
+
 def step_line(step: Step) -> str:
     if step.exit_code is None:
         return one_line(f"{step.name}: not run: {step.note}")
@@ -200,6 +230,10 @@ def render_steps(steps: Sequence[Step]) -> str:
 
 def console_report(outcome: GateOutcome) -> str:
     lines = ["", render_steps(outcome.steps), ""] if outcome.steps else [""]
+    found = flake_evidence_note(outcome.steps)
+    if found is not None and found.ledger is not None:
+        shown = [one_line(line) for line in flake_evidence_lines(found.ledger)]
+        lines += [*shown, "(flake evidence is for people: the posture stands)", ""]
     verdict = outcome.verdict
     if verdict is None:
         lines.append("posture: none: merge wrote no decision (see its step above)")
@@ -238,8 +272,23 @@ def summary_markdown(outcome: GateOutcome) -> str:
         ),
         problems=[detail for step in outcome.steps for detail in step.details],
         vet=[row for step in outcome.steps for row in _vet_rows(step.record)],
+        flake_evidence=flake_evidence_note(outcome.steps),
     )
     return render(summary)
+
+
+def flake_evidence_note(steps: Sequence[Step]) -> FlakeEvidenceNote | None:
+    """What the flake-evidence step found, or why it found nothing; None when not asked."""
+    step = next((s for s in steps if s.kind is StepKind.FLAKE_EVIDENCE), None)
+    if step is None:
+        return None
+    if isinstance(step.record, FlakeEvidenceLedger):
+        return FlakeEvidenceNote(step.record, step.note)
+    if step.exit_code is None:
+        return FlakeEvidenceNote(None, f"not run: {step.note}")
+    return FlakeEvidenceNote(
+        None, f"flake-evidence exited {step.exit_code}: {step.note} (the posture stands)"
+    )
 
 
 def gate_property_cases(outcome: GateOutcome) -> list[PropertyCase]:

@@ -9,11 +9,21 @@ under review.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, PropertyLedger
+from three_ledger.flake.report import OWNERS_HEADING
+from three_ledger.ledgers import (
+    CandidateEvidence,
+    DualPinLedger,
+    FixtureLedger,
+    FlakeEvidenceLedger,
+    FlakeLedger,
+    PropertyLedger,
+    encode,
+)
 from three_ledger.merge_table import Evidence, FlakePinView, Reading, Verdict
 from three_ledger.report.findings import tests_counted
 from three_ledger.report.junit_verdict import NOT_EVIDENCE
@@ -110,6 +120,15 @@ class VetRow:
 
 
 @dataclass(frozen=True)
+class FlakeEvidenceNote:
+    """What `gate --flake-evidence` found (its ledger), or why it found nothing."""
+
+    ledger: FlakeEvidenceLedger | None
+    # Why there is no ledger: no candidates, or flake-evidence's own failure.
+    note: str
+
+
+@dataclass(frozen=True)
 class SummaryInput:
     verdict: Verdict
     # None when gate decided before the merge table (row 0).
@@ -130,6 +149,8 @@ class SummaryInput:
     # What the steps refused for, one line each (check-pins lists every problem).
     problems: Sequence[str] = ()
     vet: Sequence[VetRow] = ()
+    # None: flake-evidence was not asked for.
+    flake_evidence: FlakeEvidenceNote | None = None
 
 
 def flake_owners(view: FlakePinView | None) -> dict[str, str]:
@@ -205,6 +226,7 @@ def render(summary: SummaryInput) -> str:
         *_properties(summary),
         *_unpinned_failures(summary),
         *_flakes(summary),
+        *_flake_evidence(summary),
         *_steps(summary),
         *_ledgers(summary),
         *_digests(summary),
@@ -375,6 +397,66 @@ def _flakes(summary: SummaryInput) -> list[str]:
     ]
     heading = "**Flake notes** (a flake note is not a pass)"
     return [heading, _table(["Test", "Observed", "Owner", "Review by"], rows)]
+
+
+def _flake_evidence(summary: SummaryInput) -> list[str]:
+    """Each candidate's verdict and intervals, the proposals to paste, and apart from them the
+    evidence on a property's tests: none of it changes the posture."""
+    found = summary.flake_evidence
+    if found is None:
+        return []
+    heading = "**Flake evidence** (reruns in the sandbox; evidence for people, the posture stands)"
+    ledger = found.ledger
+    if ledger is None:
+        return [heading, text(found.note)]
+    seconds = ledger.duration_ms / 1000
+    said = (
+        f"{len(ledger.candidates)} candidate(s), {ledger.runs} reruns in {seconds:.1f} s "
+        f"(budget {ledger.budget_s} s); intervals at {ledger.confidence}"
+    )
+    ours = [c for c in ledger.candidates if not c.property_ids]
+    theirs = [c for c in ledger.candidates if c.property_ids]
+    blocks = [heading, text(said)]
+    if ours:
+        blocks.append(_table(["Test", "Verdict", "Reruns"], [_candidate_row(c) for c in ours]))
+    proposals = [c.proposal for c in ours if c.proposal is not None]
+    if proposals:
+        pasted = "\n".join(json.dumps(encode(p)) for p in proposals)
+        said = (
+            "Proposed flake pin entries, for a person to paste into the flake pin (fill in every "
+            "FILL-IN and add an owner: the schema refuses FILL-IN):"
+        )
+        blocks += [said, _fenced(pasted)]
+    if theirs:
+        rows = [_candidate_row(c) for c in theirs]
+        blocks += [f"**{text(OWNERS_HEADING)}**", _table(["Test", "Verdict", "Reruns"], rows)]
+    return blocks
+
+
+def _candidate_row(candidate: CandidateEvidence) -> list[str]:
+    verdict = [f"**{text(candidate.verdict)}**"]
+    if candidate.property_ids:
+        verdict.append(f"answers for {', '.join(code(p) for p in candidate.property_ids)}")
+    if candidate.polluter is not None:
+        verdict.append(f"likely polluter: {code(candidate.polluter)}")
+    if candidate.inputs_changed:
+        changed = ", ".join(code(path) for path in candidate.inputs_changed)
+        verdict.append(f"changed its own inputs (restored in the copy): {changed}")
+    reruns = [
+        f"{text(mode)}: {text(tally.bound or 'no run reached it')}"
+        + (f", {tally.broken} broke as a whole" if tally.broken else "")
+        for mode, tally in candidate.modes.items()
+    ]
+    if candidate.unfinished is not None:
+        reruns.append(f"unfinished: {text(candidate.unfinished)}")
+    return [code(candidate.id), "<br>".join(verdict), "<br>".join(reruns)]
+
+
+def _fenced(content: str) -> str:
+    """CONTENT as a code block whose fence no run of backticks inside it can close."""
+    longest = max((len(run) for run in re.findall("`+", content)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}json\n{content}\n{fence}"
 
 
 def _steps(summary: SummaryInput) -> list[str]:

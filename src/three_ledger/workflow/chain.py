@@ -1,7 +1,8 @@
 """The workflow's chain of steps and the rules between them, in one function: `run_chain`.
 
 digest and properties on each fixture pin, dual-pin (or `--not-run` with one pin),
-flake-observe for each flake entry that did not pass, vet where asked, then merge. `gate`
+flake-observe for each flake entry that did not pass, flake-evidence and vet where asked,
+then merge. `gate`
 runs each step in-process; the demo runs each as a child process, as a CI job would. Which
 step runs, on which ledgers, and what a missing ledger means is decided here alone, so the
 two cannot drift. Each ledger is loaded once, right after its step, and kept in its `Step`.
@@ -14,11 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol, assert_never
 
+from three_ledger import run_order
 from three_ledger.errors import Refused
+from three_ledger.flake.candidates import candidate_reasons
 from three_ledger.gate_plan import FixtureSide
 from three_ledger.ledgers import (
     DualPinLedger,
     FixtureLedger,
+    FlakeEvidenceLedger,
     FlakeLedger,
     MergeDecision,
     PropertyLedger,
@@ -70,6 +74,30 @@ class FlakeObserve:
 
 
 @dataclass(frozen=True)
+class FlakeEvidenceAsk:
+    """`gate --flake-evidence`: where its ledger and log go, and its reruns and budget."""
+
+    out: Path
+    log: Path
+    reruns: int
+    budget_s: float
+
+
+@dataclass(frozen=True)
+class FlakeEvidence:
+    KIND: ClassVar[StepKind] = StepKind.FLAKE_EVIDENCE
+    side: FixtureSide
+    fixture: Path
+    prop: Path
+    properties_pin: Path
+    flake_pin: Path | None
+    out: Path
+    log: Path
+    reruns: int
+    budget_s: float
+
+
+@dataclass(frozen=True)
 class Vet:
     KIND: ClassVar[StepKind] = StepKind.VET
     side: FixtureSide
@@ -104,7 +132,7 @@ class Merge:
     why_missing: Mapping[Path, str] = field(default_factory=dict)
 
 
-Call = Digest | Properties | DualPin | FlakeObserve | Vet | CheckPins | Merge
+Call = Digest | Properties | DualPin | FlakeObserve | FlakeEvidence | Vet | CheckPins | Merge
 
 
 @dataclass(frozen=True)
@@ -186,12 +214,21 @@ class Chain:
         return step
 
 
-def run_chain(chain: Chain, pins: Pins, layout: Layout, vet: Sequence[Vet] = ()) -> None:
+def run_chain(
+    chain: Chain,
+    pins: Pins,
+    layout: Layout,
+    vet: Sequence[Vet] = (),
+    flake_evidence: FlakeEvidenceAsk | None = None,
+) -> None:
     """Run the workflow: a step that refuses leaves its ledger absent and the chain goes on to
-    merge, so a later step never heals an earlier failure. VET: pins to vet before merge."""
+    merge, so a later step never heals an earlier failure. VET: pins to vet before merge.
+    FLAKE_EVIDENCE: rerun the first side's flake candidates, evidence that merge never reads."""
     scored = [_score(chain, pins, layout, side) for side in pins.sides]
     _dual_pin(chain, layout, scored)
     flakes = _observe_flakes(chain, pins, layout, scored[0])
+    if flake_evidence is not None:
+        _gather_flake_evidence(chain, pins, layout, scored[0], flake_evidence)
     for call in vet:
         chain.step(side_step_name(call), call)
     first = pins.sides[0]
@@ -284,6 +321,49 @@ def _observe_flakes(chain: Chain, pins: Pins, layout: Layout, first: _Scored) ->
     return tuple(written)
 
 
+def _gather_flake_evidence(
+    chain: Chain, pins: Pins, layout: Layout, first: _Scored, ask: FlakeEvidenceAsk
+) -> None:
+    """flake-evidence on the first side's ledgers when its candidate rule finds any; else
+    the step is not run, and says why."""
+    side = pins.sides[0]
+    name = "flake-evidence"
+    prop = first.step.record if first.step is not None else None
+    if not isinstance(prop, PropertyLedger):
+        chain.skip(StepKind.FLAKE_EVIDENCE, name, f"no property ledger {first.path.name}")
+        return
+    if prop.run_order is None:
+        why = "the property ledger records no run_order (a JUnit run): nothing to replay"
+        chain.skip(StepKind.FLAKE_EVIDENCE, name, why)
+        return
+    try:
+        orders = run_order.workers(first.path, prop.run_order)
+    except Refused as exc:
+        chain.skip(StepKind.FLAKE_EVIDENCE, name, exc.message)
+        return
+    view = pins.flake_pin
+    flaky = view.pin.selectors() if view is not None and view.pin is not None else {}
+    if not candidate_reasons(prop, orders, flaky):
+        why = (
+            "no candidates: no flake entry failed, no property failed, no unpinned failure; "
+            "no flake evidence ledger written"
+        )
+        chain.skip(StepKind.FLAKE_EVIDENCE, name, why)
+        return
+    call = FlakeEvidence(
+        side=side,
+        fixture=layout.fixture(side),
+        prop=first.path,
+        properties_pin=pins.properties_pin,
+        flake_pin=view.path if view is not None else None,
+        out=ask.out,
+        log=ask.log,
+        reruns=ask.reruns,
+        budget_s=ask.budget_s,
+    )
+    chain.step(name, call)
+
+
 def _load(call: Call) -> tuple[Path | None, StepRecord | None, str | None]:
     """The ledger the step wrote, its record, and why it could not be read (or None)."""
     out = call.out
@@ -305,6 +385,8 @@ def _record(call: Call, path: Path) -> StepRecord:
             return read_ledger(path, DualPinLedger).record
         case FlakeObserve():
             return read_ledger(path, FlakeLedger).record
+        case FlakeEvidence():
+            return read_ledger(path, FlakeEvidenceLedger).record
         case Vet():
             return read_ledger(path, VetLedger).record
         case Merge():
