@@ -85,7 +85,8 @@ def test_startup_benchmark_runs() -> None:
     result = run_script("bench_startup.py", "--runs", "1", "--warmup", "0")
     assert result.returncode == 0, result.stderr
     assert "| three-ledger --version |" in result.stdout
-    assert "<= 4x `python -c pass` (issue 16): " in result.stdout
+    targets = "Targets against `python -c pass` (issue 25): `three-ledger --version` <= 2x: "
+    assert targets in result.stdout
 
 
 def test_properties_benchmark_runs_and_scores_every_test() -> None:

@@ -303,6 +303,7 @@ PROPERTY_LEDGER = {
     "flake_results": {"t.slow": "fail"},
     "tripwire": "sentinels",
     "harness": None,
+    "run_order": {"tests": 1, "seeds": {}, "workers": {"main": ["t.py::test_one"]}, "file": None},
     "tests_matched": {"p.one": 3, "p.two": 1},
     "expected_skips_left_out": {"p.one": 2},
     "failing_tests": {"p.two": [{"id": "t.py::test_two", "outcome": "fail", "reason": None}]},

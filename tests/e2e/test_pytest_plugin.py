@@ -212,7 +212,7 @@ def test_exactly_one_line_per_item_that_ran(suite_run: list[dict[str, object]]) 
 
 def test_lines_have_exactly_the_documented_keys(suite_run: list[dict[str, object]]) -> None:
     for record in suite_run:
-        keys = ["id", "property_ids", "outcome"]
+        keys = ["id", "property_ids", "outcome", "worker"]
         if record["outcome"] == "skip":
             keys.append("skip_reason")
         assert list(record) == keys
@@ -371,6 +371,7 @@ def test_recording_alone_does_not_install_the_guard(tmp_path: Path) -> None:
             "id": "test_inner.py::test_guard_is_not_installed",
             "property_ids": ["orders.total"],
             "outcome": "pass",
+            "worker": "main",
         }
     ]
 
