@@ -128,3 +128,10 @@ def child_runs_without_hypothesis(monkeypatch: pytest.MonkeyPatch) -> None:
     """
     addopts = os.environ.get("PYTEST_ADDOPTS", "")
     monkeypatch.setenv("PYTEST_ADDOPTS", f"{addopts} -p no:hypothesispytest".strip())
+
+
+@pytest.fixture(autouse=True)
+def vet_cache_of_its_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every test's `vet` (in process or a child) keeps its result cache in the test's own
+    folder: never the user's cache, and never another test's results."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))

@@ -67,6 +67,7 @@ claim
 pytestmark
 hermetic_git
 child_runs_without_hypothesis
+vet_cache_of_its_own
 coverage_data_stays_writable
 bare_pytest_children
 flaky_fails
