@@ -295,7 +295,7 @@ def test_the_user_tree_is_unchanged_after_a_crash(
     def crash(*args: object) -> None:
         raise RuntimeError("a bug in the middle of vetting")
 
-    monkeypatch.setattr(vet_command, "mutate_batch", crash)
+    monkeypatch.setattr(vet_command, "mutate_subject", crash)
     result = run_cli(*vet_args(root))
     assert result.code == 70
     assert "internal error" in result.first_error_line

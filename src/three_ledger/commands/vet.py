@@ -35,7 +35,7 @@ from typing import BinaryIO
 
 import three_ledger
 from three_ledger.digest import live_digest
-from three_ledger.errors import GateError, InfraFailure, Refused
+from three_ledger.errors import InfraFailure, Refused
 from three_ledger.ledgers import (
     FileVet,
     Harness,
@@ -651,7 +651,7 @@ def mutate_subjects(
         finally:
             trees.put(tree)
 
-    failure: GateError | OSError | None = None
+    failure: Exception | None = None
     with ThreadPoolExecutor(max_workers=max(lanes, 1)) as pool:
         futures: list[Future[Entry]] = [pool.submit(lane, index) for index in pending]
         for index, future in zip(pending, futures, strict=True):
@@ -659,7 +659,7 @@ def mutate_subjects(
                 entries[index] = made = future.result()
             except _Cancelled:
                 continue
-            except (GateError, OSError) as error:  # the first in plan order, after all end
+            except Exception as error:  # noqa: BLE001 - raised again: the first in plan order
                 bench.cancelled.set()
                 failure = failure or error
                 continue
