@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import EXAMPLE
+
+from helpers import EXAMPLE
 
 pytestmark = pytest.mark.xdist_group("vet_speed")
 
