@@ -536,14 +536,20 @@ class Findings:
 
 
 def examine(bench: Bench, checked: Preflight, request: Request) -> Findings:
-    baseline = run_baseline(bench, measure=request.cache is not None)
     domains = {
         prop.id: domain_files(prop, checked.fixture_pin)
         for prop in checked.properties_pin.properties
     }
+    # The lanes' scratch copies are made while the baseline runs (from the first copy, which
+    # no run writes): one per subject beyond the first, up to --jobs.
+    lanes = min(request.jobs, len(set(domains.values())))
+    with ThreadPoolExecutor(max_workers=1) as copier:
+        copies = copier.submit(_copy_trees, bench, lanes - 1)
+        baseline = run_baseline(bench, measure=request.cache is not None)
+        trees = [bench.tree, *copies.result()]
     plan = subjects(domains, baseline.reads)
     cache = result_cache(bench, baseline)
-    entries = mutate_subjects(bench, plan, baseline, cache)
+    entries = mutate_subjects(bench, plan, baseline, cache, trees)
     trials = {pid: entry.trials[pid] for entry in entries for pid in entry.trials}
     reused = [entry for entry, fresh in zip(entries, _fresh(entries), strict=True) if not fresh]
     verdicts = {
@@ -620,14 +626,22 @@ def deselected(bench: Bench, subject: Subject, baseline: Baseline) -> list[str]:
     return sorted({result.id for result in baseline.results} - kept)
 
 
+def _copy_trees(bench: Bench, count: int) -> list[Path]:
+    copies = [bench.private / f"tree-{number}" for number in range(2, count + 2)]
+    for tree in copies:
+        scratch.copy_tree(bench.tree, tree)
+    return copies
+
+
 def mutate_subjects(
     bench: Bench,
     plan: Sequence[Subject],
     baseline: Baseline,
     cache: ResultCache | None,
+    trees: Sequence[Path],
 ) -> list[Entry]:
     """Every subject's entry, in PLAN's order: from the cache, or from its mutants, run in
-    up to `--jobs` lanes at once."""
+    as many lanes at once as there are TREES (scratch copies no run is using)."""
     keys = [None if cache is None else cache.key(_subject_parts(s)) for s in plan]
     found: list[Entry | None] = [
         None if cache is None or key is None else cache.load(key) for key in keys
@@ -636,20 +650,17 @@ def mutate_subjects(
         None if entry is None else _Reused(entry.trials, entry.runs) for entry in found
     ]
     pending = [index for index, entry in enumerate(entries) if entry is None]
-    lanes = min(bench.request.jobs, len(pending))
-    trees: queue.SimpleQueue[Path] = queue.SimpleQueue()
-    for number in range(lanes):
-        tree = bench.tree if number == 0 else bench.private / f"tree-{number + 1}"
-        if number:
-            scratch.copy_tree(bench.tree, tree)
-        trees.put(tree)
+    lanes = min(len(trees), len(pending))
+    free: queue.SimpleQueue[Path] = queue.SimpleQueue()
+    for tree in trees:
+        free.put(tree)
 
     def lane(index: int) -> Entry:
-        tree = trees.get()
+        tree = free.get()
         try:
             return mutate_subject(bench, plan[index], baseline, tree, index)
         finally:
-            trees.put(tree)
+            free.put(tree)
 
     failure: Exception | None = None
     with ThreadPoolExecutor(max_workers=max(lanes, 1)) as pool:
