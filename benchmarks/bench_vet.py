@@ -244,6 +244,7 @@ def same_but_timing(path: Path) -> dict[str, object]:
 
 def bench_jobs(work: Path, fixtures: int, pairs: int, env: dict[str, str]) -> int:
     """`--jobs 1` against `--jobs 2` on the conformance suite, alternated pairs, no cache."""
+    load_before = os.getloadavg()
     root = work / "conformance"
     build_conformance(root, fixtures)
     test_command = f"{PYTHON} -m pytest -q tests"
@@ -263,8 +264,10 @@ def bench_jobs(work: Path, fixtures: int, pairs: int, env: dict[str, str]) -> in
         if same_but_timing(work / "jobs-1.json") != same_but_timing(work / "jobs-2.json"):
             raise SystemExit("bench_vet: --jobs 1 and --jobs 2 wrote different ledgers")
     one, two = median_seconds(timed[1]), median_seconds(timed[2])
-    print(f"{pairs} timed pair(s), alternated; medians; load average before: "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")  # fmt: skip
+    ends = (load_before, os.getloadavg())
+    loads = " / ".join(" ".join(f"{x:.2f}" for x in load) for load in ends)
+    print(f"{pairs} timed pair(s), alternated; medians; load average (1, 5, 15 min) before / "
+          f"after: {loads}\n")  # fmt: skip
     print("| vet on the conformance suite | median s | min-max s | CPU s |")
     print("|---|---|---|---|")
     for jobs in (1, 2):
