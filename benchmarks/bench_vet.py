@@ -30,6 +30,8 @@ PYTHON = Path(sys.executable)
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orders"
 EXAMPLE_TARGET_S = 20.0
 RATIO_TARGET = 8.0
+# Issue 26: vet --jobs 2 at least this many times faster than --jobs 1.
+JOBS_TARGET = 1.6
 
 PARSER = '''"""A tiny record format: `key = value` lines; values are integers, "strings", true,
 false, or [lists, of, integers]."""
@@ -176,7 +178,7 @@ def tool(*args: str) -> list[str]:
 def vet_command(test_command: str, out: str) -> list[str]:
     return tool(
         "vet", "--pin", "pins/fixtures.json", "--properties", "pins/properties.json",
-        "--command", test_command, "--out", out,
+        "--command", test_command, "--out", out, "--no-cache",
     )  # fmt: skip
 
 
@@ -232,6 +234,52 @@ def bench_conformance(
     return scored, vetted, json.loads((work / "conformance-vet.json").read_text())["runs"]
 
 
+def same_but_timing(path: Path) -> dict[str, object]:
+    """A vet ledger without the fields that differ between two honest runs of it."""
+    ledger = json.loads(path.read_text())
+    for key in ("ledger_id", "duration_ms", "recorded_at"):
+        ledger.pop(key)
+    return ledger
+
+
+def bench_jobs(work: Path, fixtures: int, pairs: int, env: dict[str, str]) -> int:
+    """`--jobs 1` against `--jobs 2` on the conformance suite, alternated pairs, no cache."""
+    load_before = os.getloadavg()
+    root = work / "conformance"
+    build_conformance(root, fixtures)
+    test_command = f"{PYTHON} -m pytest -q tests"
+    argv = {
+        jobs: [*vet_command(test_command, f"../jobs-{jobs}.json"), "--jobs", str(jobs),
+               "--no-cache"]
+        for jobs in (1, 2)
+    }  # fmt: skip
+    timed: dict[int, list[Run]] = {1: [], 2: []}
+    for attempt in range(pairs + 1):  # the first pair warms the caches
+        order = (1, 2) if attempt % 2 else (2, 1)
+        for jobs in order:
+            run = run_measured(PYTHON, argv[jobs], root, env=env)
+            checked_vet(work / f"jobs-{jobs}.json", weak=set())
+            if attempt:
+                timed[jobs].append(run)
+        if same_but_timing(work / "jobs-1.json") != same_but_timing(work / "jobs-2.json"):
+            raise SystemExit("bench_vet: --jobs 1 and --jobs 2 wrote different ledgers")
+    one, two = median_seconds(timed[1]), median_seconds(timed[2])
+    ends = (load_before, os.getloadavg())
+    loads = " / ".join(" ".join(f"{x:.2f}" for x in load) for load in ends)
+    print(f"{pairs} timed pair(s), alternated; medians; load average (1, 5, 15 min) before / "
+          f"after: {loads}\n")  # fmt: skip
+    print("| vet on the conformance suite | median s | min-max s | CPU s |")
+    print("|---|---|---|---|")
+    for jobs in (1, 2):
+        print(f"| --jobs {jobs} | {median_seconds(timed[jobs]):.2f} | "
+              f"{spread(timed[jobs], digits=2)} | {cpu(timed[jobs])} |")  # fmt: skip
+    speedup = one / two
+    print(f"\n| target | measured | verdict |\n|---|---|---|\n"
+          f"| --jobs 2 >= {JOBS_TARGET:g}x faster than --jobs 1 | {speedup:.2f}x | "
+          f"{'met' if speedup >= JOBS_TARGET else '**missed**'} |")  # fmt: skip
+    return 0
+
+
 def cpu(runs: list[Run]) -> str:
     return f"{sorted(run.cpu_seconds for run in runs)[len(runs) // 2]:.1f}"
 
@@ -241,9 +289,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--fixtures", type=int, default=1000)
     parser.add_argument("--tiny", action="store_true", help="40 fixtures, one run: a smoke test")
+    parser.add_argument(
+        "--jobs", action="store_true", help="compare vet --jobs 1 with --jobs 2 (RUNS pairs)"
+    )
     args = parser.parse_args()
     runs, fixtures = (1, 40) if args.tiny else (args.runs, args.fixtures)
     env = dict(os.environ)
+    if args.jobs:
+        with tempfile.TemporaryDirectory(prefix="bench-vet-") as temp:
+            return bench_jobs(Path(temp), fixtures, runs, env)
     with tempfile.TemporaryDirectory(prefix="bench-vet-") as temp:
         work = Path(temp)
         example, example_runs = bench_example(work, runs, env)

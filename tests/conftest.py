@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,18 @@ def child_runs_without_hypothesis(monkeypatch: pytest.MonkeyPatch) -> None:
     """
     addopts = os.environ.get("PYTEST_ADDOPTS", "")
     monkeypatch.setenv("PYTEST_ADDOPTS", f"{addopts} -p no:hypothesispytest".strip())
+
+
+@pytest.fixture(autouse=True)
+def vet_cache_of_its_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every test's `vet` (in process or a child) keeps its result cache in the test's own
+    folder: never the user's cache, and never another test's results."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def vet_cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Before any module's fixture runs `vet`: its result cache is never the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield

@@ -67,6 +67,8 @@ claim
 pytestmark
 hermetic_git
 child_runs_without_hypothesis
+vet_cache_of_its_own
+vet_cache_of_the_session
 coverage_data_stays_writable
 bare_pytest_children
 flaky_fails

@@ -597,6 +597,8 @@ class VetLedger(_Encoded):
     unread_pinned_files: tuple[str, ...]
     per_file: PerFileVet | None
     recorded_at: str
+    # Mutant runs whose results were reused from the result cache rather than made again.
+    reused_runs: int = 0
 
 
 @dataclass(frozen=True)

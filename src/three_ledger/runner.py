@@ -82,11 +82,31 @@ class _Interrupts:
             self.signum = signum
 
 
+# The runs under way in threads other than the main one (vet's parallel mutants): only the
+# main thread receives signals, so it hands them on with `interrupt_threads`.
+_THREAD_RUNS: set[_Interrupts] = set()
+_THREAD_RUNS_LOCK = threading.Lock()
+
+
+def interrupt_threads(signum: int) -> None:
+    """Stop every run under way in another thread as if it had received SIGNUM itself."""
+    with _THREAD_RUNS_LOCK:
+        for interrupts in _THREAD_RUNS:
+            interrupts.record(signum, None)
+
+
 @contextmanager
 def _catching_interrupts(interrupts: _Interrupts) -> Iterator[None]:
-    """Route SIGINT/SIGTERM to `interrupts` (main thread only), restoring the old handlers."""
+    """Route SIGINT/SIGTERM to `interrupts`, restoring the old handlers; in a thread other
+    than the main one, where no handler can be set, through `interrupt_threads`."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        with _THREAD_RUNS_LOCK:
+            _THREAD_RUNS.add(interrupts)
+        try:
+            yield
+        finally:
+            with _THREAD_RUNS_LOCK:
+                _THREAD_RUNS.discard(interrupts)
         return
     previous: dict[signal.Signals, _Handler] = {}
     for signum in _FORWARDED_SIGNALS:

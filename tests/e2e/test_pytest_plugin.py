@@ -563,3 +563,36 @@ def test_blocking_the_entry_point_by_its_old_name_keeps_the_hooks_out(tmp_path: 
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert json.loads(registrations.read_text()) == []
     assert not results.exists()
+
+
+VET_SUITE = """
+import pytest
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_reads(n):
+    pass
+
+def test_other():
+    pass
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_vet_deselection_leaves_out_the_named_items_and_runs_every_other(
+    tmp_path: Path, workers: list[str]
+) -> None:
+    # vet's mutant runs: the baseline's items that read none of the mutated files are named;
+    # an item the baseline did not have (here `test_reads[2]`, not named) still runs.
+    folder = write_suite(tmp_path / "suite", VET_SUITE)
+    results = folder / "results.jsonl"
+    named = tmp_path / "deselect.json"
+    named.write_text(json.dumps(["test_inner.py::test_other", "test_inner.py::gone"]))
+    env = recording_env(results, THREE_LEDGER_DESELECT=str(named))
+    completed = run_pytest(folder, env, *workers)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert sorted(outcomes_of(read_lines(results))) == [
+        "test_inner.py::test_reads[1]",
+        "test_inner.py::test_reads[2]",
+    ]
+    if not workers:  # under xdist the workers deselect, and the controller does not count it
+        assert "1 deselected" in completed.stdout

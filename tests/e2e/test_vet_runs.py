@@ -168,13 +168,14 @@ def test_the_detector_run_exits_0_with_one_line_per_property(
     assert "Traceback" not in stderr
 
 
-def test_independent_properties_share_runs(
+def test_each_subject_runs_its_own_mutants(
     detectors: Detected,
 ) -> None:
     _, written, _, _ = detectors
-    longest = max(len(found["trials"]) for found in written["properties"].values())
-    # The baseline, then one run per round: every property's next mutant at once.
-    assert written["runs"] == 1 + longest == 5
+    mutants = sum(len(found["trials"]) for found in written["properties"].values())
+    # The baseline, then each property (a subject of its own) through its own mutants.
+    assert written["runs"] == 1 + mutants
+    assert written["reused_runs"] == 0
     assert written["kind"] == "vet"
     assert written["unread_pinned_files"] == []
 
@@ -294,7 +295,7 @@ def test_the_user_tree_is_unchanged_after_a_crash(
     def crash(*args: object) -> None:
         raise RuntimeError("a bug in the middle of vetting")
 
-    monkeypatch.setattr(vet_command, "mutate_batch", crash)
+    monkeypatch.setattr(vet_command, "mutate_subject", crash)
     result = run_cli(*vet_args(root))
     assert result.code == 70
     assert "internal error" in result.first_error_line

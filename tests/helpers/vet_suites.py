@@ -102,7 +102,13 @@ def run_vet(root: Path, *extra: str | Path, **env: str) -> subprocess.CompletedP
     command = [sys.executable, "-P", "-m", "three_ledger", *map(str, vet_args(root, *extra))]
     return subprocess.run(
         command,
-        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **env},
+        env={
+            **os.environ,
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            # The result cache of this suite alone, beside it.
+            "XDG_CACHE_HOME": str(root.parent / f"{root.name}-cache"),
+            **env,
+        },
         capture_output=True,
         text=True,
         timeout=600,

@@ -11,9 +11,7 @@ from three_ledger.pins import FixturePin, Property
 from three_ledger.vet.judge import (
     Subject,
     Tracker,
-    batches,
     domain_files,
-    independent,
     judge,
     sample,
     subjects,
@@ -90,20 +88,6 @@ def test_properties_with_the_same_domain_share_a_subject() -> None:
         {"p1": frozenset({"a"}), "p2": frozenset({"c"}), "p3": frozenset({"b", "z"})},
     )
     assert grouped == [subject("p1 p3", "a b", "a b z"), subject("p2", "c", "c")]
-
-
-def test_subjects_are_independent_only_when_neither_touches_what_the_other_reads() -> None:
-    first = subject("p1", "a", "a")
-    assert independent(first, subject("p2", "b", "b"))
-    assert not independent(first, subject("p2", "a", "a"))  # the same file
-    assert not independent(first, subject("p2", "b", "a b"))  # p2 reads p1's file
-    assert not independent(subject("p2", "b", "a b"), first)  # either order
-    assert independent(first, subject("p2", "b", ""))  # p2 reads nothing at all
-
-
-def test_batches_pack_pairwise_independent_subjects_in_order() -> None:
-    one, two, three = subject("p1", "a", "a"), subject("p2", "b", "b a"), subject("p3", "c", "c")
-    assert batches([one, two, three]) == [[one, three], [two]]
 
 
 def trial(operator: str, kind: Kind, status: Status) -> VetTrial:

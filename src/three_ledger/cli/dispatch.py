@@ -281,6 +281,7 @@ def _run_explain(args: argparse.Namespace) -> int:
 
 def _run_vet(args: argparse.Namespace) -> int:
     from three_ledger.commands.vet import Request, vet
+    from three_ledger.vet.cache import result_cache_folder
 
     return vet(
         Request(
@@ -295,6 +296,8 @@ def _run_vet(args: argparse.Namespace) -> int:
             strict=args.strict,
             base=args.base,
             keep_env=tuple(args.keep_env),
+            jobs=args.jobs or os.cpu_count() or 1,
+            cache=None if args.no_cache else result_cache_folder(os.environ),
         )
     )
 

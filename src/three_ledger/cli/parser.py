@@ -672,6 +672,20 @@ def _add_vet(commands: Subparsers) -> None:
             action="store_true",
             help="count a weak property (only malformed input kills it) as surviving",
         ),
+        option(
+            "--jobs",
+            type=_positive_count,
+            default=None,
+            metavar="N",
+            help="mutate up to N properties' files at once, each in a scratch copy of its "
+            "own (default: the CPU count); the ledger is the same for every N",
+        ),
+        option(
+            "--no-cache",
+            action="store_true",
+            help="neither reuse nor store mutant results in the cache "
+            "($XDG_CACHE_HOME/three-ledger/vet)",
+        ),
         Opts.new_tests_base,
         Opts.keep_env,
         help="watch each pinned property fail on its own fixtures",

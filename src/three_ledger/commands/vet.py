@@ -5,25 +5,35 @@ A baseline run must pass every property, and records which pinned files each tes
 opened. Then each property's domain files are mutated, one operator at a time, and the
 command runs again: a property that fails or errors is killed (strong when the mutant was
 well-formed); one that survives every operator cannot fail on its fixtures.
+
+Properties with the same domain files form a subject. Subjects run side by side, up to
+`--jobs` at once, each in a scratch copy of its own, and each mutant runs only the tests
+that read the subject's files in the baseline and the subject's own properties' tests (the
+rest are deselected). The ledger does not depend on `--jobs`: each subject's trials are
+decided by its own runs alone, and are put in the pin's order. A subject's trials are
+stored in the result cache (`vet/cache.py`) and reused while its key holds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
+import queue
 import shutil
 import signal
 import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
 
+import three_ledger
 from three_ledger.digest import live_digest
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.ledgers import (
@@ -39,7 +49,7 @@ from three_ledger.ledgers import (
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FixturePin
-from three_ledger.plugin.wire import HARNESS_ENV, READS_ENV, ROOT_ENV, WATCHED_ENV
+from three_ledger.plugin.wire import DESELECT_ENV, HARNESS_ENV, READS_ENV, ROOT_ENV, WATCHED_ENV
 from three_ledger.progress import progress
 from three_ledger.results import (
     PropertyScore,
@@ -48,19 +58,26 @@ from three_ledger.results import (
     property_statuses,
     score_properties,
 )
-from three_ledger.run import network_namespace, tripwire
-from three_ledger.run.child import Child, exit_meaning, read_plugin_results, run_child
+from three_ledger.run import measurement, network_namespace, tripwire
+from three_ledger.run.child import (
+    Child,
+    Measurement,
+    exit_meaning,
+    read_plugin_results,
+    run_child,
+)
 from three_ledger.run.harness import read_harness
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import Checks, Preflight, new_tests_left_out, preflight
 from three_ledger.run.staging import StagedPlugin, stage_plugin
+from three_ledger.runner import interrupt_threads
 from three_ledger.vet import scratch
+from three_ledger.vet.cache import Entry, ResultCache, blob_ids
 from three_ledger.vet.judge import (
     BROKEN_EXITS,
     KILLS,
     Subject,
     Tracker,
-    batches,
     domain_files,
     judge,
     sample,
@@ -88,6 +105,10 @@ class Request:
     base: str | None = None
     # --keep-env: names of the job's environment the child keeps for this run.
     keep_env: tuple[str, ...] = ()
+    # --jobs: how many subjects are mutated at once, each in a scratch copy of its own.
+    jobs: int = 1
+    # The result cache's folder; None: --no-cache.
+    cache: Path | None = None
 
     def checks(self) -> Checks:
         """The refusals (exit 2): the gate's own code, pins, the tree, an oracle-rewriting flag."""
@@ -121,8 +142,17 @@ def vet(request: Request) -> int:
                 findings = examine(bench, checked, request)
         duration_ms = (time.monotonic_ns() - started) // 1_000_000
         ledger = build_ledger(request, checked, enforcement, findings, bench.runs, duration_ms)
+        if findings.reused_runs:
+            bench.progress.say(
+                f"reused the results of {findings.reused_runs} mutant run(s) from the cache "
+                f"({findings.reused_subjects} of {findings.subjects} subject(s))"
+            )
         write_ledger(request.out, ledger)
     return report(ledger)
+
+
+# Set once vet is interrupted: a subject's lane starts no run after it.
+STOPPING = threading.Event()
 
 
 @contextlib.contextmanager
@@ -135,10 +165,14 @@ def raising_on_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    STOPPING.clear()
 
     def interrupted(signum: int, _frame: FrameType | None) -> None:
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, signal.SIG_IGN)
+        # Runs under way in other threads (parallel subjects) stop too, and no new one starts.
+        STOPPING.set()
+        interrupt_threads(signum)
         raise InfraFailure(f"interrupted by {signal.Signals(signum).name}; no vet ledger written")
 
     previous = {
@@ -191,6 +225,10 @@ class Bench:
         self.command = scratch.command_for_copy(request.command, request.root)
         self.runs = 0
         self.progress = progress("vet")
+        # Runs may start from several threads: numbering them and writing the log are locked.
+        self._lock = threading.Lock()
+        # Set when a subject's lane failed: the other lanes start no further run.
+        self.cancelled = threading.Event()
         # New test modules (relative to the tree) that no run collects.
         self.ignore: tuple[str, ...] = ()
         self._stack = contextlib.ExitStack()
@@ -228,12 +266,23 @@ class Bench:
     def __exit__(self, *exc_info: object) -> None:
         self._stack.close()
 
-    def run(self, label: str, extra_env: Mapping[str, str]) -> Ran:
-        """Run the command once in the scratch tree, with a tripwire record of its own."""
-        self.runs += 1
-        results_path = self.private / f"results-{self.runs}.jsonl"
-        record = self.private / f"tripwire-{self.runs}.jsonl"
-        run_log = self.private / "run.log"
+    def run(
+        self,
+        label: str,
+        extra_env: Mapping[str, str],
+        tree: Path | None = None,
+        measuring: Measurement | None = None,
+    ) -> Ran:
+        """Run the command once in TREE (the first scratch copy unless given), with a
+        tripwire record of its own."""
+        if STOPPING.is_set():
+            raise InfraFailure("interrupted; no vet ledger written")
+        with self._lock:
+            self.runs += 1
+            number = self.runs
+        results_path = self.private / f"results-{number}.jsonl"
+        record = self.private / f"tripwire-{number}.jsonl"
+        run_log = self.private / f"run-{number}.log"
         # Bytecode goes to a private folder, never beside a source file (a linked virtual
         # environment or an editable install may lie in the user's tree). Writing is on
         # even where the caller turned it off: the folder is private, and without it every
@@ -244,7 +293,7 @@ class Bench:
         }
         child = Child(
             command=self.command,
-            root=self.tree,
+            root=self.tree if tree is None else tree,
             fixture_pin=self.checked.fixture_pin,
             enforcement=self.enforcement,
             timeout_s=self.request.timeout_s,
@@ -255,15 +304,19 @@ class Bench:
             extra_env={**bytecode, **tripwire.environment(record), **extra_env},
             console=self._quiet,
             ignore=self.ignore,
-            keep_env=(*self.checked.properties_pin.env, *self.request.keep_env),
+            keep_env=self.kept_env(),
+            measurement=measuring,
         )
         started = time.monotonic()
-        with self.progress.running(f"run {self.runs}, {label}"):
+        with self.progress.running(f"run {number}, {label}"):
             run = run_child(child)
         ending = run.failure() or f"exit {run.exit_code}"
-        self.progress.say(f"run {self.runs}: {ending} in {time.monotonic() - started:.1f} s")
-        self._keep_log(label, run_log, ending)
+        self.progress.say(f"run {number}: {ending} in {time.monotonic() - started:.1f} s")
+        self._keep_log(number, label, run_log, ending)
         return Ran(label, run.exit_code, run.failure(), results_path, record)
+
+    def kept_env(self) -> tuple[str, ...]:
+        return (*self.checked.properties_pin.env, *self.request.keep_env)
 
     def read(self, ran: Ran) -> list[TestResult]:
         """The run's results, once its sentinels show its reports were not forced."""
@@ -276,13 +329,15 @@ class Bench:
             tampered.details.append(f"no vet ledger written (log: {self.log_path})")
             raise
 
-    def _keep_log(self, label: str, run_log: Path, ending: str) -> None:
+    def _keep_log(self, number: int, label: str, run_log: Path, ending: str) -> None:
         assert self._log is not None  # entered
-        self._log.write(f"=== vet run {self.runs}: {label} ===\n".encode())
-        with contextlib.suppress(FileNotFoundError), run_log.open("rb") as stream:
-            shutil.copyfileobj(stream, self._log)
-        self._log.write(f"=== {ending} ===\n\n".encode())
-        self._log.flush()
+        with self._lock:
+            self._log.write(f"=== vet run {number}: {label} ===\n".encode())
+            with contextlib.suppress(FileNotFoundError), run_log.open("rb") as stream:
+                shutil.copyfileobj(stream, self._log)
+            self._log.write(f"=== {ending} ===\n\n".encode())
+            self._log.flush()
+        run_log.unlink(missing_ok=True)
 
     def scores(self, results: Sequence[TestResult]) -> dict[str, PropertyScore]:
         """Each property scored as `properties` scores it: expected skips left out, and the
@@ -302,13 +357,22 @@ class Bench:
         assert ran.exit_code is not None  # no failure means the command exited
         return ran.exit_code
 
-    def mutated(self, label: str, mutation: Mapping[str, bytes], originals: Files) -> Observed:
-        """Run with MUTATION written into the scratch tree; the tree is restored after."""
-        scratch.write_files(self.tree, mutation)
+    def mutated(
+        self,
+        label: str,
+        mutation: Mapping[str, bytes],
+        originals: Files,
+        lane: Lane | None = None,
+    ) -> Observed:
+        """Run with MUTATION written into the lane's scratch tree (the first copy, running
+        every test, without one); the tree is restored after."""
+        tree = self.tree if lane is None else lane.tree
+        env = {} if lane is None or lane.deselect is None else {DESELECT_ENV: str(lane.deselect)}
+        scratch.write_files(tree, mutation)
         try:
-            ran = self.run(f"under mutation ({label})", {})
+            ran = self.run(f"under mutation ({label})", env, tree)
         finally:
-            scratch.write_files(self.tree, {path: originals[path] for path in mutation})
+            scratch.write_files(tree, {path: originals[path] for path in mutation})
         code = self.ended(ran)
         if code in (0, 1):
             # No result left but the sentinels: every test vanished, so every property too.
@@ -320,6 +384,15 @@ class Bench:
         raise InfraFailure(
             f"{ran.label}: {exit_meaning(code, self.enforcement)} (log: {self.log_path})"
         )
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Where one subject's mutants run: a scratch copy, and the file of node ids they leave
+    out (None: none)."""
+
+    tree: Path
+    deselect: Path | None
 
 
 @dataclass(frozen=True)
@@ -343,10 +416,17 @@ class Baseline:
     harness: Harness
     # Per property, per pinned file: the parametrisation words of its tests that read it.
     entry_words: dict[str, dict[str, frozenset[str]]] = dataclasses.field(default_factory=dict)
+    # Per test item: the pinned files it opened.
+    item_reads: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    # What the run used under ROOT (imported or read) and its interpreters' versions; None
+    # when the measurement did not start (the result cache is then not used).
+    used: tuple[str, ...] | None = None
+    pythons: tuple[str, ...] = ()
 
 
-def run_baseline(bench: Bench) -> Baseline:
-    """The unmutated run: every property must pass; it records each item's reads."""
+def run_baseline(bench: Bench, measure: bool = False) -> Baseline:
+    """The unmutated run: every property must pass; it records each item's reads, and with
+    MEASURE what it used under ROOT (the result cache's key)."""
     pin = bench.checked.fixture_pin
     reads_folder = bench.private / "reads"
     reads_folder.mkdir()
@@ -360,7 +440,11 @@ def run_baseline(bench: Bench) -> Baseline:
         HARNESS_ENV: str(harness_path),
         ROOT_ENV: str(bench.tree.resolve()),
     }
-    ran = bench.run("baseline run, unmutated", env)
+    measuring = None
+    if measure:
+        (bench.private / "measure").mkdir()
+        measuring = measurement.prepare(bench.private / "measure")
+    ran = bench.run("baseline run, unmutated", env, measuring=measuring)
     code = bench.ended(ran)
     if code not in (0, 1):
         meaning = exit_meaning(code, bench.enforcement)
@@ -390,7 +474,22 @@ def run_baseline(bench: Bench) -> Baseline:
         pid: _entry_words(matching(pid, selector, results), item_reads)
         for pid, selector in bench.selectors.items()
     }
-    return Baseline(tuple(results), reads, harness, words)
+    used, pythons = _used(bench, measuring)
+    return Baseline(tuple(results), reads, harness, words, item_reads, used, pythons)
+
+
+def _used(
+    bench: Bench, measuring: Measurement | None
+) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """What the baseline used under ROOT, and its Pythons; (None, ()) when not measured."""
+    if measuring is None:
+        return None, ()
+    try:
+        used = measurement.read_measured(measuring, bench.tree)
+    except InfraFailure as unmeasured:
+        bench.progress.say(f"result cache not used: {unmeasured.message}")
+        return None, ()
+    return tuple(sorted(used)), measurement.interpreters(measuring)
 
 
 def _entry_words(
@@ -411,8 +510,6 @@ def _not_passing(property_id: str, score: PropertyScore) -> str:
 
 def read_reads(folder: Path, pin: FixturePin) -> dict[str, frozenset[str]]:
     """Pinned paths each item opened, from every process's reads file (xdist: several)."""
-    import json
-
     pinned = set(pin.files)
     reads: dict[str, set[str]] = {}
     for path in sorted(folder.glob("reads-*.jsonl")):
@@ -432,21 +529,32 @@ class Findings:
     properties: dict[str, PropertyVet]
     unread_pinned_files: tuple[str, ...]
     per_file: PerFileVet | None
+    # Mutant runs whose results came from the cache, and in how many subjects.
+    reused_runs: int = 0
+    reused_subjects: int = 0
+    subjects: int = 0
 
 
 def examine(bench: Bench, checked: Preflight, request: Request) -> Findings:
-    baseline = run_baseline(bench)
     domains = {
         prop.id: domain_files(prop, checked.fixture_pin)
         for prop in checked.properties_pin.properties
     }
-    trackers: dict[str, Tracker] = {}
-    for batch in batches(subjects(domains, baseline.reads)):
-        ran = mutate_batch(bench, batch, baseline.entry_words)
-        trackers.update((pid, tracker) for tracker in ran for pid in tracker.subject.property_ids)
+    # The lanes' scratch copies are made while the baseline runs (from the first copy, which
+    # no run writes): one per subject beyond the first, up to --jobs.
+    lanes = min(request.jobs, len(set(domains.values())))
+    with ThreadPoolExecutor(max_workers=1) as copier:
+        copies = copier.submit(_copy_trees, bench, lanes - 1)
+        baseline = run_baseline(bench, measure=request.cache is not None)
+        trees = [bench.tree, *copies.result()]
+    plan = subjects(domains, baseline.reads)
+    cache = result_cache(bench, baseline)
+    entries = mutate_subjects(bench, plan, baseline, cache, trees)
+    trials = {pid: entry.trials[pid] for entry in entries for pid in entry.trials}
+    reused = [entry for entry, fresh in zip(entries, _fresh(entries), strict=True) if not fresh]
     verdicts = {
         pid: judge(
-            trackers[pid].trials[pid],
+            trials[pid],
             files=domains[pid],
             reads=baseline.reads[pid],
             strict=request.strict,
@@ -458,46 +566,158 @@ def examine(bench: Bench, checked: Preflight, request: Request) -> Findings:
     per_file = None
     if request.per_file is not None:
         per_file = mutate_files(bench, domains, request.per_file)
-    return Findings(baseline.harness, verdicts, unread, per_file)
-
-
-def mutate_batch(
-    bench: Bench,
-    batch: Sequence[Subject],
-    words: Mapping[str, Mapping[str, frozenset[str]]],
-) -> list[Tracker]:
-    """Run the batch's subjects side by side, each through its operators (first the entries
-    its properties' tests consume), until all stop."""
-    trackers = []
-    for subject in batch:
-        originals = scratch.read_files(bench.tree, subject.files)
-        joined: dict[str, frozenset[str]] = {}
-        for pid in subject.property_ids:
-            for path, found in words.get(pid, {}).items():
-                joined[path] = joined.get(path, frozenset()) | found
-        trackers.append(Tracker(subject, originals, entry_operators(joined, originals)))
-    while True:
-        step = [(tracker, mutant) for tracker in trackers if (mutant := tracker.next_mutant())]
-        if not step:
-            return trackers
-        mutation = {path: data for _, (_, m) in step for path, data in m.items()}
-        originals = {path: data for tracker, _ in step for path, data in tracker.originals.items()}
-        observed = bench.mutated(_label(step), mutation, originals)
-        if observed.broken and len(step) > 1:
-            # A run broken as a whole says nothing about which subject broke it: one by one.
-            for tracker, mutant in step:
-                alone = bench.mutated(_label([(tracker, mutant)]), mutant[1], tracker.originals)
-                _record(tracker, mutant, alone)
-        else:
-            for tracker, mutant in step:
-                _record(tracker, mutant, observed)
-
-
-def _label(step: Sequence[tuple[Tracker, tuple[Operator, dict[str, bytes]]]]) -> str:
-    return "; ".join(
-        f"{operator.name} on {len(mutation)} file(s) of {', '.join(tracker.active())}"
-        for tracker, (operator, mutation) in step
+    return Findings(
+        baseline.harness,
+        verdicts,
+        unread,
+        per_file,
+        reused_runs=sum(entry.runs for entry in reused),
+        reused_subjects=len(reused),
+        subjects=len(entries),
     )
+
+
+class _Reused(Entry):
+    """An entry read back from the cache, not made by this vet."""
+
+
+def _fresh(entries: Sequence[Entry]) -> list[bool]:
+    return [not isinstance(entry, _Reused) for entry in entries]
+
+
+def result_cache(bench: Bench, baseline: Baseline) -> ResultCache | None:
+    """The cache, keyed on what decides every mutant run; None with --no-cache, or when the
+    baseline's use of ROOT was not measured."""
+    request, checked = bench.request, bench.checked
+    if request.cache is None or baseline.used is None:
+        return None
+    pinned = checked.fixture_pin.files
+    oracles = baseline.harness.files_under_root()
+    files = [path for path in (*baseline.used, *oracles) if path not in pinned]
+    environment = {name: os.environ.get(name) for name in sorted(set(bench.kept_env()))}
+    key_parts = {
+        "fixture_digest": checked.digest,
+        "fixture_pin": checked.fixture_pin.pin_id,
+        "properties_pin_sha256": checked.properties_pin.sha256,
+        "command": list(request.command),
+        "gate_version": three_ledger.__version__,
+        "python": list(baseline.pythons),
+        "pytest": baseline.harness.pytest,
+        "plugins": [[plugin.name, plugin.source] for plugin in baseline.harness.plugins],
+        "blob_ids": blob_ids(bench.tree, files),
+        "network_enforcement": str(bench.enforcement),
+        "timeout_s": request.timeout_s,
+        "left_out": list(bench.ignore),
+        "environment_sha256": ResultCache.digest_of(environment),
+    }
+    return ResultCache(request.cache, key_parts)
+
+
+def deselected(bench: Bench, subject: Subject, baseline: Baseline) -> list[str]:
+    """The baseline's items a mutant of SUBJECT leaves out: those that read none of its files
+    and are none of its properties' tests. Items the mutant brings into being still run."""
+    files = set(subject.files)
+    kept = {
+        result.id
+        for pid in subject.property_ids
+        for result in matching(pid, bench.selectors[pid], baseline.results)
+    }
+    kept.update(item for item, read in baseline.item_reads.items() if read & files)
+    return sorted({result.id for result in baseline.results} - kept)
+
+
+def _copy_trees(bench: Bench, count: int) -> list[Path]:
+    copies = [bench.private / f"tree-{number}" for number in range(2, count + 2)]
+    for tree in copies:
+        scratch.copy_tree(bench.tree, tree)
+    return copies
+
+
+def mutate_subjects(
+    bench: Bench,
+    plan: Sequence[Subject],
+    baseline: Baseline,
+    cache: ResultCache | None,
+    trees: Sequence[Path],
+) -> list[Entry]:
+    """Every subject's entry, in PLAN's order: from the cache, or from its mutants, run in
+    as many lanes at once as there are TREES (scratch copies no run is using)."""
+    keys = [None if cache is None else cache.key(_subject_parts(s)) for s in plan]
+    found: list[Entry | None] = [
+        None if cache is None or key is None else cache.load(key) for key in keys
+    ]
+    entries: list[Entry | None] = [
+        None if entry is None else _Reused(entry.trials, entry.runs) for entry in found
+    ]
+    pending = [index for index, entry in enumerate(entries) if entry is None]
+    lanes = min(len(trees), len(pending))
+    free: queue.SimpleQueue[Path] = queue.SimpleQueue()
+    for tree in trees:
+        free.put(tree)
+
+    def lane(index: int) -> Entry:
+        tree = free.get()
+        try:
+            return mutate_subject(bench, plan[index], baseline, tree, index)
+        finally:
+            free.put(tree)
+
+    failure: Exception | None = None
+    with ThreadPoolExecutor(max_workers=max(lanes, 1)) as pool:
+        futures: list[Future[Entry]] = [pool.submit(lane, index) for index in pending]
+        for index, future in zip(pending, futures, strict=True):
+            try:
+                entries[index] = made = future.result()
+            except _Cancelled:
+                continue
+            except Exception as error:  # noqa: BLE001 - raised again: the first in plan order
+                bench.cancelled.set()
+                failure = failure or error
+                continue
+            key = keys[index]
+            if cache is not None and key is not None:
+                cache.store(key, made)
+    if failure is not None:
+        raise failure
+    return [entry for entry in entries if entry is not None]
+
+
+class _Cancelled(Exception):
+    """Another subject's lane failed: this one stops before its next run."""
+
+
+def _subject_parts(subject: Subject) -> dict[str, object]:
+    return {"properties": list(subject.property_ids), "files": list(subject.files)}
+
+
+def mutate_subject(
+    bench: Bench, subject: Subject, baseline: Baseline, tree: Path, index: int
+) -> Entry:
+    """Run SUBJECT through its operators (first the entries its properties' tests consume)
+    in TREE, running only the tests that read its files, until it stops."""
+    left_out = deselected(bench, subject, baseline)
+    deselect = None
+    if left_out:
+        deselect = bench.private / f"deselect-{index}.json"
+        deselect.write_text(json.dumps(left_out), encoding="utf-8")
+    lane = Lane(tree, deselect)
+    originals = scratch.read_files(tree, subject.files)
+    joined: dict[str, frozenset[str]] = {}
+    for pid in subject.property_ids:
+        for path, found in baseline.entry_words.get(pid, {}).items():
+            joined[path] = joined.get(path, frozenset()) | found
+    tracker = Tracker(subject, originals, entry_operators(joined, originals))
+    runs = 0
+    while (mutant := tracker.next_mutant()) is not None:
+        if bench.cancelled.is_set():
+            raise _Cancelled
+        operator, mutation = mutant
+        label = f"{operator.name} on {len(mutation)} file(s) of {', '.join(tracker.active())}"
+        observed = bench.mutated(label, mutation, originals, lane)
+        runs += 1
+        _record(tracker, mutant, observed)
+    trials = {pid: tuple(found) for pid, found in tracker.trials.items()}
+    return Entry(trials, runs)
 
 
 def _record(
@@ -551,4 +771,5 @@ def build_ledger(
         unread_pinned_files=findings.unread_pinned_files,
         per_file=findings.per_file,
         recorded_at=fresh_recorded_at(),
+        reused_runs=findings.reused_runs,
     )

@@ -94,6 +94,7 @@ def arm() -> None:
     out = open(os.path.join(folder, f"{os.getpid()}.jsonl"), "a", buffering=1, encoding="utf-8")  # noqa: SIM115
     header = {
         "pid": os.getpid(),
+        "python": sys.version,
         "prefixes": sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}),
         "loaded_before": sorted({name for root in roots for name in _loaded_from(root)}),
     }

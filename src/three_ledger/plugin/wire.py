@@ -26,6 +26,7 @@ HARNESS_ENV = "THREE_LEDGER_HARNESS"  # where the plugin records what steered th
 ROOT_ENV = "THREE_LEDGER_ROOT"  # the project root the harness is measured against
 COLLECT_ENV = "THREE_LEDGER_COLLECT"  # plan: where the collected items go
 SHARD_IDS_ENV = "THREE_LEDGER_SHARD_IDS"  # a shard: the file of node ids this slice runs
+DESELECT_ENV = "THREE_LEDGER_DESELECT"  # vet: the file of node ids a mutant's run leaves out
 READS_ENV = "THREE_LEDGER_READS"  # vet: where each item's reads of pinned files go
 WATCHED_ENV = "THREE_LEDGER_READS_UNDER"  # vet: the folders whose reads are recorded
 PYTEST_SEEN_ENV = "THREE_LEDGER_PYTEST_SEEN"  # --junit-xml: where pytest records that it ran

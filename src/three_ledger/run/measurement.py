@@ -63,6 +63,12 @@ def read_measured(measurement: Measurement, root: Path) -> dict[str, str]:
     return {p: how for p, how in uses.items() if not _left_out(p, top, inside)}
 
 
+def interpreters(measurement: Measurement) -> tuple[str, ...]:
+    """The `sys.version` of every measured process of the run, distinct and sorted."""
+    found = {str(_read(path)[0].get("python")) for path in measurement.records.glob("*.jsonl")}
+    return tuple(sorted(found))
+
+
 def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, str]]]:
     try:
         raw = path.read_text(encoding="utf-8").splitlines()

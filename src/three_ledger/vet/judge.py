@@ -1,9 +1,8 @@
 """How `vet` plans its runs and judges what it saw. Pure functions and records; no I/O.
 
 A *subject* is a set of properties with the same domain files: mutating the domain of one
-is mutating the domain of all, so one run serves them all. Subjects share a run (a
-*batch*) when neither one's files lie in the other's domain or read set: mutating one then
-cannot change what the other sees.
+is mutating the domain of all, so one run serves them all. Each subject goes through its
+mutants in a scratch copy of its own (`commands/vet.py` runs up to `--jobs` at once).
 """
 
 from __future__ import annotations
@@ -55,29 +54,6 @@ def subjects(
         Subject(tuple(ids), files, frozenset().union(*(reads[i] for i in ids)))
         for files, ids in by_files.items()
     ]
-
-
-def independent(first: Subject, second: Subject) -> bool:
-    """Whether mutating either subject's files leaves everything the other reads alone."""
-    first_files, second_files = set(first.files), set(second.files)
-    return not (
-        first_files & second_files or first_files & second.reads or second_files & first.reads
-    )
-
-
-def batches(all_subjects: Iterable[Subject]) -> list[list[Subject]]:
-    """Subjects packed greedily, in order, into groups that are pairwise independent."""
-    packed: list[list[Subject]] = []
-    for subject in all_subjects:
-        home = next(
-            (batch for batch in packed if all(independent(subject, other) for other in batch)),
-            None,
-        )
-        if home is None:
-            packed.append([subject])
-        else:
-            home.append(subject)
-    return packed
 
 
 class Tracker:
