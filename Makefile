@@ -57,6 +57,8 @@ typecheck: $(INSTALLED)
 # (`patch = ["subprocess"]` in pyproject.toml), then combined and held to `fail_under`.
 coverage: $(INSTALLED)
 	rm -rf build/coverage
+	# Made before any child starts: the sandbox keeps it writable for the measured children.
+	mkdir -p build/coverage
 	$(BIN)/coverage run -m pytest $(XDIST) --hypothesis-profile=quick $(FAST_LAYERS)
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report
