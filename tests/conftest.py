@@ -114,10 +114,23 @@ def coverage_data_stays_writable(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def plan_mounts(*args: Any, **kwargs: Any) -> mount_plan.MountPlan:
         plan = planned(*args, **kwargs)
+        steps = [_keeping(step, folder) for step in plan.steps]
         writable: mount_plan.Step = ["writable", folder]
-        return dataclasses.replace(plan, steps=(*plan.steps[:-1], writable, plan.steps[-1]))
+        return dataclasses.replace(plan, steps=(*steps[:-1], writable, steps[-1]))
 
     monkeypatch.setattr(sandbox, "plan_mounts", plan_mounts)
+
+
+def _keeping(step: Any, folder: str) -> Any:
+    """STEP, and where it makes /tmp private while FOLDER lies in it (a checkout under
+    /tmp), FOLDER among what stays in sight."""
+    if step[0] != "private_tmp" or not folder.startswith(step[1].rstrip("/") + "/"):
+        return step
+    relative = folder[len(step[1].rstrip("/")) + 1 :]
+    kept = step[2]
+    if any(relative == k or relative.startswith(k + "/") for k in kept):
+        return step
+    return [step[0], step[1], [*kept, relative]]
 
 
 @pytest.fixture(autouse=True)
