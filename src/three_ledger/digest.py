@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import cast
 
 from three_ledger.errors import Refused
+from three_ledger.file_kinds import REGULAR_FILE, kind_of, pinned_file_problem
 from three_ledger.jsonio import Rows
 from three_ledger.ledgers import FILE_ENTRY_KEYS, FileEntry
 from three_ledger.pins import FixturePin
@@ -25,7 +26,6 @@ RING_CHUNKS = 4
 THREADED_MIN_BYTES = 64 * 1024
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 # The kind `walk_entries` gives a regular file; every other kind is never a pinnable file.
-REGULAR_FILE = "file"
 
 
 @dataclass(frozen=True)
@@ -130,31 +130,6 @@ def pinned_problems(root: Path, paths: Iterable[str]) -> list[str]:
     ]
 
 
-def pinned_file_problem(root: Path, path: str) -> str | None:
-    """Why ROOT/path is not a regular file reached without links, or None."""
-    current = root
-    parts = path.split("/")
-    for index, part in enumerate(parts):
-        current = current / part
-        try:
-            mode = os.lstat(current).st_mode
-        except FileNotFoundError:
-            return "pinned file is missing"
-        except OSError as exc:
-            return f"cannot inspect: {exc.strerror or exc}"
-        if stat.S_ISLNK(mode):
-            return (
-                "is a symbolic link" if index == len(parts) - 1 else f"{part}/ is a symbolic link"
-            )
-        if index < len(parts) - 1 and not stat.S_ISDIR(mode):
-            return f"{part} is not a folder"
-    if stat.S_ISDIR(mode):
-        return "is a folder, not a file"
-    if not stat.S_ISREG(mode):
-        return f"is not a regular file ({_kind_of(mode)})"
-    return None
-
-
 @dataclass(frozen=True)
 class Tree:
     """What a walk found: the regular files, and every other non-folder entry with its kind
@@ -245,7 +220,7 @@ def _decoded(raw_name: bytes) -> str | None:
 
 
 def _entry_kind(entry: os.DirEntry[bytes]) -> str:
-    return _kind_of(entry.stat(follow_symlinks=False).st_mode)
+    return kind_of(entry.stat(follow_symlinks=False).st_mode)
 
 
 def hash_files(root: Path, paths: Sequence[str]) -> LiveDigest:
@@ -395,20 +370,6 @@ class _FileHasher:
 def is_real_directory(root: Path, relative: str) -> bool:
     """Whether ROOT/relative is a folder reached without passing through a link."""
     return pinned_file_problem(root, relative) == "is a folder, not a file"
-
-
-def _kind_of(mode: int) -> str:
-    if stat.S_ISREG(mode):
-        return REGULAR_FILE
-    if stat.S_ISLNK(mode):
-        return "symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "device"
-    return "special file"
 
 
 def refuse_unreviewed(root: Path, pin: FixturePin, live: LiveDigest, base: str | None) -> None:

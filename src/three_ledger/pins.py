@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from three_ledger import env_policy, git, jsonio
+from three_ledger import env_policy, jsonio
 from three_ledger.errors import Refused
 from three_ledger.paths import all_plain_under, casefold_twins, glob_matches, is_under, path_problem
 from three_ledger.results import ExpectedSkip, TestsRequirement, selector_tuple
@@ -306,6 +306,9 @@ class FlakePin:
         Keyed by test_id; an entry that holds is absent. Refused when BASE itself does not
         resolve in the work tree that contains ROOT.
         """
+        # Here, not at the top: reading a pin (check-pins) needs no git.
+        from three_ledger import git
+
         top = git.work_tree_top(root)
         base_commit = git.resolve_base_commit(top, base)
         reasons: dict[str, str] = {}

@@ -12,11 +12,16 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from three_ledger.errors import InfraFailure
-from three_ledger.ledgers import FailingTest, UnpinnedFailures, ledger_text
 from three_ledger.vocabulary import Outcome, Status, status_of, worst
+
+if TYPE_CHECKING:
+    from three_ledger.ledgers import FailingTest
+
+# `ledgers` is imported where a score is written, not here: reading a pin (check-pins, and
+# every command's start) uses the selectors below and needs no ledger.
 
 _OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
 # How many non-pass tests a property's report names (stderr, ledger, summary).
@@ -201,6 +206,8 @@ class TestsRequirement:
 def hashed_ids(tests: Iterable[str]) -> list[str]:
     """The ids `tests_sha256` is taken over: distinct, each as a ledger writes it, sorted by
     code point."""
+    from three_ledger.ledgers import ledger_text
+
     return sorted(set(ledger_text(list(tests))))
 
 
@@ -438,6 +445,8 @@ def scored_fields(
     SELECTORS are each property's by id, FLAKE_SELECTORS each flake entry's by test_id,
     REQUIREMENTS what the pin asks of each property's tests (`min_tests`, `tests_sha256`).
     """
+    from three_ledger.ledgers import UnpinnedFailures, ledger_text
+
     scores = score_properties(selectors, results, expected_skips, requirements)
     unpinned = unpinned_failures(selectors, list(flake_selectors.values()), results)
     return {
@@ -461,6 +470,8 @@ def scored_fields(
 
 
 def _failing_tests(score: PropertyScore) -> tuple[FailingTest, ...]:
+    from three_ledger.ledgers import FailingTest, ledger_text
+
     return tuple(
         FailingTest(ledger_text([test.id])[0], test.outcome, _reason(test.skip_reason))
         for test in score.non_pass
@@ -468,4 +479,6 @@ def _failing_tests(score: PropertyScore) -> tuple[FailingTest, ...]:
 
 
 def _reason(reason: str | None) -> str | None:
+    from three_ledger.ledgers import ledger_text
+
     return None if reason is None else ledger_text([reason])[0]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from helpers import make_tree
-from three_ledger.digest import pinned_file_problem, walk_tree
+from three_ledger.digest import walk_tree
+from three_ledger.file_kinds import pinned_file_problem
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from three_ledger.digest import pinned_file_problem
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
+from three_ledger.file_kinds import pinned_file_problem
 from three_ledger.pin_folder import FIXTURE, FLAKE, PROPERTIES, PinFile, PinFolder, scan
 from three_ledger.pins import (
     FixturePin,

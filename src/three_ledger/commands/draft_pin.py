@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from three_ledger import git, jsonio
-from three_ledger.digest import REGULAR_FILE, hash_files, is_real_directory, walk_entries
+from three_ledger.digest import hash_files, is_real_directory, walk_entries
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
+from three_ledger.file_kinds import REGULAR_FILE
 from three_ledger.hints import shown_path
 from three_ledger.paths import casefold_twins, path_problem, printable
 from three_ledger.pins import folder_overlaps
