@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from helpers import (
     CliResult,
     RunCli,
     git,
+    keeping_in_sight,
     namespace_problem,
     sandbox_problem,
 )
@@ -27,6 +29,11 @@ from three_ledger.cli import main
 # `--hypothesis-profile=quick` in make test and test-fast, `thorough` in make test-e2e.
 settings.register_profile("quick", max_examples=QUICK_EXAMPLES)
 settings.register_profile("thorough", max_examples=THOROUGH_EXAMPLES)
+
+# The tests run as from an activated environment, the interpreter's folder first on PATH: a
+# command that names this interpreter inside a shell string (`sh -c '.../python -m pytest'`)
+# then finds it in the sandbox too, where a checkout under /tmp is otherwise out of sight.
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
 
 
 @pytest.fixture
@@ -114,23 +121,11 @@ def coverage_data_stays_writable(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def plan_mounts(*args: Any, **kwargs: Any) -> mount_plan.MountPlan:
         plan = planned(*args, **kwargs)
-        steps = [_keeping(step, folder) for step in plan.steps]
+        steps = [keeping_in_sight(step, folder) for step in plan.steps]
         writable: mount_plan.Step = ["writable", folder]
         return dataclasses.replace(plan, steps=(*steps[:-1], writable, steps[-1]))
 
     monkeypatch.setattr(sandbox, "plan_mounts", plan_mounts)
-
-
-def _keeping(step: Any, folder: str) -> Any:
-    """STEP, and where it makes /tmp private while FOLDER lies in it (a checkout under
-    /tmp), FOLDER among what stays in sight."""
-    if step[0] != "private_tmp" or not folder.startswith(step[1].rstrip("/") + "/"):
-        return step
-    relative = folder[len(step[1].rstrip("/")) + 1 :]
-    kept = step[2]
-    if any(relative == k or relative.startswith(k + "/") for k in kept):
-        return step
-    return [step[0], step[1], [*kept, relative]]
 
 
 @pytest.fixture(autouse=True)

@@ -295,3 +295,15 @@ FORCE_PASS = (
     "    report.outcome = 'passed'\n"
     "    return report\n"
 )
+
+
+def keeping_in_sight(step: Any, folder: str) -> Any:
+    """STEP, and where it makes /tmp private while FOLDER lies in it (a checkout under
+    /tmp), FOLDER among what stays in sight."""
+    if step[0] != "private_tmp" or not folder.startswith(step[1].rstrip("/") + "/"):
+        return step
+    relative = folder[len(step[1].rstrip("/")) + 1 :]
+    kept = step[2]
+    if any(relative == k or relative.startswith(k + "/") for k in kept):
+        return step
+    return [step[0], step[1], [*kept, relative]]

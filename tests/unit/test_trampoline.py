@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from helpers import default_sigint, terminated_on_exit
+from helpers import default_sigint, keeping_in_sight, terminated_on_exit
 from three_ledger.run import trampoline
 from three_ledger.runner import run_command
 
@@ -37,18 +37,20 @@ def inside(*command: str, plan: list[list[Any]] | None = None, init: bool = True
     if init:
         argv.append("--init")
     if plan is not None:
-        argv += ["--plan", json.dumps([*plan, *coverage_steps()])]
+        argv += ["--plan", json.dumps(coverage_steps(plan))]
     return [*argv, "--", *command]
 
 
-def coverage_steps() -> list[list[str]]:
-    """Under coverage, its data folder writable too, so that the trampoline is measured."""
+def coverage_steps(plan: list[list[Any]]) -> list[list[Any]]:
+    """PLAN, and under coverage its data folder in sight and writable too, so that the
+    trampoline is measured (in sight even where a private /tmp would hide it)."""
     import coverage
 
     measuring = coverage.Coverage.current()
     if measuring is None:
-        return []
-    return [["writable", str(Path(measuring.config.data_file).resolve().parent)]]
+        return plan
+    folder = str(Path(measuring.config.data_file).resolve().parent)
+    return [*(keeping_in_sight(step, folder) for step in plan), ["writable", folder]]
 
 
 def run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
