@@ -53,6 +53,13 @@ def coverage_steps(plan: list[list[Any]]) -> list[list[Any]]:
     return [*(keeping_in_sight(step, folder) for step in plan), ["writable", folder]]
 
 
+def with_interpreter(kept: list[str]) -> list[str]:
+    """KEPT, and this interpreter's environment where it lies in /tmp (a checkout there), as
+    the gate keeps the environment of a PATH entry in sight."""
+    prefix = os.path.realpath(sys.prefix)
+    return [*kept, prefix.removeprefix("/tmp/")] if prefix.startswith("/tmp/") else kept
+
+
 def run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd)
 
@@ -235,7 +242,10 @@ def test_the_private_tmp_keeps_only_what_the_run_needs_and_leaves_nothing(
     (needed / "data").write_text("seen\n")
     (tmp_path / "secret").write_text("not for the run\n")
     relative = str(needed.relative_to("/tmp"))
-    plan: list[list[Any]] = [["read_only", "/"], ["private_tmp", "/tmp", [relative]]]
+    plan: list[list[Any]] = [
+        ["read_only", "/"],
+        ["private_tmp", "/tmp", with_interpreter([relative])],
+    ]
     plan.append(["mkdir", "/tmp/home"])
     code = f"""
         import os, pathlib
@@ -293,7 +303,7 @@ def test_the_command_starts_in_its_folder_as_the_new_mounts_show_it(tmp_path: Pa
     root = tmp_path / "root"
     (root / "build").mkdir(parents=True)
     plan: list[list[Any]] = [["read_only", "/"]]
-    plan.append(["private_tmp", "/tmp", [str(root.relative_to("/tmp"))]])
+    plan.append(["private_tmp", "/tmp", with_interpreter([str(root.relative_to("/tmp"))])])
     plan.append(["tmpfs", str(root / "build")])
     code = "open('build/x', 'w').write('relative paths see the tmpfs')"
     done = run(inside(*python(code), plan=plan), cwd=root)
