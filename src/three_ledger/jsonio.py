@@ -9,10 +9,8 @@ import json
 import operator
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from json.encoder import encode_basestring as _json_string
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ _MAX_MESSAGE_CHARS = 300
 # CPython's own default limit on integer digits; no pin or ledger number comes near it.
 _MAX_INTEGER_CHARS = 4300
 # A \uD800-\uDFFF escape: valid JSON, but a lone one is not Unicode and cannot be written back.
+_SCHEMAS = Path(__file__).parent / "schemas"
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -297,8 +296,10 @@ def _short(message: str) -> str:
 
 def load_schema(schema_name: str) -> dict[str, Any]:
     """The JSON Schema shipped in the package as `schemas/<schema_name>.schema.json`."""
-    text = resources.files("three_ledger").joinpath(f"schemas/{schema_name}.schema.json")
-    schema: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
+    # Beside this module, read as a file: `importlib.resources` would cost the start-up of
+    # every command its readers (and zipfile) for a package that is never run from a zip.
+    text = (_SCHEMAS / f"{schema_name}.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
     return schema
 
 
@@ -530,6 +531,8 @@ def write_atomic_chunks(path: Path, chunks: Iterable[str]) -> None:
     """Write the concatenated `chunks` so that `path` holds its old content or all the new."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only a command that writes pays for it
+
         fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
         raise Refused(f"{path}: cannot write: {exc.strerror or exc}") from exc

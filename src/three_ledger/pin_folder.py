@@ -22,6 +22,8 @@ _MARKS = (("properties", PROPERTIES), ("flakes", FLAKE), ("files", FIXTURE))
 
 @dataclass(frozen=True)
 class PinFile:
+    """A file in the pins folder, and which pin it is (None: not a pin)."""
+
     path: Path
     kind: str | None
     # As written in the file, when it is a string; the schema check comes later.
@@ -31,6 +33,8 @@ class PinFile:
 
 @dataclass(frozen=True)
 class PinFolder:
+    """The pins folder and the files it holds."""
+
     folder: Path
     files: tuple[PinFile, ...]
 

@@ -23,6 +23,8 @@ DEFAULT_ORACLE_PATHS = ("properties", "tests")
 
 @dataclass(frozen=True)
 class FixturePin:
+    """A fixture pin as read and checked: the reviewed paths a run may read."""
+
     source: Path
     pin_id: str
     # The closed folders, in the pin's order: `fixtures_dir` is a list of one.
@@ -116,6 +118,8 @@ def folder_overlaps(folders: Sequence[str]) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class Property:
+    """One property of the properties pin: its stable id, claim and tests."""
+
     id: str
     claim: str
     domain: tuple[str, ...]
@@ -127,6 +131,8 @@ class Property:
 
 @dataclass(frozen=True)
 class PropertiesPin:
+    """The properties pin as read and checked."""
+
     source: Path
     sha256: str
     pin_id: str
@@ -253,6 +259,8 @@ def domain_base(fixture_pin: FixturePin) -> str:
 
 @dataclass(frozen=True)
 class FlakeEntry:
+    """One entry of the flake pin: a test a person listed as flaky."""
+
     test_id: str
     test: str
     accepted_revision: str
@@ -267,6 +275,8 @@ class FlakeEntry:
 
 @dataclass(frozen=True)
 class FlakePin:
+    """The flake pin as read and checked."""
+
     source: Path
     sha256: str
     pin_id: str

@@ -201,3 +201,23 @@ def test_every_subcommand_helps_with_a_description_an_example_and_its_exit_codes
     listed = [int(line.split()[0]) for line in codes.strip().splitlines()]
     assert listed[-3:] == [64, 70, 130]
     assert set(listed) <= {int(code) for code in ExitCode}
+
+
+@pytest.mark.parametrize("command", sorted(_subcommands()))
+def test_a_command_parsed_alone_reads_its_arguments_as_the_whole_grammar_does(
+    command: str,
+) -> None:
+    """`main` builds only the named command's parser: it must be that command's, whole."""
+    from three_ledger.cli.parser import build_parser
+
+    alone = build_parser(command)
+    whole = _subcommands()[command]
+    subparsers = next(a for a in alone._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(subparsers.choices) == [command]
+    assert subparsers.choices[command].format_help() == whole.format_help()
+
+
+def test_an_unknown_command_still_lists_every_command(run_cli: RunCli) -> None:
+    result = run_cli("no-such-command")
+    assert result.code == 64
+    assert all(name in result.err for name in _subcommands())

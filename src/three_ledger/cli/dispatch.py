@@ -23,9 +23,10 @@ _LABELS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(given[0] if given else None)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(given)
         set_quiet(getattr(args, "quiet", False))
         return _dispatch(parser, args)
     except SystemExit as exc:  # --help and --version

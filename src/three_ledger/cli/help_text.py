@@ -15,6 +15,8 @@ from three_ledger.exit_codes import ExitCode
 
 @dataclass(frozen=True)
 class CommandHelp:
+    """What a subcommand's help ends with: its example and its exit codes."""
+
     example: str
     # (code, meaning), in the order a reader meets them.
     exits: Sequence[tuple[int, str]]
