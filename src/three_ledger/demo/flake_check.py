@@ -26,6 +26,9 @@ from three_ledger.runner import run_command
 from three_ledger.vocabulary import FlakeVerdict
 
 NAME = "flake-evidence"
+# The reruns and wall-clock budget the check gives flake-evidence.
+RERUNS = 5
+BUDGET_S = 20
 DESCRIPTION = (
     "a victim fails after a polluter, and another test fails on half its runs: "
     "flake-evidence --reruns 5 --budget-s 20 must call one order-dependent, naming its "
@@ -146,7 +149,8 @@ def run_flake_check(folder: Path) -> FlakeOutcome:
                 # left, and the victim, deterministic, needs one round to show its verdict,
                 # where the random test needs as many as fit to show both outcomes.
                 "--command", shlex.join(_COMMAND), "--candidates", RANDOM, VICTIM,
-                "--reruns", "5", "--budget-s", "20", "--out", str(ledgers / "evidence.json"),
+                "--reruns", str(RERUNS), "--budget-s", str(BUDGET_S),
+                "--out", str(ledgers / "evidence.json"),
             ],
         ),
     ]  # fmt: skip
