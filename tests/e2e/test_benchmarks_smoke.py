@@ -138,3 +138,12 @@ def test_bench_vet_compares_jobs_1_with_jobs_2_on_a_tiny_suite() -> None:
     assert "| --jobs 1 | " in result.stdout
     assert "| --jobs 2 | " in result.stdout
     assert "| --jobs 2 >= 1.6x faster than --jobs 1 | " in result.stdout
+
+
+def test_the_flake_rerun_benchmark_gives_a_slope_over_the_runs_counted() -> None:
+    result = run_script("bench_flake.py", "--runs", "1", "--warmup", "0", "--reruns", "1", "2")
+    assert result.returncode == 0, result.stderr
+    # The victim never stops early: two modes a round, to the count asked.
+    assert "| flake-evidence --reruns 1 | 2 |" in result.stdout
+    assert "| flake-evidence --reruns 2 | 4 |" in result.stdout
+    assert "One rerun: " in result.stdout
