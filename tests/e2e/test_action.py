@@ -224,6 +224,27 @@ def test_a_push_whose_default_branch_is_not_fetched_is_a_reject_saying_how_to_fe
     assert (run.artifacts / "three-ledger" / "decision.json").is_file()
 
 
+def test_the_selftest_mode_catches_every_plant_and_keeps_the_ledgers(
+    tmp_path: Path, project_python: Path, runner_temp: Path
+) -> None:
+    """The scheduled job of docs/ci.md: plants in a scratch clone, this checkout only read."""
+    workspace, _ = workspace_for(tmp_path, scenario("clean-one-pin"))
+    head = git(workspace, "rev-parse", "HEAD")
+    payload = {"schedule": "17 3 * * *", "repository": {"default_branch": "main"}}
+    event = Event("schedule", payload, "refs/heads/main")
+    run = run_action(tmp_path, workspace, event, project_python, runner_temp, {"mode": "selftest"})
+    assert not run.failed, run.log()
+    kept = run.artifacts / "three-ledger-selftest"
+    ledger = json.loads((kept / "selftest.json").read_text(encoding="utf-8"))
+    outcomes = {plant["plant"]: plant["outcome"] for plant in ledger["plants"]}
+    assert outcomes["broken-product"] == "caught"
+    assert "escaped" not in outcomes.values(), outcomes
+    assert (kept / "kept" / "runs").is_dir()
+    # selftest only reads the checkout: the same HEAD, nothing tracked changed.
+    assert git(workspace, "rev-parse", "HEAD") == head
+    assert git(workspace, "status", "--porcelain", "--untracked-files=no") == ""
+
+
 # --- the sharded flow: plan, shard K in a matrix, combine -------------------------------------
 
 
@@ -309,7 +330,7 @@ def test_a_sharded_pin_edit_mixed_with_code_is_row_4(
 @pytest.mark.parametrize(
     ("inputs", "message"),
     [
-        ({"mode": "matrix"}, "the mode input is gate, plan, shard or combine"),
+        ({"mode": "matrix"}, "the mode input is gate, plan, shard, combine or selftest"),
         ({"mode": "plan"}, "mode plan needs shards: how many slices"),
         ({"mode": "plan", "shards": "-1"}, "mode plan needs shards: how many slices"),
         ({"mode": "shard", "shard": "01"}, "mode shard needs shard: the slice's index"),
