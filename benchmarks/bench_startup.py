@@ -3,7 +3,8 @@ interpreter start (`python -c pass`).
 
 All run as subprocesses of the same interpreter, in alternation, after warm-up runs. Prints a
 Markdown table and the targets: `--version` at most 2x the bare start and `check-pins` at
-most 4x (issue 25).
+most 4x (issue 25). A third contender imports the standard library modules `check-pins`
+needs and nothing else: the floor under it.
 
     .venv/bin/python benchmarks/bench_startup.py [--runs 21]
 """
@@ -30,6 +31,13 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orders"
 VERSION = "three-ledger --version"
 CHECK_PINS = "three-ledger check-pins (the example)"
 BARE = "python -c pass"
+# The standard library modules `check-pins` imports (and what they import): the floor under
+# it that no change to three-ledger's own modules can go below.
+FLOOR_MODULES = (
+    "argparse, dataclasses, datetime, enum, hashlib, json, pathlib, re, shlex, shutil, typing, "
+    "unicodedata"
+)
+FLOOR = "python importing check-pins' standard library"
 TARGETS = {VERSION: 2.0, CHECK_PINS: 4.0}
 
 
@@ -40,6 +48,7 @@ def bench(args: argparse.Namespace) -> dict[str, list[Run]]:
             str(args.three_ledger), "check-pins", "--pins-dir", str(EXAMPLE / "pins"),
             "--root", str(EXAMPLE),
         ],
+        FLOOR: [str(args.python), "-c", f"import {FLOOR_MODULES}"],
         BARE: [str(args.python), "-c", "pass"],
     }  # fmt: skip
     runs: dict[str, list[Run]] = {name: [] for name in commands}
