@@ -93,11 +93,12 @@ class Budget:
     def spent(self) -> bool:
         return time.monotonic() - self.started >= self.seconds
 
-    def share(self, candidates: int) -> Budget:
-        """An equal share of what is left for the next of CANDIDATES candidates, so that
-        the first cannot starve the others."""
+    def share(self, weights: Sequence[int]) -> Budget:
+        """The next candidate's share of what is left, WEIGHTS being the reruns a round of
+        it and of each candidate after it takes: the first cannot starve the others, and a
+        candidate rerun in three modes gets half again the time of one rerun in two."""
         left = max(0.0, self.seconds - (time.monotonic() - self.started))
-        return Budget(left / max(1, candidates))
+        return Budget(left * weights[0] / max(1, sum(weights)))
 
 
 def flake_evidence(request: Request) -> int:
@@ -131,8 +132,9 @@ def flake_evidence(request: Request) -> int:
             tempfile.TemporaryDirectory(prefix="three-ledger-flake-") as private,
             Bench.opened(setting, request.root, Path(private)) as bench,
         ):
+            weights = [len(modes_of(candidate)) for candidate in candidates]
             found = [
-                examine(bench, candidate, request, budget.share(len(candidates) - index))
+                examine(bench, candidate, request, budget.share(weights[index:]))
                 for index, candidate in enumerate(candidates)
             ]
             layers = bench.layers
@@ -269,9 +271,7 @@ def examine(
         RerunMode.ISOLATED: [candidate.id],
         RerunMode.REVERSE: [*reversed(candidate.prefix), candidate.id],
     }
-    modes = [RerunMode.ORIGINAL, RerunMode.ISOLATED]
-    if len(candidate.prefix) >= 2:  # reversed, a shorter prefix is the original order
-        modes.append(RerunMode.REVERSE)
+    modes = modes_of(candidate)
     changed: set[str] = set()
     property_ids = set(candidate.property_ids)
     unfinished = None
@@ -314,6 +314,14 @@ def examine(
         unfinished=unfinished,
         proposal=proposal,
     )
+
+
+def modes_of(candidate: Candidate) -> list[RerunMode]:
+    """The modes a round reruns CANDIDATE in."""
+    modes = [RerunMode.ORIGINAL, RerunMode.ISOLATED]
+    if len(candidate.prefix) >= 2:  # reversed, a shorter prefix is the original order
+        modes.append(RerunMode.REVERSE)
+    return modes
 
 
 def _unfinished(budget: Budget, round_number: int, planned: int) -> str:

@@ -145,9 +145,10 @@ def run_flake_check(folder: Path) -> FlakeOutcome:
                 "--fixture-ledger", str(ledgers / "fixture.json"),
                 "--property-ledger", str(ledgers / "property.json"),
                 *pins, "--properties", "pins/properties.json",
-                # The random test first: each candidate gets an equal share of the budget
-                # left, and the victim, deterministic, needs one round to show its verdict,
-                # where the random test needs as many as fit to show both outcomes.
+                # The random test first: each candidate gets its share of the budget left
+                # (three fifths here: three modes against the victim's two), and the victim,
+                # deterministic, needs one round to show its verdict, where the random test
+                # needs as many as fit to show both outcomes.
                 "--command", shlex.join(_COMMAND), "--candidates", RANDOM, VICTIM,
                 "--reruns", str(RERUNS), "--budget-s", str(BUDGET_S),
                 "--out", str(ledgers / "evidence.json"),
