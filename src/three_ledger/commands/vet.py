@@ -152,6 +152,7 @@ def vet(request: Request) -> int:
             phases.ended("scratch copy")
             with bench:
                 findings = examine(bench, checked, request)
+            scratch.remove_side_by_side(Path(private))
         phases.ended("cleanup")
         duration_ms = (time.monotonic_ns() - started) // 1_000_000
         ledger = build_ledger(request, checked, enforcement, findings, bench.runs, duration_ms)
