@@ -519,13 +519,18 @@ def _sliced_runs(bench: Bench, slices: int, measure: bool) -> tuple[int, list[Ba
 
     number = bench.count_run()
     started = time.monotonic()
+    first_ended = threading.Event()
 
     def one(index: int) -> BaselineRun:
-        tree = bench.tree
-        if index > 1:
-            tree = bench.private / f"tree-{index}"
-            scratch.copy_tree(bench.tree, tree)
-        folder = bench.private / f"baseline-{index}"
+        tree, folder = bench.tree, bench.private / f"baseline-{index}"
+        if index == 1:
+            try:
+                return _baseline_run(bench, tree, folder, measure, (number, index, slices))
+            finally:
+                first_ended.set()
+        tree = bench.private / f"tree-{index}"
+        scratch.copy_tree(bench.tree, tree)
+        _until_configured(bench.private / "baseline-1" / "collected", first_ended)
         return _baseline_run(bench, tree, folder, measure, (number, index, slices))
 
     with ThreadPoolExecutor(max_workers=slices) as pool:
@@ -540,6 +545,15 @@ def _sliced_runs(bench: Bench, slices: int, measure: bool) -> tuple[int, list[Ba
     elapsed = time.monotonic() - started
     bench.progress.say(f"run {number}: {', '.join(endings)} in {elapsed:.1f} s ({slices} slices)")
     return number, runs
+
+
+def _until_configured(folder: Path, ended: threading.Event) -> None:
+    """Wait until the first slice's pytest is configured (the bytecode of pytest, its plugins
+    and the standard library is then written, and every slice reads it instead of compiling
+    it again, side by side) or that slice has ended."""
+    while not ended.wait(0.02):
+        if STOPPING.is_set() or any(folder.glob("configured-*")):
+            return
 
 
 def _baseline_run(
