@@ -10,6 +10,11 @@ module is imported, as conformance suites do), `fixtures/invalid/` holding recor
 must be rejected, and one parametrised test per fixture. `properties` and `vet` run on it in
 alternation after a warm-up round; figures are medians. Every vet run must exit 0 with every
 property killed by a well-formed mutant (the example's round-trip property is weak by design).
+
+With `--jobs`, `vet --jobs 1` and `--jobs 2` run on the conformance suite in alternated
+pairs, their ledgers compared pair by pair, and the median time of each of vet's phases
+(from its `vet: phases:` progress line) is printed per `--jobs`, so that the bound on what
+`--jobs` can save is read from the same run.
 """
 
 from __future__ import annotations
