@@ -10,6 +10,11 @@ module is imported, as conformance suites do), `fixtures/invalid/` holding recor
 must be rejected, and one parametrised test per fixture. `properties` and `vet` run on it in
 alternation after a warm-up round; figures are medians. Every vet run must exit 0 with every
 property killed by a well-formed mutant (the example's round-trip property is weak by design).
+
+With `--jobs`, `vet --jobs 1` and `--jobs 2` run on the conformance suite in alternated
+pairs, their ledgers compared pair by pair, and the median time of each of vet's phases
+(from its `vet: phases:` progress line) is printed per `--jobs`, so that the bound on what
+`--jobs` can save is read from the same run.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -254,10 +261,11 @@ def bench_jobs(work: Path, fixtures: int, pairs: int, env: dict[str, str]) -> in
         for jobs in (1, 2)
     }  # fmt: skip
     timed: dict[int, list[Run]] = {1: [], 2: []}
+    said = {jobs: work / f"jobs-{jobs}.stderr" for jobs in (1, 2)}
     for attempt in range(pairs + 1):  # the first pair warms the caches
         order = (1, 2) if attempt % 2 else (2, 1)
         for jobs in order:
-            run = run_measured(PYTHON, argv[jobs], root, env=env)
+            run = run_measured(PYTHON, argv[jobs], root, env=env, stderr=said[jobs])
             checked_vet(work / f"jobs-{jobs}.json", weak=set())
             if attempt:
                 timed[jobs].append(run)
@@ -273,11 +281,55 @@ def bench_jobs(work: Path, fixtures: int, pairs: int, env: dict[str, str]) -> in
     for jobs in (1, 2):
         print(f"| --jobs {jobs} | {median_seconds(timed[jobs]):.2f} | "
               f"{spread(timed[jobs], digits=2)} | {cpu(timed[jobs])} |")  # fmt: skip
+    print_phases({jobs: phase_times(said[jobs].read_text())[1:] for jobs in (1, 2)}, timed)
     speedup = one / two
     print(f"\n| target | measured | verdict |\n|---|---|---|\n"
           f"| --jobs 2 >= {JOBS_TARGET:g}x faster than --jobs 1 | {speedup:.2f}x | "
           f"{'met' if speedup >= JOBS_TARGET else '**missed**'} |")  # fmt: skip
     return 0
+
+
+PHASES = re.compile(r"^vet: phases: (.*) \(([0-9.]+) s in all\)$", re.MULTILINE)
+RUN_END = re.compile(r"^vet: run (\d+): .* in ([0-9.]+) s", re.MULTILINE)
+
+
+def phase_times(said: str) -> list[dict[str, float]]:
+    """Per vet in SAID (its stderr), the seconds of each phase, of the baseline run (the
+    whole, or its slices together) and of its slowest mutant run, from its progress lines."""
+    found = []
+    start = 0
+    for match in PHASES.finditer(said):
+        times = {}
+        for part in match.group(1).split(", "):
+            name, seconds, _ = part.rsplit(" ", 2)
+            times[name] = float(seconds)
+        runs = {
+            int(number): float(seconds)
+            for number, seconds in RUN_END.findall(said[start : match.start()])
+        }
+        times["(baseline run)"] = runs.get(1, 0.0)
+        times["(slowest mutant run)"] = max((s for n, s in runs.items() if n > 1), default=0.0)
+        times["(in all)"] = float(match.group(2))
+        found.append(times)
+        start = match.end()
+    return found
+
+
+def print_phases(phases: dict[int, list[dict[str, float]]], timed: dict[int, list[Run]]) -> None:
+    """Median phase times per --jobs: where the time went, and so what --jobs can save."""
+    names = list(dict.fromkeys(name for each in phases.values() for one in each for name in one))
+    print("\n| phase (median s) | --jobs 1 | --jobs 2 |\n|---|---|---|")
+    for name in names:
+        cells = [statistics.median(one.get(name, 0.0) for one in phases[jobs]) for jobs in (1, 2)]
+        print(f"| {name} | {cells[0]:.2f} | {cells[1]:.2f} |")
+    start_up = [
+        statistics.median(
+            run.seconds - one["(in all)"]
+            for run, one in zip(timed[jobs], phases[jobs], strict=True)
+        )
+        for jobs in (1, 2)
+    ]
+    print(f"| (start-up: wall less in all) | {start_up[0]:.2f} | {start_up[1]:.2f} |")
 
 
 def cpu(runs: list[Run]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -33,16 +34,20 @@ def run_measured(
     env: Mapping[str, str] | None = None,
     stdin: Path | None = None,
     ok: tuple[int, ...] = (0,),
+    stderr: Path | None = None,
 ) -> Run:
     """Run ARGV as the only child of a small `python -S` parent that times it; an exit code
-    outside OK means the timing means nothing."""
+    outside OK means the timing means nothing. With STDERR, its standard error is appended
+    to that file."""
     with (stdin or Path(os.devnull)).open("rb") as source, tempfile.TemporaryDirectory() as temp:
         report, out = Path(temp, "report.json"), Path(temp, "stdout")
         measure = [str(python), "-S", str(HERE / "measure_child.py"), str(report)]
-        with out.open("wb") as stdout:
+        with out.open("wb") as stdout, contextlib.ExitStack() as stack:
+            errors = None if stderr is None else stack.enter_context(stderr.open("ab"))
             subprocess.run(
-                [*measure, *argv], cwd=cwd, env=env, stdin=source, stdout=stdout, check=True
-            )
+                [*measure, *argv], cwd=cwd, env=env, stdin=source, stdout=stdout, stderr=errors,
+                check=True,
+            )  # fmt: skip
         measured = json.loads(report.read_text(encoding="utf-8"))
         if measured["exit"] not in ok:
             raise CommandFailed(f"{' '.join(argv)} exited {measured['exit']}")

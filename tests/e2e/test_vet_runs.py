@@ -1,6 +1,7 @@
 """`vet` over small generated suites: each operator's kill, weak and strict, ceremony, unread
 and skipping properties, a collection error under mutation, --per-file, a failing baseline,
-a crash (the hollow suite, one vet run, is in tests/commands/test_vet_hollow.py).
+a baseline whose slices collect other tests, a crash (the hollow suite, one vet run, is in
+tests/commands/test_vet_hollow.py).
 The children run with plugin autoload off, so each of vet's runs is a bare pytest.
 """
 
@@ -277,6 +278,34 @@ def test_a_baseline_failure_exits_2_naming_the_property(run_cli: RunCli, tmp_pat
     assert "  base.missing: missing" in result.err
     assert not stale.exists()
     assert result.out == ""
+
+
+def test_slices_that_collect_other_tests_run_the_baseline_again_whole(tmp_path: Path) -> None:
+    # The parametrisation names the process: each slice of the baseline collects its own id.
+    tests = {
+        "test_p.py": """
+@pytest.mark.parametrize("process", [os.getpid()])
+def test_n(process):
+    assert load("a.json")["n"] == 1
+"""
+    }
+    root = make_suite(
+        tmp_path / "suite",
+        {"a.json": b'{"n": 1}\n'},
+        tests,
+        [claim("p.n", "properties/test_p.py::test_n", "a.json")],
+    )
+    whole = run_vet(root, "--jobs", "1", "--no-cache")
+    assert whole.returncode == 0, whole.stderr
+    one = ledger(root)
+    sliced = run_vet(root, "--jobs", "2", "--no-cache")
+    assert sliced.returncode == 0, sliced.stderr
+    assert "the baseline's slices did not collect the same tests" in sliced.stderr
+    assert "vet: run 1 (whole, again): exit 0" in sliced.stderr
+    two = ledger(root)
+    assert two["runs"] == one["runs"] == 2
+    assert two["properties"] == one["properties"]
+    assert two["properties"]["p.n"]["verdict"] == "strong"
 
 
 def test_the_user_tree_is_unchanged_after_a_crash(

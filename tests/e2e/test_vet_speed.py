@@ -63,6 +63,14 @@ def test_jobs_2_writes_the_ledger_jobs_1_writes(tmp_path: Path) -> None:
     for said, ledger in ((said_one, one), (said_two, two)):
         ends = re.findall(r"^vet: run (\d+): exit", said, re.MULTILINE)
         assert sorted(map(int, ends)) == list(range(1, ledger["runs"] + 1))
+    # With --jobs 2 the baseline ran in two slices, side by side, and counts as one run.
+    assert "vet: run 1: exit 0 in" in said_one
+    assert "slice" not in said_one
+    assert re.search(r"^vet: run 1: exit 0 in [0-9.]+ s \(2 slices\)$", said_two, re.MULTILINE)
+    log = (root.parent / "two.json.log").read_text()
+    assert "=== vet run 1 (slice 1 of 2): baseline run, unmutated ===" in log
+    assert "=== vet run 1 (slice 2 of 2): baseline run, unmutated ===" in log
+    assert re.search(r"^vet: phases: checks .* mutants [0-9.]+ s", said_two, re.MULTILINE)
     assert not (tmp_path / "c").exists()  # --no-cache: nothing stored
 
 

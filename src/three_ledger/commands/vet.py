@@ -49,7 +49,15 @@ from three_ledger.ledgers import (
 )
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FixturePin
-from three_ledger.plugin.wire import DESELECT_ENV, HARNESS_ENV, READS_ENV, ROOT_ENV, WATCHED_ENV
+from three_ledger.plugin.wire import (
+    DESELECT_ENV,
+    HARNESS_ENV,
+    READS_ENV,
+    ROOT_ENV,
+    SLICE_COLLECTED_ENV,
+    SLICE_ENV,
+    WATCHED_ENV,
+)
 from three_ledger.progress import progress
 from three_ledger.results import (
     PropertyScore,
@@ -71,7 +79,7 @@ from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import Checks, Preflight, new_tests_left_out, preflight
 from three_ledger.run.staging import StagedPlugin, stage_plugin
 from three_ledger.runner import interrupt_threads
-from three_ledger.vet import scratch
+from three_ledger.vet import baseline_slices, scratch
 from three_ledger.vet.cache import Entry, ResultCache, blob_ids
 from three_ledger.vet.judge import (
     BROKEN_EXITS,
@@ -133,13 +141,19 @@ def vet(request: Request) -> int:
     ):
         # The namespace probe is a child of its own: it overlaps the pin and tree checks.
         probe = background.submit(network_namespace.namespace_available)
+        phases = Phases(started)
         checked = preflight(request.checks())
         network = checked.properties_pin.network
         enforcement = choose_enforcement(network, request.command, probe.result)
+        phases.ended("checks")
         with tempfile.TemporaryDirectory(prefix="three-ledger-vet-") as private:
             bench = Bench.prepare(request, checked, enforcement, Path(private), log_path)
+            bench.phases = phases
+            phases.ended("scratch copy")
             with bench:
                 findings = examine(bench, checked, request)
+            scratch.remove_side_by_side(Path(private))
+        phases.ended("cleanup")
         duration_ms = (time.monotonic_ns() - started) // 1_000_000
         ledger = build_ledger(request, checked, enforcement, findings, bench.runs, duration_ms)
         if findings.reused_runs:
@@ -148,7 +162,27 @@ def vet(request: Request) -> int:
                 f"({findings.reused_subjects} of {findings.subjects} subject(s))"
             )
         write_ledger(request.out, ledger)
+        phases.ended("ledger")
+        bench.progress.say(phases.summary())
     return report(ledger)
+
+
+class Phases:
+    """How long each phase of a vet took, for the line that ends its progress: where the
+    time goes, and so how much `--jobs` can save (only the mutant runs overlap)."""
+
+    def __init__(self, started_ns: int) -> None:
+        self.started_ns = self.last_ns = started_ns
+        self.seconds: dict[str, float] = {}
+
+    def ended(self, phase: str) -> None:
+        now = time.monotonic_ns()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + (now - self.last_ns) / 1e9
+        self.last_ns = now
+
+    def summary(self) -> str:
+        spent = ", ".join(f"{phase} {seconds:.2f} s" for phase, seconds in self.seconds.items())
+        return f"phases: {spent} ({(self.last_ns - self.started_ns) / 1e9:.2f} s in all)"
 
 
 # Set once vet is interrupted: a subject's lane starts no run after it.
@@ -223,8 +257,11 @@ class Bench:
         self.expected_skips = checked.properties_pin.expected_skips
         self.requirements = checked.properties_pin.requirements()
         self.command = scratch.command_for_copy(request.command, request.root)
+        # Runs of the suite (the ledger's `runs`), and runs of the command started.
         self.runs = 0
+        self.started = 0
         self.progress = progress("vet")
+        self.phases = Phases(time.monotonic_ns())
         # Runs may start from several threads: numbering them and writing the log are locked.
         self._lock = threading.Lock()
         # Set when a subject's lane failed: the other lanes start no further run.
@@ -272,17 +309,24 @@ class Bench:
         extra_env: Mapping[str, str],
         tree: Path | None = None,
         measuring: Measurement | None = None,
+        part: tuple[int, str] | None = None,
     ) -> Ran:
         """Run the command once in TREE (the first scratch copy unless given), with a
-        tripwire record of its own."""
+        tripwire record of its own. PART: the run of the suite this is a part of (its
+        number, already counted: the ledger's `runs` counts a baseline run in slices once)
+        and which part (`slice 2 of 2`)."""
         if STOPPING.is_set():
             raise InfraFailure("interrupted; no vet ledger written")
         with self._lock:
-            self.runs += 1
-            number = self.runs
-        results_path = self.private / f"results-{number}.jsonl"
-        record = self.private / f"tripwire-{number}.jsonl"
-        run_log = self.private / f"run-{number}.log"
+            self.started += 1
+            started_number = self.started
+            if part is None:
+                self.runs += 1
+                number = self.runs
+        name = f"run {number}" if part is None else f"run {part[0]} ({part[1]})"
+        results_path = self.private / f"results-{started_number}.jsonl"
+        record = self.private / f"tripwire-{started_number}.jsonl"
+        run_log = self.private / f"run-{started_number}.log"
         # Bytecode goes to a private folder, never beside a source file (a linked virtual
         # environment or an editable install may lie in the user's tree). Writing is on
         # even where the caller turned it off: the folder is private, and without it every
@@ -308,12 +352,18 @@ class Bench:
             measurement=measuring,
         )
         started = time.monotonic()
-        with self.progress.running(f"run {number}, {label}"):
+        with self.progress.running(f"{name}, {label}"):
             run = run_child(child)
         ending = run.failure() or f"exit {run.exit_code}"
-        self.progress.say(f"run {number}: {ending} in {time.monotonic() - started:.1f} s")
-        self._keep_log(number, label, run_log, ending)
+        self.progress.say(f"{name}: {ending} in {time.monotonic() - started:.1f} s")
+        self._keep_log(name, label, run_log, ending)
         return Ran(label, run.exit_code, run.failure(), results_path, record)
+
+    def count_run(self) -> int:
+        """Count a run of the suite made in parts (the baseline in slices); its number."""
+        with self._lock:
+            self.runs += 1
+            return self.runs
 
     def kept_env(self) -> tuple[str, ...]:
         return (*self.checked.properties_pin.env, *self.request.keep_env)
@@ -329,10 +379,10 @@ class Bench:
             tampered.details.append(f"no vet ledger written (log: {self.log_path})")
             raise
 
-    def _keep_log(self, number: int, label: str, run_log: Path, ending: str) -> None:
+    def _keep_log(self, name: str, label: str, run_log: Path, ending: str) -> None:
         assert self._log is not None  # entered
         with self._lock:
-            self._log.write(f"=== vet run {number}: {label} ===\n".encode())
+            self._log.write(f"=== vet {name}: {label} ===\n".encode())
             with contextlib.suppress(FileNotFoundError), run_log.open("rb") as stream:
                 shutil.copyfileobj(stream, self._log)
             self._log.write(f"=== {ending} ===\n\n".encode())
@@ -424,32 +474,147 @@ class Baseline:
     pythons: tuple[str, ...] = ()
 
 
-def run_baseline(bench: Bench, measure: bool = False) -> Baseline:
+@dataclass(frozen=True)
+class BaselineRun:
+    """One run of the baseline (the whole suite, or one slice of it) and where it recorded."""
+
+    ran: Ran
+    tree: Path
+    # Where its reads, its harness and (a slice's) collected node ids lie.
+    folder: Path
+    measuring: Measurement | None
+
+
+def run_baseline(
+    bench: Bench, measure: bool = False, slices: int = 1
+) -> tuple[Baseline, list[Path]]:
     """The unmutated run: every property must pass; it records each item's reads, and with
-    MEASURE what it used under ROOT (the result cache's key)."""
-    pin = bench.checked.fixture_pin
-    reads_folder = bench.private / "reads"
-    reads_folder.mkdir()
+    MEASURE what it used under ROOT (the result cache's key). With SLICES above 1 the suite
+    runs in that many slices at once, each in a scratch copy of its own (the copies are
+    returned, the first one first, for the mutants' lanes); it runs whole again when the
+    slices did not collect the same items or were not steered alike."""
+    if slices <= 1:
+        runs = [_baseline_run(bench, bench.tree, bench.private / "baseline", measure)]
+        return _baseline(bench, runs), [bench.tree]
+    number, runs = _sliced_runs(bench, slices, measure)
+    trees = [run.tree for run in runs]
+    for run in runs:
+        _exit_checked(bench, run.ran)
+    collected = [baseline_slices.collected(run.folder / "collected") for run in runs]
+    harnesses = [_harness(run) for run in runs]
+    if baseline_slices.same_suite(collected) and baseline_slices.united(harnesses):
+        return _baseline(bench, runs), trees
+    bench.progress.say(
+        "the baseline's slices did not collect the same tests or load the same harness: "
+        "it runs again whole"
+    )
+    # Still run NUMBER: the ledger's `runs` counts the baseline once, as with --jobs 1.
+    again = _baseline_run(bench, bench.tree, bench.private / "baseline-whole", measure, (number,))
+    return _baseline(bench, [again]), trees
+
+
+def _sliced_runs(bench: Bench, slices: int, measure: bool) -> tuple[int, list[BaselineRun]]:
+    """The baseline's SLICES, run side by side (the first in the first copy, each other one
+    in a copy of it made as its slice starts), and the run's number."""
+
+    number = bench.count_run()
+    started = time.monotonic()
+    first_ended = threading.Event()
+
+    def one(index: int) -> BaselineRun:
+        tree, folder = bench.tree, bench.private / f"baseline-{index}"
+        if index == 1:
+            try:
+                return _baseline_run(bench, tree, folder, measure, (number, index, slices))
+            finally:
+                first_ended.set()
+        tree = bench.private / f"tree-{index}"
+        scratch.copy_tree(bench.tree, tree)
+        _until_configured(bench.private / "baseline-1" / "collected", first_ended)
+        return _baseline_run(bench, tree, folder, measure, (number, index, slices))
+
+    with ThreadPoolExecutor(max_workers=slices) as pool:
+        futures = [pool.submit(one, index) for index in range(1, slices + 1)]
+        # The first failure in slice order is the one raised, once every slice has ended.
+        done = [future.exception() for future in futures]
+    failure = next((error for error in done if error is not None), None)
+    if failure is not None:
+        raise failure
+    runs = [future.result() for future in futures]
+    endings = sorted({run.ran.failure or f"exit {run.ran.exit_code}" for run in runs})
+    elapsed = time.monotonic() - started
+    bench.progress.say(f"run {number}: {', '.join(endings)} in {elapsed:.1f} s ({slices} slices)")
+    return number, runs
+
+
+def _until_configured(folder: Path, ended: threading.Event) -> None:
+    """Wait until the first slice's pytest is configured (the bytecode of pytest, its plugins
+    and the standard library is then written, and every slice reads it instead of compiling
+    it again, side by side) or that slice has ended."""
+    while not ended.wait(0.02):
+        if STOPPING.is_set() or any(folder.glob("configured-*")):
+            return
+
+
+def _baseline_run(
+    bench: Bench,
+    tree: Path,
+    folder: Path,
+    measure: bool,
+    part: tuple[int, int, int] | tuple[int] | None = None,
+) -> BaselineRun:
+    """Run the baseline in TREE, recording into FOLDER. PART: (NUMBER, K, N), slice K of N
+    of run NUMBER; (NUMBER,): run NUMBER again, whole."""
+    reads_folder = folder / "reads"
+    reads_folder.mkdir(parents=True)
     # The whole tree is watched, so that each read is named relative to ROOT whichever of
     # the pin's folders it lies in; `read_reads` keeps the pinned files.
-    watched = dict.fromkeys([str(bench.tree.absolute()), str(bench.tree.resolve())])
-    harness_path = bench.private / "harness.json"
+    watched = dict.fromkeys([str(tree.absolute()), str(tree.resolve())])
     env = {
         READS_ENV: str(reads_folder),
         WATCHED_ENV: os.pathsep.join(watched),
-        HARNESS_ENV: str(harness_path),
-        ROOT_ENV: str(bench.tree.resolve()),
+        HARNESS_ENV: str(folder / "harness.json"),
+        ROOT_ENV: str(tree.resolve()),
     }
+    shown = None
+    if part is not None and len(part) == 1:
+        shown = (part[0], "whole, again")
+    elif part is not None:
+        number, index, count = part
+        (folder / "collected").mkdir()
+        env[SLICE_ENV] = f"{index}/{count}"
+        env[SLICE_COLLECTED_ENV] = str(folder / "collected")
+        shown = (number, f"slice {index} of {count}")
     measuring = None
     if measure:
-        (bench.private / "measure").mkdir()
-        measuring = measurement.prepare(bench.private / "measure")
-    ran = bench.run("baseline run, unmutated", env, measuring=measuring)
+        (folder / "measure").mkdir()
+        measuring = measurement.prepare(folder / "measure")
+    ran = bench.run("baseline run, unmutated", env, tree, measuring=measuring, part=shown)
+    return BaselineRun(ran, tree, folder, measuring)
+
+
+def _exit_checked(bench: Bench, ran: Ran) -> None:
     code = bench.ended(ran)
     if code not in (0, 1):
         meaning = exit_meaning(code, bench.enforcement)
         raise InfraFailure(f"{ran.label}: {meaning} (log: {bench.log_path})")
-    results = bench.read(ran)
+
+
+def _harness(run: BaselineRun) -> Harness:
+    try:
+        return read_harness(run.folder / "harness.json")
+    except InfraFailure as unmeasured:
+        unmeasured.message = f"{run.ran.label}: {unmeasured.message}"
+        raise
+
+
+def _baseline(bench: Bench, runs: Sequence[BaselineRun]) -> Baseline:
+    """The baseline from RUNS: the whole suite's run, or its slices (which collected the same
+    items and were steered alike), as one."""
+    bench.phases.ended("baseline")
+    for run in runs:
+        _exit_checked(bench, run.ran)
+    results = [result for run in runs for result in bench.read(run.ran)]
     scores = bench.scores(results)
     failing = {pid: score for pid, score in scores.items() if score.status != Status.PASS}
     if failing:
@@ -458,38 +623,43 @@ def run_baseline(bench: Bench, measure: bool = False) -> Baseline:
             f"unmutated fixtures (log: {bench.log_path})",
             [_not_passing(pid, score) for pid, score in failing.items()],
         )
-    item_reads = read_reads(reads_folder, pin)
+    pin = bench.checked.fixture_pin
+    item_reads = baseline_slices.merged_reads(
+        [read_reads(run.folder / "reads", pin) for run in runs]
+    )
     reads = {
         pid: frozenset().union(
             *(item_reads.get(result.id, ()) for result in matching(pid, selector, results))
         )
         for pid, selector in bench.selectors.items()
     }
-    try:
-        harness = read_harness(harness_path)
-    except InfraFailure as unmeasured:
-        unmeasured.message = f"{ran.label}: {unmeasured.message}"
-        raise
+    harness = baseline_slices.united([_harness(run) for run in runs])
+    assert harness is not None  # a whole run's, or slices checked to be alike
     words = {
         pid: _entry_words(matching(pid, selector, results), item_reads)
         for pid, selector in bench.selectors.items()
     }
-    used, pythons = _used(bench, measuring)
+    used, pythons = _used(bench, runs)
     return Baseline(tuple(results), reads, harness, words, item_reads, used, pythons)
 
 
 def _used(
-    bench: Bench, measuring: Measurement | None
+    bench: Bench, runs: Sequence[BaselineRun]
 ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
-    """What the baseline used under ROOT, and its Pythons; (None, ()) when not measured."""
-    if measuring is None:
-        return None, ()
-    try:
-        used = measurement.read_measured(measuring, bench.tree)
-    except InfraFailure as unmeasured:
-        bench.progress.say(f"result cache not used: {unmeasured.message}")
-        return None, ()
-    return tuple(sorted(used)), measurement.interpreters(measuring)
+    """What the baseline's RUNS used under ROOT, and their Pythons; (None, ()) when not
+    measured."""
+    used: set[str] = set()
+    pythons: set[str] = set()
+    for run in runs:
+        if run.measuring is None:
+            return None, ()
+        try:
+            used.update(measurement.read_measured(run.measuring, run.tree))
+        except InfraFailure as unmeasured:
+            bench.progress.say(f"result cache not used: {unmeasured.message}")
+            return None, ()
+        pythons.update(measurement.interpreters(run.measuring))
+    return tuple(sorted(used)), tuple(sorted(pythons))
 
 
 def _entry_words(
@@ -498,8 +668,10 @@ def _entry_words(
     """Per pinned file, the parametrisation words of the tests that read it."""
     words: dict[str, set[str]] = {}
     for result in results:
-        for path in item_reads.get(result.id, ()):
-            words.setdefault(path, set()).update(entry_words([result.id]))
+        read = item_reads.get(result.id, ())
+        found = entry_words([result.id])
+        for path in read:
+            words.setdefault(path, set()).update(found)
     return {path: frozenset(found) for path, found in words.items()}
 
 
@@ -540,16 +712,14 @@ def examine(bench: Bench, checked: Preflight, request: Request) -> Findings:
         prop.id: domain_files(prop, checked.fixture_pin)
         for prop in checked.properties_pin.properties
     }
-    # The lanes' scratch copies are made while the baseline runs (from the first copy, which
-    # no run writes): one per subject beyond the first, up to --jobs.
-    lanes = min(request.jobs, len(set(domains.values())))
-    with ThreadPoolExecutor(max_workers=1) as copier:
-        copies = copier.submit(_copy_trees, bench, lanes - 1)
-        baseline = run_baseline(bench, measure=request.cache is not None)
-        trees = [bench.tree, *copies.result()]
+    # With --jobs N the baseline runs in N slices, each in a scratch copy that is then a lane.
+    measure = request.cache is not None
+    baseline, trees = run_baseline(bench, measure=measure, slices=request.jobs)
     plan = subjects(domains, baseline.reads)
+    bench.phases.ended("read map")
     cache = result_cache(bench, baseline)
     entries = mutate_subjects(bench, plan, baseline, cache, trees)
+    bench.phases.ended("mutants")
     trials = {pid: entry.trials[pid] for entry in entries for pid in entry.trials}
     reused = [entry for entry, fresh in zip(entries, _fresh(entries), strict=True) if not fresh]
     verdicts = {
@@ -566,6 +736,7 @@ def examine(bench: Bench, checked: Preflight, request: Request) -> Findings:
     per_file = None
     if request.per_file is not None:
         per_file = mutate_files(bench, domains, request.per_file)
+        bench.phases.ended("per-file")
     return Findings(
         baseline.harness,
         verdicts,
@@ -624,13 +795,6 @@ def deselected(bench: Bench, subject: Subject, baseline: Baseline) -> list[str]:
     }
     kept.update(item for item, read in baseline.item_reads.items() if read & files)
     return sorted({result.id for result in baseline.results} - kept)
-
-
-def _copy_trees(bench: Bench, count: int) -> list[Path]:
-    copies = [bench.private / f"tree-{number}" for number in range(2, count + 2)]
-    for tree in copies:
-        scratch.copy_tree(bench.tree, tree)
-    return copies
 
 
 def mutate_subjects(

@@ -16,7 +16,7 @@ import pytest
 
 # Relative: the gate runs a private copy of this package under a random name
 # (run/staging.py), and the copy must import the copy.
-from . import harness, order, reads, shard, tripwire
+from . import baseline_slice, harness, order, reads, shard, tripwire
 from .collect import register_collection_recorder, skip_reason
 from .presence import record_presence
 from .socket_guard import install_socket_guard_if_banned
@@ -67,6 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     install_socket_guard_if_banned()
     shard.install(config)
+    baseline_slice.install(config)
     order.install(config)
     tripwire.install(config)
     harness.install(config)

@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from three_ledger.errors import InfraFailure
@@ -66,6 +67,17 @@ def _ignore(
         return skipped
 
     return ignored
+
+
+def remove_side_by_side(folder: Path) -> None:
+    """Empty FOLDER, its entries (the scratch copies, the bytecode) removed side by side:
+    most of the time goes to waiting on the file system. What cannot be removed is left for
+    the caller's own cleanup, which says why."""
+    entries = list(folder.iterdir())
+    with ThreadPoolExecutor(max_workers=max(1, min(4, len(entries)))) as pool:
+        for entry in entries:
+            if entry.is_dir() and not entry.is_symlink():
+                pool.submit(shutil.rmtree, entry, ignore_errors=True)
 
 
 def write_files(tree: Path, contents: Mapping[str, bytes]) -> None:
