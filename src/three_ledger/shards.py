@@ -8,7 +8,7 @@ from pathlib import Path
 from three_ledger import jsonio
 from three_ledger.errors import Refused
 from three_ledger.pins import PropertiesPin
-from three_ledger.results import TestResult, pinned
+from three_ledger.results import ResultIndex, TestResult
 
 # What a test without a recorded duration weighs: the mean of the recorded ones.
 DEFAULT_SECONDS = 1.0
@@ -18,8 +18,7 @@ def planned_ids(
     pin: PropertiesPin, flake_selectors: Sequence[str], tests: Sequence[TestResult]
 ) -> list[str]:
     """The node ids a pinned property or a flake entry matches, in collection order."""
-    properties = pin.selectors()
-    return [test.id for test in tests if pinned(test, properties, flake_selectors)]
+    return [test.id for test in ResultIndex(tests).pinned(pin.selectors(), flake_selectors)]
 
 
 def split(ids: Sequence[str], shards: int, seconds: Mapping[str, float]) -> list[list[str]]:
