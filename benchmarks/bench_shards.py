@@ -45,6 +45,8 @@ def build(root: Path, tests: int, properties: int) -> str:
         props.append({"id": f"bench.p{k:03}", "claim": f"File {k} holds.", "domain": ["a.json"],
                       "test": f"properties/test_p{k:03}.py"})  # fmt: skip
     (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    # Runs that write bytecode leave it beside the tests; the gate refuses it unless ignored.
+    (root / ".gitignore").write_text("__pycache__/\n*.pyc\n")
     (root / "pins").mkdir()
     fixture_pin = {"pin_id": "fixpin-bench", "algorithm": "sha256", "files": ["fixtures/a.json"]}
     (root / "pins/fixtures.json").write_text(json.dumps(fixture_pin))
