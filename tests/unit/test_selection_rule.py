@@ -1,8 +1,9 @@
 """The one rule of which tests a property answers for, and every consumer that counts by it.
 
 `results.answers_for` and `results.pinned` are the only definition. `shard-plan`, `plan`,
-`properties`, `combine` and `vet` each count through them; these tests hold each consumer's
-count to the rule on generated ids, markers and selectors, so that none can drift.
+`properties`, `combine` and `vet` each count through `results.ResultIndex`, which finds the
+same results by lookup; these tests hold the index and each consumer's count to the rule on
+generated ids, markers and selectors, so that none can drift.
 """
 
 from __future__ import annotations
