@@ -8,13 +8,18 @@ tests, one property per file), then measures, as medians over --runs:
   - the 4 shard runs (`properties --shard-plan --shard K`, one after another, as local
     processes), and `combine` of their ledgers on its own;
   - `properties` on every test against plain pytest.
-It checks that the combined statuses equal the unsharded run's, and prints a Markdown table.
+It checks that the combined statuses equal the unsharded run's, and prints a Markdown table
+of wall seconds and CPU seconds (user+sys of the whole process tree), with the load average.
+Run it with bytecode caching on (`env -u PYTHONDONTWRITEBYTECODE`): without it, every process
+compiles pytest and the gate from source, and pytest rewrites every test module again.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,6 +50,8 @@ def build(root: Path, tests: int, properties: int) -> str:
         props.append({"id": f"bench.p{k:03}", "claim": f"File {k} holds.", "domain": ["a.json"],
                       "test": f"properties/test_p{k:03}.py"})  # fmt: skip
     (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    # Runs that write bytecode leave it beside the tests; the gate refuses it unless ignored.
+    (root / ".gitignore").write_text("__pycache__/\n*.pyc\n")
     (root / "pins").mkdir()
     fixture_pin = {"pin_id": "fixpin-bench", "algorithm": "sha256", "files": ["fixtures/a.json"]}
     (root / "pins/fixtures.json").write_text(json.dumps(fixture_pin))
@@ -64,12 +71,17 @@ def gate(root: Path, *args: str) -> str:
     return done.stdout
 
 
-def timed(argv: Sequence[str], root: Path) -> float:
+def timed(argv: Sequence[str], root: Path) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user+sys of ARGV and every process it waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=root, capture_output=True, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]!r}")
-    return time.perf_counter() - started
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu
 
 
 def main() -> int:
@@ -90,17 +102,20 @@ def main() -> int:
         scoring = [*me, "properties", *pins, *cmd, "--expect-digest", digest, "--base", "HEAD"]
         shard_ledgers = [f"../shard_{k}.json" for k in range(SHARDS)]
         combine = [*me, "combine", "--plan", "../plan.json", "--out", "../combined.json"]
-        times: dict[str, list[float]] = {}
+        times: dict[str, list[tuple[float, float]]] = {}
+        load = os.getloadavg()
         for _ in range(args.runs):
             for name, argv in (
                 ("pytest --collect-only", [*pytest, "--collect-only"]),
                 ("shard-plan --shards 4", plan),
             ):
                 times.setdefault(name, []).append(timed(argv, root))
-            shard_total = 0.0
-            for k in range(SHARDS):
-                shard_total += timed([*scoring, "--shard-plan", "../plan.json", "--shard", str(k),
-                                      "--out", shard_ledgers[k]], root)  # fmt: skip
+            shards = [
+                timed([*scoring, "--shard-plan", "../plan.json", "--shard", str(k),
+                       "--out", shard_ledgers[k]], root)
+                for k in range(SHARDS)
+            ]  # fmt: skip
+            shard_total = (sum(wall for wall, _ in shards), sum(cpu for _, cpu in shards))
             times.setdefault("4 shard runs (sum)", []).append(shard_total)
             times.setdefault("combine", []).append(timed([*combine, *shard_ledgers], root))
             for name, argv in (
@@ -112,20 +127,33 @@ def main() -> int:
         whole = json.loads((Path(temp) / "whole.json").read_text())["status_by_id"]
         if combined != whole:
             raise SystemExit("the combined statuses differ from the unsharded run's")
-    print_table(args, times)
+    print_table(args, times, (load, os.getloadavg()))
     return 0
 
 
-def print_table(args: argparse.Namespace, times: dict[str, list[float]]) -> None:
-    median = {name: statistics.median(values) for name, values in times.items()}
-    print(f"{args.tests} tests, {args.properties} properties, medians of {args.runs} runs\n")
-    print("| step | seconds | ratio |")
-    print("|---|---:|---:|")
+def print_table(
+    args: argparse.Namespace,
+    times: dict[str, list[tuple[float, float]]],
+    loads: tuple[tuple[float, ...], tuple[float, ...]],
+) -> None:
+    print(f"{args.tests} tests, {args.properties} properties, medians of {args.runs} runs")
+    before, after = (" ".join(f"{value:.2f}" for value in load) for load in loads)
+    print(f"load average before {before}, after {after}\n")
+    print("| step | wall s (min-max) | CPU s | wall ratio | CPU ratio |")
+    print("|---|---:|---:|---:|---:|")
     pairs = {"shard-plan --shards 4": "pytest --collect-only",
              "properties (all tests)": "pytest (plain)"}  # fmt: skip
-    for name, seconds in median.items():
-        ratio = f"{seconds / median[pairs[name]]:.3f}x" if name in pairs else ""
-        print(f"| {name} | {seconds:.3f} | {ratio} |")
+    wall = {name: statistics.median(w for w, _ in values) for name, values in times.items()}
+    cpu = {name: statistics.median(c for _, c in values) for name, values in times.items()}
+    for name, values in times.items():
+        spread = f"{min(w for w, _ in values):.3f}-{max(w for w, _ in values):.3f}"
+        ratios = ["", ""]
+        if name in pairs:
+            ratios = [
+                f"{wall[name] / wall[pairs[name]]:.3f}x",
+                f"{cpu[name] / cpu[pairs[name]]:.3f}x",
+            ]
+        print(f"| {name} | {wall[name]:.3f} ({spread}) | {cpu[name]:.3f} | {' | '.join(ratios)} |")
 
 
 if __name__ == "__main__":

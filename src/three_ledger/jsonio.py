@@ -214,11 +214,47 @@ def _all_of_type(items: list[Any], kind: type) -> bool:
     return set(map(type, items)) == {kind}
 
 
-# Arrays that grow with the fixture tree (100,000 entries and more), with a check that
-# accepts an item only when its item schema would, and whether the array is unique.
-_BULK_ARRAYS = {
-    "fixture-pin": ("files", _plain_paths, True),
-    "fixture-ledger": ("files", _plain_file_entries, False),
+_RESULT_KEYS = ("id", "property_ids", "outcome", "skip_reason")
+# The outcomes a shard ledger's `results` item schema allows (a unit test holds them to it).
+RESULT_OUTCOMES = frozenset({"pass", "fail", "error", "skip"})
+
+
+def _plain_test_results(items: list[Any]) -> bool:
+    """Whether every item is an object a shard ledger's `results` item schema accepts."""
+    if not _all_of_type(items, dict) or set(map(len, items)) != {len(_RESULT_KEYS)}:
+        return False
+    try:
+        ids, markers, outcomes, reasons = (
+            list(map(operator.itemgetter(key), items)) for key in _RESULT_KEYS
+        )
+    except KeyError:
+        return False
+    return (
+        _plain_paths(ids)
+        and _all_of_type(markers, list)
+        and set(map(type, itertools.chain.from_iterable(markers))) <= {str}
+        and _all_of_type(outcomes, str)
+        and set(outcomes) <= RESULT_OUTCOMES
+        and set(map(type, reasons)) <= {str, type(None)}
+    )
+
+
+def _plain_slices(items: list[Any]) -> bool:
+    """Whether every item is a shard plan's slice: a list of non-empty strings."""
+    return _all_of_type(items, list) and _plain_paths(list(itertools.chain.from_iterable(items)))
+
+
+# Arrays that grow with the fixture tree or the suite (100,000 entries and more): per
+# schema, each such key, with a check that accepts the items only when the item schema
+# accepts every one, and whether the schema asks for unique items.
+_BULK_ARRAYS: dict[str, tuple[tuple[str, Callable[[list[Any]], bool], bool], ...]] = {
+    "fixture-pin": (("files", _plain_paths, True),),
+    "fixture-ledger": (("files", _plain_file_entries, False),),
+    "property-shard-ledger": (
+        ("ids_run", _plain_paths, False),
+        ("results", _plain_test_results, False),
+    ),
+    "shard-plan": (("slices", _plain_slices, False),),
 }
 
 
@@ -232,15 +268,14 @@ def _bulk_checked(document: Any, schema_name: str) -> Any:
     if not isinstance(document, dict):
         return document
     document = _listed(document, schema_name)
-    if schema_name not in _BULK_ARRAYS:
-        return document
-    key, plain, unique = _BULK_ARRAYS[schema_name]
-    items = document.get(key)
-    if not isinstance(items, list) or len(items) < 2 or not plain(items):
-        return document
-    if unique and len(set(items)) != len(items):
-        return document
-    return {**document, key: items[:1]}
+    for key, plain, unique in _BULK_ARRAYS.get(schema_name, ()):
+        items = document.get(key)
+        if not isinstance(items, list) or len(items) < 2 or not plain(items):
+            continue
+        if unique and len(set(items)) != len(items):
+            continue
+        document = {**document, key: items[:1]}
+    return document
 
 
 def _listed(document: dict[str, Any], schema_name: str) -> dict[str, Any]:
@@ -420,6 +455,10 @@ def _encode(value: Any, indent: str) -> Iterator[str]:
 def _encode_items(items: list[Any], indent: str) -> Iterator[str]:
     """Array items at nesting `indent`, with the separators between them."""
     separator = f",\n{indent}"
+    if set(map(type, items)) == {str}:
+        # Node ids and paths (a shard plan's slices, a shard's ids_run): one C loop.
+        yield separator.join(map(_json_string, items))
+        return
     alike = _alike_objects(items, indent)
     if alike is not None:
         yield separator.join(alike)

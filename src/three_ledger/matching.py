@@ -19,9 +19,8 @@ from three_ledger.pins import PropertiesPin
 from three_ledger.results import (
     ExpectedSkip,
     PropertyScore,
+    ResultIndex,
     TestResult,
-    answers_for,
-    pinned,
     score_properties,
 )
 from three_ledger.vocabulary import Outcome
@@ -88,21 +87,22 @@ def match_pin(
     pin: PropertiesPin, flake_selectors: Sequence[str], tests: Sequence[TestResult]
 ) -> PinMatch:
     """Match every selector, marker and expected skip of PIN against TESTS."""
-    chosen = {prop.id: prop.test for prop in pin.properties}
-    scores = score_properties(chosen, tests, pin.expected_skips, pin.requirements())
+    index = ResultIndex(tests)
+    scores = score_properties(pin.selectors(), index, pin.expected_skips, pin.requirements())
     candidates = _Candidates([test.id for test in tests])
-    outside = [test.id for test in tests if not pinned(test, pin.selectors(), flake_selectors)]
+    kept = index.pinned_positions(pin.selectors(), flake_selectors)
+    outside = [test.id for position, test in enumerate(tests) if position not in kept]
     properties = tuple(
-        _property_match(prop.id, prop.test, scores[prop.id], tests, candidates, pin.expected_skips)
+        _property_match(prop.id, prop.test, scores[prop.id], index, candidates, pin.expected_skips)
         for prop in pin.properties
     )
     return PinMatch(
         properties=properties,
         unknown_markers=_unknown_markers(pin, tests),
         expected_skips=tuple(
-            _selector_match(skip.test, tests, candidates) for skip in pin.expected_skips
+            _selector_match(skip.test, index, candidates) for skip in pin.expected_skips
         ),
-        unlisted_skips=_unlisted_skips(pin, tests),
+        unlisted_skips=_unlisted_skips(pin, index),
         tests=len(tests),
         outside=len(outside),
         outside_examples=tuple(outside[:EXAMPLES_SHOWN]),
@@ -113,17 +113,17 @@ def _property_match(
     property_id: str,
     selectors: Sequence[str],
     score: PropertyScore,
-    tests: Sequence[TestResult],
+    index: ResultIndex,
     candidates: _Candidates,
     expected_skips: Sequence[ExpectedSkip],
 ) -> PropertyMatch:
-    matched = [test for test in tests if answers_for(test, property_id, selectors)]
+    matched = index.answering(property_id, selectors)
     return PropertyMatch(
         id=property_id,
         score=score,
         examples=tuple(test.id for test in matched[:EXAMPLES_SHOWN]),
-        selectors=tuple(_selector_match(s, tests, candidates) for s in selectors),
-        marked=sum(1 for test in tests if property_id in test.property_ids),
+        selectors=tuple(_selector_match(s, index, candidates) for s in selectors),
+        marked=len(index.marked(property_id)),
         unaccepted_skips=sum(1 for test in matched if _unaccepted_skip(test, expected_skips)),
     )
 
@@ -132,10 +132,8 @@ def _unaccepted_skip(test: TestResult, expected_skips: Sequence[ExpectedSkip]) -
     return test.outcome is Outcome.SKIP and not any(skip.covers(test) for skip in expected_skips)
 
 
-def _selector_match(
-    selector: str, tests: Sequence[TestResult], candidates: _Candidates
-) -> SelectorMatch:
-    matched = sum(1 for test in tests if test.matches(selector))
+def _selector_match(selector: str, index: ResultIndex, candidates: _Candidates) -> SelectorMatch:
+    matched = len(index.selected(selector))
     did_you_mean = () if matched else candidates.closest(selector)
     return SelectorMatch(selector, matched, did_you_mean)
 
@@ -146,17 +144,15 @@ def _unknown_markers(pin: PropertiesPin, tests: Sequence[TestResult]) -> dict[st
     return dict(sorted(found.items()))
 
 
-def _unlisted_skips(pin: PropertiesPin, tests: Sequence[TestResult]) -> tuple[SkipSuggestion, ...]:
+def _unlisted_skips(pin: PropertiesPin, index: ResultIndex) -> tuple[SkipSuggestion, ...]:
     """Skips of property tests that no expected skip accepts, grouped by class (or file) and reason.
 
     Each group is an `expected_skips` entry as a reviewer would write it: the class or file
     the tests share, and the reason they skip with.
     """
     groups: Counter[tuple[str, str]] = Counter()
-    for test in tests:
-        if test.skip_reason is None or not _unaccepted_skip(test, pin.expected_skips):
-            continue
-        if any(answers_for(test, prop.id, prop.test) for prop in pin.properties):
+    for test in index.pinned(pin.selectors(), ()):
+        if test.skip_reason is not None and _unaccepted_skip(test, pin.expected_skips):
             groups[(_owner(test.id), test.skip_reason)] += 1
     return tuple(SkipSuggestion(test, reason, count) for (test, reason), count in groups.items())
 

@@ -5,11 +5,12 @@ SPEC section 4.2 steps 6-7 and section 6 are the contract for everything here.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -82,6 +83,122 @@ def pinned(
     return any(
         answers_for(result, property_id, selectors) for property_id, selectors in properties.items()
     ) or any(map(result.matches, flake_selectors))
+
+
+class ResultIndex:
+    """RESULTS looked up by selector and by marker: the same choice as `answers_for` and
+    `TestResult.matches` make one result at a time, without asking every result.
+
+    A selector without `*` selects a plugin result whose name (id or alias) equals it or
+    begins with it and `[` or `::`; in the names sorted, those are three runs found by
+    bisection. A JUnit result's names are looked up the same way, with the selector
+    normalised; its groups, by equality. A selector with `*` is matched one by one.
+    """
+
+    def __init__(self, results: Iterable[TestResult]) -> None:
+        self.results = list(results)
+        self._plugin = _SortedNames()
+        self._junit = _SortedNames()
+        self._junit_groups: dict[str, list[int]] = {}
+        self._by_marker: dict[str, list[int]] = {}
+        for position, result in enumerate(self.results):
+            for property_id in set(result.property_ids):
+                self._by_marker.setdefault(property_id, []).append(position)
+            names = self._plugin if result.groups is None else self._junit
+            names.add(position, (result.id, *result.aliases))
+            for group in result.groups or ():
+                self._junit_groups.setdefault(group, []).append(position)
+        self._plugin.sort()
+        self._junit.sort()
+        self._selected: dict[str, frozenset[int]] = {}
+
+    def selected(self, selector: str) -> frozenset[int]:
+        """The positions of the results SELECTOR selects (`TestResult.matches`)."""
+        found = self._selected.get(selector)
+        if found is None:
+            found = frozenset(self._choose(selector))
+            self._selected[selector] = found
+        return found
+
+    def _choose(self, selector: str) -> Iterator[int]:
+        if "*" in selector:
+            yield from (i for i, result in enumerate(self.results) if result.matches(selector))
+            return
+        yield from self._plugin.equal_to(selector)
+        yield from self._plugin.beginning_with(selector + "[")
+        yield from self._plugin.beginning_with(selector + "::")
+        wanted = normalised(selector)
+        yield from self._junit.equal_to(wanted)
+        yield from self._junit_groups.get(wanted, ())
+        yield from self._junit.beginning_with(wanted + "[", ending="]")
+
+    def marked(self, property_id: str) -> list[int]:
+        """The positions of the results a marker names PROPERTY_ID in."""
+        return self._by_marker.get(property_id, [])
+
+    def answering(self, property_id: str, selectors: Sequence[str]) -> list[TestResult]:
+        """The results that answer for a property (`answers_for`), in their order."""
+        positions = set(self.marked(property_id))
+        for selector in selectors:
+            positions |= self.selected(selector)
+        return [self.results[i] for i in sorted(positions)]
+
+    def pinned(
+        self, properties: Mapping[str, Sequence[str]], flake_selectors: Sequence[str]
+    ) -> list[TestResult]:
+        """The results that answer for a pinned property or a flake entry (`pinned`), in order."""
+        positions = self.pinned_positions(properties, flake_selectors)
+        return [self.results[i] for i in sorted(positions)]
+
+    def pinned_positions(
+        self, properties: Mapping[str, Sequence[str]], flake_selectors: Sequence[str]
+    ) -> set[int]:
+        """The positions of the results `pinned` returns."""
+        positions: set[int] = set()
+        for property_id, selectors in properties.items():
+            positions.update(self.marked(property_id))
+            for selector in selectors:
+                positions |= self.selected(selector)
+        for selector in flake_selectors:
+            positions |= self.selected(selector)
+        return positions
+
+
+def indexed(results: Sequence[TestResult] | ResultIndex) -> ResultIndex:
+    """RESULTS indexed, unless they already are: one index serves every count of a run."""
+    return results if isinstance(results, ResultIndex) else ResultIndex(results)
+
+
+class _SortedNames:
+    """Names, each with the position of its result, sorted for lookup by bisection."""
+
+    def __init__(self) -> None:
+        self._pairs: list[tuple[str, int]] = []
+        self._names: list[str] = []
+        self._positions: list[int] = []
+
+    def add(self, position: int, names: Iterable[str]) -> None:
+        self._pairs.extend((name, position) for name in names)
+
+    def sort(self) -> None:
+        self._pairs.sort()
+        self._names = [name for name, _ in self._pairs]
+        self._positions = [position for _, position in self._pairs]
+
+    def equal_to(self, name: str) -> Iterator[int]:
+        """The positions under NAME itself."""
+        start = bisect.bisect_left(self._names, name)
+        stop = bisect.bisect_right(self._names, name, lo=start)
+        return iter(self._positions[start:stop])
+
+    def beginning_with(self, prefix: str, ending: str = "") -> Iterator[int]:
+        """The positions under names that begin with PREFIX (and end with ENDING)."""
+        for at in range(bisect.bisect_left(self._names, prefix), len(self._names)):
+            name = self._names[at]
+            if not name.startswith(prefix):
+                return
+            if name.endswith(ending):
+                yield self._positions[at]
 
 
 def selects(selector: str, test_id: str) -> bool:
@@ -256,7 +373,7 @@ _REQUIREMENT_MISSES = frozenset({Status.PASS, Status.SKIP})
 
 def score_properties(
     selectors: Mapping[str, Selectors],
-    results: Sequence[TestResult],
+    results: Sequence[TestResult] | ResultIndex,
     expected_skips: Sequence[ExpectedSkip] = (),
     requirements: Mapping[str, TestsRequirement] | None = None,
 ) -> dict[str, PropertyScore]:
@@ -268,11 +385,12 @@ def score_properties(
     errored. A skipped or missing property is not a pass.
     """
     wanted = requirements or {}
+    index = indexed(results)
     return {
         property_id: _score(
             property_id,
             selector_tuple(chosen),
-            results,
+            index,
             expected_skips,
             wanted.get(property_id, TestsRequirement()),
         )
@@ -294,11 +412,11 @@ def property_statuses(
 def _score(
     property_id: str,
     selectors: tuple[str, ...],
-    results: Sequence[TestResult],
+    index: ResultIndex,
     expected_skips: Sequence[ExpectedSkip],
     wanted: TestsRequirement,
 ) -> PropertyScore:
-    matched = [result for result in results if answers_for(result, property_id, selectors)]
+    matched = index.answering(property_id, selectors)
     counted = [r for r in matched if not any(skip.covers(r) for skip in expected_skips)]
     non_pass = tuple(r for r in counted if r.outcome is not Outcome.PASS)
     tests = tuple(dict.fromkeys(result.id for result in counted))
@@ -324,32 +442,33 @@ def matching(
     property_id: str, selectors: Selectors, results: Iterable[TestResult]
 ) -> list[TestResult]:
     """The results a property answers for: its selectors', and those marked with its id."""
-    chosen = selector_tuple(selectors)
-    return [result for result in results if answers_for(result, property_id, chosen)]
+    return ResultIndex(results).answering(property_id, selector_tuple(selectors))
 
 
 def unpinned_failures(
     selectors: Mapping[str, Selectors],
     flake_selectors: Sequence[str],
-    results: Sequence[TestResult],
+    results: Sequence[TestResult] | ResultIndex,
 ) -> list[TestResult]:
     """Failed or errored results that no property and no flake entry matches, in run order."""
+    index = indexed(results)
     properties = {property_id: selector_tuple(chosen) for property_id, chosen in selectors.items()}
+    kept = index.pinned_positions(properties, flake_selectors)
     return [
         result
-        for result in results
-        if result.outcome in (Outcome.FAIL, Outcome.ERROR)
-        and not pinned(result, properties, flake_selectors)
+        for position, result in enumerate(index.results)
+        if result.outcome in (Outcome.FAIL, Outcome.ERROR) and position not in kept
     ]
 
 
 def flake_outcomes(
-    selectors: Mapping[str, str], results: Sequence[TestResult]
+    selectors: Mapping[str, str], results: Sequence[TestResult] | ResultIndex
 ) -> dict[str, Outcome]:
     """Worst outcome of each flaky test (keyed by test_id) that ran; absent when none matched."""
+    index = indexed(results)
     outcomes: dict[str, Outcome] = {}
     for test_id, selector in selectors.items():
-        matched = [result.outcome for result in results if result.matches(selector)]
+        matched = [index.results[i].outcome for i in sorted(index.selected(selector))]
         if matched:
             outcomes[test_id] = worst(matched)
     return outcomes
@@ -447,11 +566,12 @@ def scored_fields(
     """
     from three_ledger.ledgers import UnpinnedFailures, ledger_text
 
-    scores = score_properties(selectors, results, expected_skips, requirements)
-    unpinned = unpinned_failures(selectors, list(flake_selectors.values()), results)
+    index = ResultIndex(results)
+    scores = score_properties(selectors, index, expected_skips, requirements)
+    unpinned = unpinned_failures(selectors, list(flake_selectors.values()), index)
     return {
         "status_by_id": {property_id: score.status for property_id, score in scores.items()},
-        "flake_results": flake_outcomes(flake_selectors, results),
+        "flake_results": flake_outcomes(flake_selectors, index),
         "tests_matched": {p: score.tests_matched for p, score in scores.items()},
         "expected_skips_left_out": {
             p: score.expected_skips for p, score in scores.items() if score.expected_skips

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from three_ledger import jsonio
 from three_ledger.errors import Refused
 from three_ledger.pins import PropertiesPin
-from three_ledger.results import TestResult, pinned
+from three_ledger.results import ResultIndex, TestResult
 
 # What a test without a recorded duration weighs: the mean of the recorded ones.
 DEFAULT_SECONDS = 1.0
@@ -18,8 +19,7 @@ def planned_ids(
     pin: PropertiesPin, flake_selectors: Sequence[str], tests: Sequence[TestResult]
 ) -> list[str]:
     """The node ids a pinned property or a flake entry matches, in collection order."""
-    properties = pin.selectors()
-    return [test.id for test in tests if pinned(test, properties, flake_selectors)]
+    return [test.id for test in ResultIndex(tests).pinned(pin.selectors(), flake_selectors)]
 
 
 def split(ids: Sequence[str], shards: int, seconds: Mapping[str, float]) -> list[list[str]]:
@@ -32,12 +32,13 @@ def split(ids: Sequence[str], shards: int, seconds: Mapping[str, float]) -> list
     default = sum(known) / len(known) if known else DEFAULT_SECONDS
     weight = {test_id: seconds.get(test_id, default) for test_id in ids}
     position = {test_id: number for number, test_id in enumerate(ids)}
-    loads = [0.0] * shards
     slices: list[list[str]] = [[] for _ in range(shards)]
+    # (load, size, index) of each slice: the heap's first is the lightest.
+    lightest_first = [(0.0, 0, k) for k in range(shards)]
     for test_id in sorted(ids, key=lambda t: (-weight[t], position[t])):
-        lightest = min(range(shards), key=lambda k: (loads[k], len(slices[k]), k))
+        load, size, lightest = lightest_first[0]
         slices[lightest].append(test_id)
-        loads[lightest] += weight[test_id]
+        heapq.heapreplace(lightest_first, (load + weight[test_id], size + 1, lightest))
     return [sorted(chosen, key=position.__getitem__) for chosen in slices]
 
 

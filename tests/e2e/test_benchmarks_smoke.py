@@ -99,6 +99,22 @@ def test_properties_benchmark_runs_and_scores_every_test() -> None:
     assert "| the gate's own process (start-up, checks, results, ledger) | " in result.stdout
 
 
+def test_shards_benchmark_combines_to_the_unsharded_statuses() -> None:
+    result = run_script("bench_shards.py", "--tests", "8", "--properties", "2", "--runs", "1")
+    # It exits non-zero when the combined statuses differ from the unsharded run's.
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("8 tests, 2 properties, medians of 1 runs\n")
+    rows = {line.split(" | ")[0].lstrip("| ") for line in result.stdout.splitlines()}
+    assert {
+        "pytest --collect-only",
+        "shard-plan --shards 4",
+        "4 shard runs (sum)",
+        "combine",
+        "pytest (plain)",
+        "properties (all tests)",
+    } <= rows
+
+
 def test_real_suite_benchmark_runs_the_trimmed_tomli_copy_under_both_pins() -> None:
     result = run_script("bench_real_suite.py", "--suite", "tomli-trimmed", "--runs", "1")
     assert result.returncode == 0, result.stderr

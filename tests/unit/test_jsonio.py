@@ -36,6 +36,7 @@ SCHEMAS = [
     "fixture-ledger",
     "property-ledger",
     "property-shard-ledger",
+    "shard-plan",
     "dual-pin-ledger",
     "flake-ledger",
     "merge-decision",
@@ -445,6 +446,24 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "recorded_at": STAMP,
         },
     ],
+    "shard-plan": [
+        {
+            "kind": "shard_plan",
+            "ledger_id": HEX32,
+            "pin_id": "fix.pin-1",
+            "fixture_digest": HEX64,
+            "head_revision": HEX40,
+            "property_pin_sha256": HEX64,
+            "flake_pin_sha256": None,
+            "properties_pin_text": "{}",
+            "flake_pin_text": None,
+            "command": ["pytest", "-q"],
+            "all_tests": False,
+            "balanced_by": "count",
+            "slices": [["t.py::a", "t.py::b"], []],
+            "recorded_at": STAMP,
+        }
+    ],
     "dual-pin-ledger": [
         {
             "kind": "dual_pin",
@@ -619,6 +638,74 @@ def test_the_bulk_check_of_long_files_arrays_agrees_with_jsonschema(
     expected = full_validator_accepts(document, schema_name)
     refused = refusal(lambda: jsonio.validate(document, schema_name, Path("doc.json"), "doc"))
     assert refused == (not expected)
+
+
+def results_array(count: int) -> list[dict[str, Any]]:
+    outcomes = itertools.cycle(["pass", "fail", "skip", "error"])
+    return [
+        {
+            "id": f"t.py::test_{index}[\u00e9]",
+            "property_ids": ["p.one"] * (index % 3),
+            "outcome": outcome,
+            "skip_reason": "later" if outcome == "skip" else None,
+        }
+        for index, outcome in zip(range(count), outcomes, strict=False)
+    ]
+
+
+# A long per-test array of each ledger that has one, as its writer makes it.
+PER_TEST_ARRAYS: dict[tuple[str, str], Callable[[], list[Any]]] = {
+    ("property-shard-ledger", "results"): lambda: results_array(40),
+    ("property-shard-ledger", "ids_run"): lambda: [f"t.py::test_{i}" for i in range(40)],
+    ("shard-plan", "slices"): lambda: [
+        [f"t.py::test_{i}" for i in range(k, 40, 3)] for k in range(3)
+    ],
+}
+
+
+def spoiled(data: st.DataObject, item: Any) -> Any:
+    """ITEM with one edit that its item schema may or may not allow."""
+    if isinstance(item, dict) and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from([*item, "extra"]))
+        if key in item and data.draw(st.booleans()):
+            return {name: value for name, value in item.items() if name != key}
+        return {**item, key: data.draw(st.sampled_from(leaf_variants(item.get(key, 0))))}
+    if isinstance(item, list) and item and data.draw(st.booleans()):
+        index = data.draw(st.integers(0, len(item) - 1))
+        return [*item[:index], spoiled(data, item[index]), *item[index + 1 :]]
+    return data.draw(st.sampled_from(leaf_variants(item)))
+
+
+@pytest.mark.parametrize(("schema_name", "key"), list(PER_TEST_ARRAYS))
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.data())
+def test_the_bulk_check_of_per_test_arrays_agrees_with_jsonschema(
+    schema_name: str, key: str, data: st.DataObject
+) -> None:
+    document = copy.deepcopy(SEEDS[schema_name][0])
+    items = PER_TEST_ARRAYS[(schema_name, key)]()
+    for _ in range(data.draw(st.integers(0, 2))):
+        index = data.draw(st.integers(0, len(items) - 1))
+        items[index] = spoiled(data, items[index])
+    document[key] = items
+    expected = full_validator_accepts(document, schema_name)
+    refused = refusal(lambda: jsonio.validate(document, schema_name, Path("doc.json"), "doc"))
+    assert refused == (not expected)
+
+
+def test_the_bulk_check_knows_the_outcomes_the_schema_allows() -> None:
+    schema = jsonio.load_schema("property-shard-ledger")
+    outcome = schema["properties"]["results"]["items"]["properties"]["outcome"]
+    assert set(outcome["enum"]) == jsonio.RESULT_OUTCOMES
+
+
+def test_a_spoiled_result_is_still_named_by_its_place() -> None:
+    document = copy.deepcopy(SEEDS["property-shard-ledger"][0])
+    document["results"] = results_array(500)
+    document["results"][321]["outcome"] = "xfail"
+    with pytest.raises(Refused) as caught:
+        jsonio.validate(document, "property-shard-ledger", Path("s.json"), "ledger")
+    assert str(caught.value).startswith("s.json: $.results[321].outcome: ")
 
 
 def test_a_refusal_still_names_the_offending_item() -> None:

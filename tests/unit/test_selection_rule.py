@@ -1,8 +1,9 @@
 """The one rule of which tests a property answers for, and every consumer that counts by it.
 
 `results.answers_for` and `results.pinned` are the only definition. `shard-plan`, `plan`,
-`properties`, `combine` and `vet` each count through them; these tests hold each consumer's
-count to the rule on generated ids, markers and selectors, so that none can drift.
+`properties`, `combine` and `vet` each count through `results.ResultIndex`, which finds the
+same results by lookup; these tests hold the index and each consumer's count to the rule on
+generated ids, markers and selectors, so that none can drift.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from three_ledger import shards
 from three_ledger.matching import match_pin
 from three_ledger.pins import PropertiesPin, Property
 from three_ledger.results import (
+    ResultIndex,
     TestResult,
     answers_for,
     matching,
@@ -93,3 +95,66 @@ def test_a_marker_alone_makes_a_result_answer_for_its_property() -> None:
     assert answers_for(marked, "orders.tax", ("tests/test_a.py",))
     assert pinned(marked, {}, ("tests/test_a.py::test_one",))
     assert not pinned(marked, {"orders.tax": ()}, ())
+
+
+# Ids built from the characters the rule cuts at, so that beginnings, overlapping `::`,
+# parametrisations, wildcards and whitespace that JUnit normalises all come up.
+TRICKY = st.lists(st.sampled_from(["a", ":", "::", "[", "]", "*", " ", "\t"]), max_size=6).map(
+    "".join
+)
+
+
+@st.composite
+def tricky_results(draw: st.DrawFn) -> TestResult:
+    junit = draw(st.booleans())
+    return TestResult(
+        id=draw(TRICKY),
+        property_ids=tuple(draw(st.lists(PROPERTY_IDS, max_size=3))),
+        outcome=draw(st.sampled_from(list(Outcome))),
+        aliases=tuple(draw(st.lists(TRICKY, max_size=2))),
+        groups=tuple(draw(st.lists(TRICKY, max_size=2))) if junit else None,
+    )
+
+
+@st.composite
+def tricky_selectors(draw: st.DrawFn, tests: list[TestResult]) -> str:
+    names = [name for test in tests for name in (test.id, *test.aliases, *(test.groups or ()))]
+    cut: bool = draw(st.booleans())
+    if names and cut:
+        name = draw(st.sampled_from(names))
+        return name[: draw(st.integers(0, len(name)))]
+    return draw(TRICKY)
+
+
+@given(st.data())
+def test_the_index_chooses_exactly_what_the_rule_chooses(data: st.DataObject) -> None:
+    tests = data.draw(st.lists(tricky_results(), max_size=8))
+    index = ResultIndex(tests)
+    for _ in range(6):
+        selector = data.draw(tricky_selectors(tests))
+        chosen = {position for position, test in enumerate(tests) if test.matches(selector)}
+        assert index.selected(selector) == chosen, selector
+    chosen_selectors = tuple(data.draw(st.lists(tricky_selectors(tests), max_size=3)))
+    property_id = data.draw(PROPERTY_IDS)
+    assert index.answering(property_id, chosen_selectors) == [
+        test for test in tests if answers_for(test, property_id, chosen_selectors)
+    ]
+    properties = {property_id: chosen_selectors}
+    flakes = data.draw(st.lists(tricky_selectors(tests), max_size=2))
+    assert index.pinned(properties, flakes) == [t for t in tests if pinned(t, properties, flakes)]
+
+
+def test_the_index_finds_every_beginning_the_rule_cuts_at() -> None:
+    tests = [
+        TestResult("t.py::test_a[1]", (), Outcome.PASS),
+        TestResult("t.py::test_ab", (), Outcome.PASS),
+        TestResult("a:::b", (), Outcome.PASS),
+        TestResult("j.Case::test_a[x]", (), Outcome.PASS, groups=("j.Case",)),
+    ]
+    index = ResultIndex(tests)
+    assert index.selected("t.py") == {0, 1}
+    assert index.selected("t.py::test_a") == {0}
+    assert index.selected("a:") == {2}
+    assert index.selected("j.Case") == {3}
+    assert index.selected("j.Case::test_a") == {3}
+    assert index.selected("t.py::test_*") == {0, 1}

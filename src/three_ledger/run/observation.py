@@ -36,7 +36,7 @@ from three_ledger.plugin.wire import (
     SHARD_IDS_ENV,
 )
 from three_ledger.progress import progress
-from three_ledger.results import TestResult, pinned, scored_fields
+from three_ledger.results import ResultIndex, TestResult, scored_fields
 from three_ledger.run import measurement, tripwire
 from three_ledger.run.child import (
     Child,
@@ -176,7 +176,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
             )
             harness = read_harness(harness_path)
             order = run_order.recorded(results_path, order_path, (r.id for r in results))
-            kept = [result for result in results if _scores(result, checked)]
+            kept = _scoring(results, checked)
             uses = {} if measuring is None else measurement.read_measured(measuring, run.root)
             uses, writable_reads = _writable_reads(uses, checked, confinement)
             if not closed:
@@ -381,9 +381,10 @@ def _report_oracles(
     return junit_oracles.declared_product_changes(run.root, facts.before, pin, exempted)
 
 
-def _scores(result: TestResult, checked: Preflight) -> bool:
-    """Whether RESULT scored a pinned property or flake entry."""
-    return pinned(result, checked.properties_pin.selectors(), checked.flake_selectors())
+def _scoring(results: list[TestResult], checked: Preflight) -> list[TestResult]:
+    """The RESULTS that scored a pinned property or flake entry, in run order."""
+    index = ResultIndex(results)
+    return index.pinned(checked.properties_pin.selectors(), checked.flake_selectors())
 
 
 def unpinned_plugins(harness: Harness, plugins: tuple[str, ...] | None) -> dict[str, str]:
