@@ -38,7 +38,7 @@ class LiveDigest:
     """
 
     digest: str
-    paths: tuple[str, ...]
+    paths: Sequence[str]
     sizes: array[int]
     sha256s: HexDigests
 
@@ -254,23 +254,23 @@ def hash_files(root: Path, paths: Sequence[str]) -> LiveDigest:
     """
     combined = hashlib.sha256()
     prefix = os.fsencode(root) + b"/"
-    sizes = array("Q")
-    own_digests = bytearray()
+    # Made at their full size: columns that grow file by file are copied as they grow.
+    sizes = array("Q", bytes(8 * len(paths)))
+    own_digests = bytearray(DIGEST_BYTES * len(paths))
     # A large file's own hash, finished by the thread, and where its digest goes.
     unfinished: list[tuple[int, hashlib._Hash]] = []
     with _FileHasher() as hasher:
-        for path in paths:
-            size, own = _hash_file(prefix, path, combined, hasher)
-            sizes.append(size)
+        for index, path in enumerate(paths):
+            sizes[index], own = _hash_file(prefix, path, combined, hasher)
+            offset = index * DIGEST_BYTES
             if isinstance(own, bytes):
-                own_digests += own
+                own_digests[offset : offset + DIGEST_BYTES] = own
             else:
-                unfinished.append((len(own_digests), own))
-                own_digests += bytes(DIGEST_BYTES)
+                unfinished.append((offset, own))
     # The thread has finished: every large file's own hash has seen all of its bytes.
     for offset, own in unfinished:
         own_digests[offset : offset + DIGEST_BYTES] = own.digest()
-    return LiveDigest(combined.hexdigest(), tuple(paths), sizes, HexDigests(own_digests))
+    return LiveDigest(combined.hexdigest(), paths, sizes, HexDigests(own_digests))
 
 
 def _hash_file(

@@ -57,19 +57,37 @@ def all_plain_under(paths: Sequence[str], folders: tuple[str, ...]) -> bool:
     """
     if not paths or not all(map(str.startswith, paths, itertools.repeat(_prefixes(folders)))):
         return False
-    folded: set[int] = set()
     for start in range(0, len(paths), _BATCH_PATHS):
-        batch = paths[start : start + _BATCH_PATHS]
-        if not _plain_batch(batch):
+        if not _plain_batch(paths[start : start + _BATCH_PATHS]):
             return False
-        folded.update(map(hash, map(str.casefold, batch)))
-    # Paths in NFC are twins when their casefolds are equal (see `casefold_twins`), so
-    # their hashes are too; two hashes that merely collide send the pin to the slow check.
-    return len(folded) == len(paths)
+    return not _any_casefold_twins(paths)
 
 
 # How many paths `all_plain_under` checks at once: long strings, a few hundred KiB each.
 _BATCH_PATHS = 4096
+# The bits of `_any_casefold_twins`'s bitmap (2 MiB): 500,000 paths share a bit in about
+# 7,500 pairs, whose paths alone are compared exactly.
+_FOLD_BITS = 1 << 24
+
+
+def _any_casefold_twins(paths: Sequence[str]) -> bool:
+    """Whether `casefold_twins` finds a pair among PATHS, all in NFC.
+
+    Each path's casefold hash sets one bit of a bitmap, which costs 2 MiB, where a set of
+    the hashes would cost about 70 B a path; only the paths whose bits were set twice are
+    compared exactly.
+    """
+    seen = bytearray(_FOLD_BITS // 8)
+    again: set[int] = set()
+    for bit in map((_FOLD_BITS - 1).__and__, map(hash, map(str.casefold, paths))):
+        byte, flag = bit >> 3, 1 << (bit & 7)
+        if seen[byte] & flag:
+            again.add(bit)
+        seen[byte] |= flag
+    if not again:
+        return False
+    suspects = [path for path in paths if hash(path.casefold()) & (_FOLD_BITS - 1) in again]
+    return bool(casefold_twins(suspects))
 
 
 def _plain_batch(paths: Sequence[str]) -> bool:
