@@ -54,7 +54,16 @@ def plan_one_huge_file(rng: random.Random, tiny: bool) -> Plan:
 
 def plan_many_small_files(rng: random.Random, tiny: bool) -> Plan:
     """100,000 files of 1 KiB, three folders deep (10 x 10 x 10 folders, 100 files each)."""
-    fan_out, per_folder = (3, 4) if tiny else (10, 100)
+    return plan_small_files(rng, (3, 4) if tiny else (10, 100))
+
+
+def plan_half_million_small_files(rng: random.Random, tiny: bool) -> Plan:
+    """500,000 files of 1 KiB, three folders deep (10 x 10 x 10 folders, 500 files each)."""
+    return plan_small_files(rng, (3, 6) if tiny else (10, 500))
+
+
+def plan_small_files(rng: random.Random, fan_out_and_per_folder: tuple[int, int]) -> Plan:
+    fan_out, per_folder = fan_out_and_per_folder
     folders = unique_names(rng, fan_out)
     names = unique_names(rng, per_folder)
     return [
@@ -83,6 +92,11 @@ SHAPES = {
         Shape("large-8x128MiB", "8 files x 128 MiB", plan_large_files),
         Shape("huge-1x2GiB", "one 2 GiB file", plan_one_huge_file),
         Shape("small-100000x1KiB", "100,000 files x 1 KiB, 3 levels deep", plan_many_small_files),
+        Shape(
+            "small-500000x1KiB",
+            "500,000 files x 1 KiB, 3 levels deep",
+            plan_half_million_small_files,
+        ),
         Shape("mixed-5000", "5,000 files, 100 B-4 MiB log-uniform", plan_mixed_files),
     )
 }

@@ -8,18 +8,19 @@ import queue
 import stat
 import threading
 import unicodedata
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 from three_ledger.errors import Refused
 from three_ledger.file_kinds import REGULAR_FILE, kind_of, pinned_file_problem
-from three_ledger.jsonio import Rows
+from three_ledger.jsonio import HexDigests, Rows
 from three_ledger.ledgers import FILE_ENTRY_KEYS, FileEntry
 from three_ledger.pins import FixturePin
 
 CHUNK_BYTES = 1024 * 1024
+DIGEST_BYTES = HexDigests.DIGEST_BYTES
 # Large files are read through this many chunk buffers, shared with the per-file hash thread.
 RING_CHUNKS = 4
 # Below this size a file is hashed inline: handing it to the thread costs more than it saves.
@@ -32,13 +33,14 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 class LiveDigest:
     """The combined digest, and each file's size and own SHA-256, in digest order.
 
-    Held as columns: a pin of 100,000 files makes no object per file until `files` is read.
+    Held as columns: a pin of 500,000 files makes no object per file until `files` is read,
+    and each file's size and digest take 8 and 32 bytes.
     """
 
     digest: str
-    paths: tuple[str, ...]
-    sizes: list[int]
-    sha256s: list[str]
+    paths: Sequence[str]
+    sizes: array[int]
+    sha256s: HexDigests
 
     @property
     def files(self) -> tuple[FileEntry, ...]:
@@ -46,7 +48,7 @@ class LiveDigest:
 
     def rows(self) -> Rows:
         """The file entries as `jsonio.Rows`, the form a fixture ledger writes them in."""
-        return Rows(FILE_ENTRY_KEYS, (list(self.paths), self.sizes, self.sha256s))
+        return Rows(FILE_ENTRY_KEYS, (self.paths, self.sizes, self.sha256s))
 
 
 def live_digest(root: Path, pin: FixturePin) -> LiveDigest:
@@ -91,23 +93,29 @@ def tree_problems(root: Path, pin: FixturePin) -> list[str]:
     if missing:
         lines = [f"{f}: fixtures folder is missing or not a plain folder" for f in missing]
         return [*lines, *pinned_problems(root, pin.files)]
-    tree = walk_tree(root / pin.first_dir, pin.first_dir)
-    for folder in pin.fixtures_dirs[1:]:
-        more = walk_tree(root / folder, folder)
-        tree.files.extend(more.files)
-        tree.others.update(more.others)
     pinned = set(pin.files)
-    files = set(tree.files)
-    not_found = pinned - files
-    # Every pinned path found, and nothing more: then nothing is unpinned.
-    if not not_found and len(files) == len(pinned) and not tree.others:
+    # The pinned files a walk finds are counted, not kept: a pin of 500,000 files holds
+    # no second list of its paths. Every pinned path found, and nothing more: then nothing
+    # is unpinned.
+    tree = _walk_folders(root, pin.fixtures_dirs, pinned)
+    if tree.pinned_found == len(pinned) and not tree.files and not tree.others:
         return []
+    tree = _walk_folders(root, pin.fixtures_dirs, None)
+    files = set(tree.files)
     unpinned = {path: REGULAR_FILE for path in files - pinned}
     unpinned.update((path, kind) for path, kind in tree.others.items() if path not in pinned)
     return [
-        *pinned_problems(root, not_found),
+        *pinned_problems(root, pinned - files),
         *(f"{shown}: unpinned {unpinned[shown]}{_spelling(shown)}" for shown in sorted(unpinned)),
     ]
+
+
+def _walk_folders(root: Path, folders: Sequence[str], pinned: set[str] | None) -> Tree:
+    """One walk of each folder, into one tree (see `walk_tree`)."""
+    tree = Tree(files=[], others={}, pinned=pinned)
+    for folder in folders:
+        walk_tree(root / folder, folder, tree)
+    return tree
 
 
 def _spelling(shown: str) -> str:
@@ -130,13 +138,18 @@ def pinned_problems(root: Path, paths: Iterable[str]) -> list[str]:
     ]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Tree:
     """What a walk found: the regular files, and every other non-folder entry with its kind
-    (`symbolic link`, `FIFO`, a folder that cannot be listed, ...). Paths as shown."""
+    (`symbolic link`, `FIFO`, a folder that cannot be listed, ...). Paths as shown.
+
+    Given `pinned`, a regular file among them is only counted (`pinned_found`), not listed.
+    """
 
     files: list[str]
     others: dict[str, str]
+    pinned: set[str] | None = None
+    pinned_found: int = 0
 
 
 def walk_entries(folder: Path, shown_prefix: str) -> Iterator[tuple[str, str]]:
@@ -149,12 +162,13 @@ def walk_entries(folder: Path, shown_prefix: str) -> Iterator[tuple[str, str]]:
     yield from tree.others.items()
 
 
-def walk_tree(folder: Path, shown_prefix: str) -> Tree:
-    """Every non-folder entry under `folder`, without following links, folder by folder.
+def walk_tree(folder: Path, shown_prefix: str, tree: Tree | None = None) -> Tree:
+    """Every non-folder entry under `folder`, without following links, folder by folder,
+    added to TREE (a new one if not given).
 
     Names are read as bytes so that a name that is not valid UTF-8 is reported, not skipped.
     """
-    tree = Tree(files=[], others={})
+    tree = Tree(files=[], others={}) if tree is None else tree
     stack = [(os.fsencode(folder), shown_prefix)]
     while stack:
         raw_folder, shown_folder = stack.pop()
@@ -197,17 +211,26 @@ def _add_files(raw_names: list[bytes], shown_prefix: str, tree: Tree) -> None:
     # No name holds a slash, and UTF-8 is self-synchronising: the joined names decode
     # exactly when each name does.
     names = _decoded(b"/".join(raw_names))
-    if names is not None:
-        tree.files.extend(map(shown_prefix.__add__, names.split("/")))
+    if names is None:
+        for raw_name in raw_names:
+            _add_file(raw_name, shown_prefix, tree)
         return
-    for raw_name in raw_names:
-        _add_file(raw_name, shown_prefix, tree)
+    shown = list(map(shown_prefix.__add__, names.split("/")))
+    if tree.pinned is None:
+        tree.files.extend(shown)
+        return
+    found = len(tree.pinned.intersection(shown))
+    tree.pinned_found += found
+    if found != len(shown):
+        tree.files.extend(path for path in shown if path not in tree.pinned)
 
 
 def _add_file(raw_name: bytes, shown_prefix: str, tree: Tree) -> None:
     name = _decoded(raw_name)
     if name is None:
         tree.others[f"{shown_prefix}{raw_name!r}"] = "entry whose name is not valid UTF-8"
+    elif tree.pinned is not None and shown_prefix + name in tree.pinned:
+        tree.pinned_found += 1
     else:
         tree.files.append(shown_prefix + name)
 
@@ -231,25 +254,30 @@ def hash_files(root: Path, paths: Sequence[str]) -> LiveDigest:
     """
     combined = hashlib.sha256()
     prefix = os.fsencode(root) + b"/"
-    sizes: list[int] = []
-    own_hashes: list[str | hashlib._Hash] = []
+    # Made at their full size: columns that grow file by file are copied as they grow.
+    sizes = array("Q", bytes(8 * len(paths)))
+    own_digests = bytearray(DIGEST_BYTES * len(paths))
+    # A large file's own hash, finished by the thread, and where its digest goes.
+    unfinished: list[tuple[int, hashlib._Hash]] = []
     with _FileHasher() as hasher:
-        for path in paths:
-            size, own = _hash_file(prefix, path, combined, hasher)
-            sizes.append(size)
-            own_hashes.append(own)
-    if hasher.hashed_large:
-        # The thread has finished: every large file's own hash has seen all of its bytes.
-        own_hashes = [own if isinstance(own, str) else own.hexdigest() for own in own_hashes]
-    sha256s = cast("list[str]", own_hashes)
-    return LiveDigest(combined.hexdigest(), tuple(paths), sizes, sha256s)
+        for index, path in enumerate(paths):
+            sizes[index], own = _hash_file(prefix, path, combined, hasher)
+            offset = index * DIGEST_BYTES
+            if isinstance(own, bytes):
+                own_digests[offset : offset + DIGEST_BYTES] = own
+            else:
+                unfinished.append((offset, own))
+    # The thread has finished: every large file's own hash has seen all of its bytes.
+    for offset, own in unfinished:
+        own_digests[offset : offset + DIGEST_BYTES] = own.digest()
+    return LiveDigest(combined.hexdigest(), paths, sizes, HexDigests(own_digests))
 
 
 def _hash_file(
     prefix: bytes, path: str, combined: hashlib._Hash, hasher: _FileHasher
-) -> tuple[int, str | hashlib._Hash]:
-    """Feed one file to the combined hash; its size and own SHA-256 (hex), or for a large
-    file the hash object that the thread finishes."""
+) -> tuple[int, bytes | hashlib._Hash]:
+    """Feed one file to the combined hash; its size and own SHA-256, or for a large file
+    the hash object that the thread finishes."""
     encoded = path.encode("utf-8")
     combined.update(encoded + b"\0")
     fd = _open_pinned(prefix + encoded, path)
@@ -257,11 +285,11 @@ def _hash_file(
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode):
             raise Refused(f"{path}: pinned fixture is not a regular file")
-        own: str | hashlib._Hash
+        own: bytes | hashlib._Hash
         if before.st_size < THREADED_MIN_BYTES:
             data = _read_small(fd, before.st_size, path)
             combined.update(data)
-            size, own = len(data), hashlib.sha256(data).hexdigest()
+            size, own = len(data), hashlib.sha256(data).digest()
         else:
             size, own = hasher.hash_large(fd, combined, path)
         after = os.fstat(fd)
@@ -329,11 +357,6 @@ class _FileHasher:
 
     def __enter__(self) -> _FileHasher:
         return self
-
-    @property
-    def hashed_large(self) -> bool:
-        """Whether any file went through the ring (and so left its hash to finish)."""
-        return self._thread is not None
 
     def __exit__(self, *exc_info: object) -> None:
         if self._thread is not None:

@@ -50,23 +50,56 @@ def all_plain_under(paths: Sequence[str], folders: tuple[str, ...]) -> bool:
     """Whether every path passes `path_problem`'s fast test and lies under one of `folders`,
     and no two are casefold twins: then checking them one by one would find nothing.
 
-    The paths are checked together, joined by newlines, in a few passes over one string
-    (a pin of 100,000 paths in milliseconds). False says only that they must be checked
-    one by one, which also names the first problem.
+    The paths are checked a batch at a time, each batch joined by newlines, in a few passes
+    over one string (a pin of 100,000 paths in milliseconds, and no copy of them all held
+    at once). False says only that they must be checked one by one, which also names the
+    first problem.
     """
+    if not paths or not all(map(str.startswith, paths, itertools.repeat(_prefixes(folders)))):
+        return False
+    for start in range(0, len(paths), _BATCH_PATHS):
+        if not _plain_batch(paths[start : start + _BATCH_PATHS]):
+            return False
+    return not _any_casefold_twins(paths)
+
+
+# How many paths `all_plain_under` checks at once: long strings, a few hundred KiB each.
+_BATCH_PATHS = 4096
+# The bits of `_any_casefold_twins`'s bitmap (2 MiB): 500,000 paths share a bit in about
+# 7,500 pairs, whose paths alone are compared exactly.
+_FOLD_BITS = 1 << 24
+
+
+def _any_casefold_twins(paths: Sequence[str]) -> bool:
+    """Whether `casefold_twins` finds a pair among PATHS, all in NFC.
+
+    Each path's casefold hash sets one bit of a bitmap, which costs 2 MiB, where a set of
+    the hashes would cost about 70 B a path; only the paths whose bits were set twice are
+    compared exactly.
+    """
+    seen = bytearray(_FOLD_BITS // 8)
+    again: set[int] = set()
+    for bit in map((_FOLD_BITS - 1).__and__, map(hash, map(str.casefold, paths))):
+        byte, flag = bit >> 3, 1 << (bit & 7)
+        if seen[byte] & flag:
+            again.add(bit)
+        seen[byte] |= flag
+    if not again:
+        return False
+    suspects = [path for path in paths if hash(path.casefold()) & (_FOLD_BITS - 1) in again]
+    return bool(casefold_twins(suspects))
+
+
+def _plain_batch(paths: Sequence[str]) -> bool:
+    """Whether every path passes `path_problem`'s fast test."""
     data = _joined_in_nfc(paths)
     if data is None or data.count(b"\n") != len(paths) - 1:  # a path that holds a newline
         return False
     segments = b"/" + data.translate(_NEWLINE_AS_SLASH) + b"/"
     if b"//" in segments or b"/." in segments:
         return False
-    del segments
     others = data.translate(None, _PLAIN_ASCII + b"\n").decode("utf-8")
-    return (
-        _WORD_CHARACTERS.fullmatch(others) is not None
-        and all(map(str.startswith, paths, itertools.repeat(_prefixes(folders))))
-        and not _any_casefold_twins(paths, data, others)
-    )
+    return _WORD_CHARACTERS.fullmatch(others) is not None
 
 
 def _prefixes(folders: tuple[str, ...]) -> tuple[str, ...]:
@@ -75,27 +108,15 @@ def _prefixes(folders: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _joined_in_nfc(paths: Sequence[str]) -> bytes | None:
-    """The paths joined by newlines, as UTF-8, when there are some and all are in NFC."""
+    """The paths joined by newlines, as UTF-8, when all are in NFC."""
     joined = "\n".join(paths)
     # Newline is a starter that composes with nothing: the whole is in NFC when each path is.
-    if not paths or not unicodedata.is_normalized("NFC", joined):
+    if not unicodedata.is_normalized("NFC", joined):
         return None
     try:
         return joined.encode("utf-8")
     except UnicodeEncodeError:
         return None
-
-
-def _any_casefold_twins(paths: Sequence[str], data: bytes, non_ascii: str) -> bool:
-    """Whether `casefold_twins` finds a pair among NFC paths joined as DATA, whose
-    characters outside ASCII are NON_ASCII.
-
-    When every non-ASCII character is its own casefold (as lowercase letters are), a
-    path's casefold is its ASCII lowercase, which bytes compute in one pass.
-    """
-    if all(character.casefold() == character for character in set(non_ascii)):
-        return len(set(data.lower().split(b"\n"))) != len(paths)
-    return len(set(map(str.casefold, paths))) != len(paths)
 
 
 def casefold_twins(paths: Iterable[str]) -> list[tuple[str, str]]:

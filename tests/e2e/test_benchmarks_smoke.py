@@ -15,7 +15,7 @@ import pytest
 from helpers import REPO
 
 BENCHMARKS = REPO / "benchmarks"
-SHAPES = ["large-8x128MiB", "huge-1x2GiB", "small-100000x1KiB", "mixed-5000"]
+SHAPES = ["large-8x128MiB", "huge-1x2GiB", "small-100000x1KiB", "small-500000x1KiB", "mixed-5000"]
 
 
 def run_script(name: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -42,7 +42,33 @@ def test_tiny_trees_agree_across_every_contender(tmp_path: Path) -> None:
     for shape in SHAPES:
         assert f"| {shape} | three-ledger digest |" in result.stdout
         assert f"| {shape} | baseline (read_bytes + rglob) |" in result.stdout
+        assert f"| {shape} | single SHA-256 stream (hashlib) |" in result.stdout
     assert "| small-100000x1KiB | git hash-object --stdin-paths |" in result.stdout
+    assert "| small-500000x1KiB | git hash-object --stdin-paths |" in result.stdout
+
+
+def test_an_older_checkout_and_cold_runs_join_the_alternation(tmp_path: Path) -> None:
+    """--compare-with runs another checkout's digest, --cold every contender evicted first."""
+    older = tmp_path / "older"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{REPO}", older], check=True)
+    commit = subprocess.run(
+        ["git", "-C", older, "rev-parse", "--short", "HEAD"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    result = run_script(
+        "bench_digest.py", "--data", tmp_path / "data", "--tiny", "--runs", "1",
+        "--warmup", "0", "--shape", "mixed-5000", "--compare-with", older, "--cold",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    for contender in (
+        "three-ledger digest",
+        f"three-ledger digest, --compare-with {commit}",
+        "three-ledger digest, cold",
+        f"three-ledger digest, --compare-with {commit}, cold",
+        "baseline (read_bytes + rglob), cold",
+    ):
+        assert f"| mixed-5000 | {contender} |" in result.stdout
+    assert "and cold (`, cold`: the tree evicted first)" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -866,3 +866,28 @@ def test_rows_are_validated_as_their_objects(schema_name: str, data: st.DataObje
         == as_list
         == (not full_validator_accepts({**document, "files": objects}, schema_name))
     )
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.lists(st.binary(min_size=32, max_size=32), max_size=1100), st.data())
+def test_hex_digests_read_as_the_hex_of_each_digest(
+    digests: list[bytes], data: st.DataObject
+) -> None:
+    column = jsonio.HexDigests(b"".join(digests))
+    as_strings = [digest.hex() for digest in digests]
+    assert len(column) == len(as_strings)
+    assert list(column) == as_strings
+    start, stop = data.draw(st.integers(-1200, 1200)), data.draw(st.integers(-1200, 1200))
+    step = data.draw(st.sampled_from([None, 1, 2, -1]))
+    assert column[start:stop:step] == as_strings[start:stop:step]
+    index = data.draw(st.integers(-1200, 1200))
+    if -len(as_strings) <= index < len(as_strings):
+        assert column[index] == as_strings[index]
+    else:
+        with pytest.raises(IndexError):
+            column[index]
+
+
+def test_hex_digests_refuse_a_partial_digest() -> None:
+    with pytest.raises(ValueError, match="33 bytes is not a whole number of digests"):
+        jsonio.HexDigests(bytes(33))

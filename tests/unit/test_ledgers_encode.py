@@ -8,6 +8,7 @@ import enum
 import json
 import operator
 import tempfile
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,31 @@ def test_entries_given_as_columns_write_and_refuse_as_write_ledger(ledger: Fixtu
         plain = outcome(write_ledger, Path(temp, "l.json"), ledger)
         columns = outcome(write_from_columns, Path(temp, "l.json"), ledger)
     assert columns == plain
+
+
+def write_from_compact_columns(path: Path, ledger: FixtureLedger) -> None:
+    """The digest command's route as it holds the entries: sizes in an array, digests as
+    raw bytes (`jsonio.HexDigests`)."""
+    paths = tuple(entry.path for entry in ledger.files)
+    sizes = array("Q", [entry.size for entry in ledger.files])
+    digests = jsonio.HexDigests(b"".join(bytes.fromhex(entry.sha256) for entry in ledger.files))
+    empty = dataclasses.replace(ledger, files=())
+    write_fixture_ledger(path, empty, jsonio.Rows(FILE_ENTRY_KEYS, (paths, sizes, digests)))
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(fixture_ledgers(), st.lists(st.binary(min_size=32, max_size=32), min_size=1, max_size=600))
+def test_compact_columns_write_as_write_ledger(ledger: FixtureLedger, raw: list[bytes]) -> None:
+    """Entries that `digest` can make (sizes >= 0, real digests) write the same bytes."""
+    entries = (
+        FileEntry(f"fixtures/{n}.bin", n * 9, raw_digest.hex()) for n, raw_digest in enumerate(raw)
+    )
+    ledger = dataclasses.replace(ledger, pin_id="fix.pin", files=tuple(entries))
+    with tempfile.TemporaryDirectory() as temp:
+        plain = outcome(write_ledger, Path(temp, "l.json"), ledger)
+        compact = outcome(write_from_compact_columns, Path(temp, "l.json"), ledger)
+    assert compact == plain
+    assert not compact.startswith("refused")
 
 
 def test_file_entry_keys_are_the_schema_keys_in_order() -> None:
