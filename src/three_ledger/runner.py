@@ -32,10 +32,12 @@ CHUNK_SIZE = 64 * 1024
 # _POLL_MAX_S, which is also the worst delay before a received signal is forwarded.
 _POLL_S = 0.001
 _POLL_MAX_S = 0.05
-# Once the pipe is drained, how long the pump lets the child's next writes gather: pytest
-# flushes each progress character, and one wake-up per character cost the gate 2,000
-# wake-ups over 2,000 tests. The pipe holds 64 KiB meanwhile; a full chunk is read at once.
-_GATHER_S = 0.02
+# After a read of less than _TRICKLE bytes, how long the pump lets the child's next writes
+# gather: pytest flushes each progress character, and one wake-up per character cost the
+# gate a wake-up per test. Meanwhile the pipe holds 64 KiB; a child that writes more than a
+# trickle is read at once, as it writes.
+_GATHER_S = 0.1
+_TRICKLE = 4096
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -155,7 +157,7 @@ class _Pump:
                 if not chunk:
                     return
                 self._write(chunk)
-                if len(chunk) < CHUNK_SIZE:
+                if len(chunk) < _TRICKLE:
                     self._stop.wait(_GATHER_S)
 
     def _write(self, chunk: bytes) -> None:
