@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # every command's start) uses the selectors below and needs no ledger.
 
 _OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
+_OUTCOMES = frozenset(outcome.value for outcome in Outcome)
 # How many non-pass tests a property's report names (stderr, ledger, summary).
 FAILING_SHOWN = 3
 # How many ids of failing tests outside every property the ledger keeps.
@@ -54,6 +55,8 @@ class TestResult:
 
     def matches(self, selector: str) -> bool:
         """True when `selector` selects this result by its id or one of its aliases."""
+        if self.groups is None and not self.aliases:  # a plugin result: its node id alone
+            return selects(selector, self.id)
         names = (self.id, *self.aliases)
         if self.groups is None:
             return any(selects(selector, name) for name in names)
@@ -539,7 +542,7 @@ def _result_from_json(label: str, number: int, record: object) -> TestResult:
     if not isinstance(property_ids, list) or not all(isinstance(p, str) for p in property_ids):
         raise InfraFailure(f"{where}: 'property_ids' must be a list of strings")
     outcome = record.get("outcome")
-    if not isinstance(outcome, str) or outcome not in {o.value for o in Outcome}:
+    if not isinstance(outcome, str) or outcome not in _OUTCOMES:
         raise InfraFailure(f"{where}: 'outcome' must be one of {_OUTCOME_NAMES}")
     skip_reason = record.get("skip_reason")
     if skip_reason is not None and not isinstance(skip_reason, str):

@@ -28,8 +28,16 @@ from three_ledger.no_new_privs import preexec_step as no_new_privs_step
 _Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 CHUNK_SIZE = 64 * 1024
-# How often the leader is polled; also the worst delay before a received signal is forwarded.
-_POLL_S = 0.01
+# How often the leader is polled: at first often (a short child returns at once), then every
+# _POLL_MAX_S, which is also the worst delay before a received signal is forwarded.
+_POLL_S = 0.001
+_POLL_MAX_S = 0.05
+# After a read of less than _TRICKLE bytes, how long the pump lets the child's next writes
+# gather: pytest flushes each progress character, and one wake-up per character cost the
+# gate a wake-up per test. Meanwhile the pipe holds 64 KiB; a child that writes more than a
+# trickle is read at once, as it writes.
+_GATHER_S = 0.1
+_TRICKLE = 4096
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -143,12 +151,14 @@ class _Pump:
         with selectors.DefaultSelector() as selector:
             selector.register(self._pipe, selectors.EVENT_READ)
             while not self._stop.is_set():
-                if not selector.select(_POLL_S):
+                if not selector.select(_POLL_MAX_S):
                     continue
                 chunk = os.read(self._pipe.fileno(), CHUNK_SIZE)
                 if not chunk:
                     return
                 self._write(chunk)
+                if len(chunk) < _TRICKLE:
+                    self._stop.wait(_GATHER_S)
 
     def _write(self, chunk: bytes) -> None:
         # A failing sink is dropped, never fatal: the pipe must keep draining or the child blocks.
@@ -284,7 +294,9 @@ def _wait_or_stop(
     """Wait for the leader, stopping the group on timeout or interrupt; True when it timed out."""
     deadline = started / 1e9 + timeout_s
     timed_out = False
-    while not _leader_exited(process):
+    for pause in _pauses():
+        if _leader_exited(process):
+            break
         if interrupts.signum is not None:
             _stop_group(process, interrupts.signum, grace_s)
             break
@@ -292,11 +304,19 @@ def _wait_or_stop(
             timed_out = True
             _stop_group(process, signal.SIGTERM, grace_s)
             break
-        time.sleep(_POLL_S)
+        time.sleep(pause)
     # The leader is a zombie here, so its pid (the group id) cannot be reused yet.
     _signal_group(process, signal.SIGKILL)
     process.wait()
     return timed_out
+
+
+def _pauses() -> Iterator[float]:
+    """The polling loop's pauses: doubling from _POLL_S to _POLL_MAX_S, then that forever."""
+    pause = _POLL_S
+    while True:
+        yield pause
+        pause = min(pause * 2, _POLL_MAX_S)
 
 
 def _leader_exited(process: subprocess.Popen[bytes]) -> bool:
@@ -311,11 +331,13 @@ def _stop_group(process: subprocess.Popen[bytes], first: int, grace_s: float) ->
     """Send `first` to the group, then SIGKILL if the leader outlives `grace_s`."""
     _signal_group(process, first)
     deadline = time.monotonic() + grace_s
-    while not _leader_exited(process):
+    for pause in _pauses():
+        if _leader_exited(process):
+            return
         if time.monotonic() >= deadline:
             _signal_group(process, signal.SIGKILL)
             return
-        time.sleep(_POLL_S)
+        time.sleep(pause)
 
 
 def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:

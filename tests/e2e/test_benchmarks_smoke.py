@@ -6,6 +6,7 @@ No timing is asserted: `make test` must not depend on how busy the machine is.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -154,6 +155,38 @@ def test_real_suite_benchmark_runs_the_trimmed_tomli_copy_under_both_pins() -> N
         "properties, closed oracles (audit hook)",
         "closed / inferred: the audit hook and the closed set",
     } <= rows
+
+
+def test_real_suite_benchmark_clones_the_suite_source_at_the_suites_tag(tmp_path: Path) -> None:
+    source = tmp_path / "tomli"
+    shutil.copytree(REPO / "tests" / "data" / "tomli" / "project", source)
+    git = ["git", "-c", "user.name=b", "-c", "user.email=b@b", "-C", str(source)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "tomli"], check=True)
+    subprocess.run([*git, "tag", "2.4.0"], check=True)
+    # After the tag: a clone of the branch's tip would pin 43 case files.
+    (source / "tests" / "data" / "after-the-tag.txt").write_text("not in 2.4.0\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "after the tag"], check=True)
+    url = f"file://{source}"
+    result = run_script(
+        "bench_real_suite.py", "--suite", "tomli", "--runs", "1", "--warmup", "0",
+        "--suite-source", url,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    first, second = result.stdout.splitlines()[:2]
+    assert first == f"Suite tomli, from {url} at 2.4.0."
+    assert second.startswith("42 case files pinned; plain pytest: 16 passed"), second
+    assert "Target (issue 25): the closed run <= 1.15x plain pytest in CPU time: " in result.stdout
+
+
+def test_real_suite_benchmark_names_a_source_it_cannot_clone(tmp_path: Path) -> None:
+    missing = f"file://{tmp_path / 'nothing-here'}"
+    result = run_script("bench_real_suite.py", "--suite", "tomli", "--suite-source", missing)
+    assert result.returncode == 1
+    assert f"bench_real_suite: `git clone --branch 2.4.0 {missing}` failed (" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_digest_profile_walks_every_step(tmp_path: Path) -> None:

@@ -80,6 +80,7 @@ REPORT_PATH_CLASSES = frozenset(
 # ends and at session end (between tests), never in turns, where each test's would differ.
 PER_TEST_STATE = frozenset({"_pytest.assertion.util"})
 _PREFIXES = ("_pytest.", "pytest.", "pluggy.")
+_SETATTR = "object.__setattr__"
 _ROOTS = frozenset({"_pytest", "pytest", "pluggy"})
 # How many values of the other modules and classes are compared after each test, in turn.
 SLICE = 64
@@ -300,7 +301,7 @@ class Audit:
 
     def audit_hook(self, event: str, args: tuple[Any, ...]) -> None:
         """Called for every audit event of the process: the first test must stay cheap."""
-        if event != "object.__setattr__" or not self.armed:
+        if event != _SETATTR or not self.armed:
             return
         try:
             self._note(args[0], args[1], args[2])
@@ -551,5 +552,18 @@ def _wrapped_callables(value: object, depth: int = 4) -> list[object]:
 def start() -> Audit:
     """Arm the audit in this process (once: an audit hook cannot be removed)."""
     audit = Audit()
-    sys.addaudithook(audit.audit_hook)
+    sys.addaudithook(_hook(audit))
     return audit
+
+
+def _hook(audit: Audit) -> Callable[[str, tuple[Any, ...]], None]:
+    """AUDIT's hook as a plain function, not a bound method: for every event, CPython looks up
+    `__cantrace__` on each hook, and on a bound method the miss raises and clears an
+    AttributeError, about 0.4 µs an event that a function does not pay."""
+    note = audit.audit_hook
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == _SETATTR:  # first, and constant-time: nearly every event is another
+            note(event, args)
+
+    return hook

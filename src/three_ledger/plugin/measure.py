@@ -37,8 +37,6 @@ class _Recorder:
         self.seen: set[str] = set()
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
-        if event not in _WANTED:  # first, and constant-time: most events are not wanted
-            return
         if event == "exec":
             path = getattr(args[0], "co_filename", None)
             how = "imported"
@@ -99,7 +97,15 @@ def arm() -> None:
         "loaded_before": sorted({name for root in roots for name in _loaded_from(root)}),
     }
     out.write(json.dumps(header) + "\n")
-    sys.addaudithook(_Recorder(roots, out))
+    recorder = _Recorder(roots, out)
+
+    # A plain function: calling the recorder itself from the hook machinery, for every event
+    # of the process, cost about 80 ns more an event than a function that drops it.
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event in _WANTED:  # first, and constant-time: most events are not wanted
+            recorder(event, args)
+
+    sys.addaudithook(hook)
 
 
 def _run_shadowed_sitecustomize() -> None:

@@ -76,7 +76,14 @@ def _start(folder: str | None, watched: str | None) -> _ReadLog | None:
     if not folder or not watched:
         return None
     log = _ReadLog(folder, watched.split(os.pathsep))
-    sys.addaudithook(log.audit)
+    audit = log.audit
+
+    # A plain function, not the bound method: see machinery._hook.
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":  # first, and constant-time: most events are not wanted
+            audit(event, args)
+
+    sys.addaudithook(hook)
     return log
 
 

@@ -37,6 +37,8 @@ import pytest
 PASS, FAIL = "pass", "fail"
 # How many items of a sentinel's parametrisation pytest may make, to find the one it keeps.
 MADE_AT_MOST = 16
+# How many slots drawn at random may lack a host before every spot is listed.
+_TRIES = 32
 # The ledger's words for the two mechanisms (vocabulary.Tripwire).
 SENTINELS, BASIC = "sentinels", "basic"
 MUST_FAIL_MESSAGE = "three-ledger tripwire: this item must fail, and its failure is not counted"
@@ -81,10 +83,11 @@ def place(session: pytest.Session, items: list[pytest.Item], seed: bytes) -> Pla
     """Insert both sentinels into ITEMS. SEED is the run's: xdist workers collect the same
     items and must insert the same sentinels."""
     rng = random.Random(seed)
-    spots = _spots(items, _limit(session.config, len(items)))
-    if spots:
-        chosen = [(must, spots[rng.randrange(len(spots))]) for must in (PASS, FAIL)]
-        made = _made(rng, items, chosen)
+    limit, hosts = _limit(session.config, len(items)), _Hosts()
+    chosen = [(must, _draw(rng, items, limit, hosts)) for must in (PASS, FAIL)]
+    spots = [(must, spot) for must, spot in chosen if spot is not None]
+    if len(spots) == len(chosen):
+        made = _made(rng, items, spots)
         if made is not None:
             return made
     return _basic(rng, session, items)
@@ -102,17 +105,45 @@ def _limit(config: pytest.Config, count: int) -> int:
     return max(limit, 0)
 
 
-def _spots(items: Sequence[pytest.Item], limit: int) -> list[_Spot]:
-    hosts = _Hosts()
+def _draw(
+    rng: random.Random, items: Sequence[pytest.Item], limit: int, hosts: _Hosts
+) -> _Spot | None:
+    """One spot, drawn uniformly among every spot of the first LIMIT + 1 positions; None when
+    there is none.
+
+    A slot (a position, after the item before it or before the item at it) is drawn and kept
+    when an item there can host a sentinel, which most can: a constant number of items judged,
+    not all of them. After _TRIES misses, every spot is listed and one drawn from the list.
+    Either way each spot is equally likely, as when the whole list was always made.
+    """
+    slots = 2 * (limit + 1)
+    for _ in range(_TRIES):
+        position, before = divmod(rng.randrange(slots), 2)
+        spot = _spot(items, position, after=not before, hosts=hosts)
+        if spot is not None:
+            return spot
+    spots = _spots(items, limit, hosts)
+    return spots[rng.randrange(len(spots))] if spots else None
+
+
+def _spots(items: Sequence[pytest.Item], limit: int, hosts: _Hosts) -> list[_Spot]:
     spots = []
     for position in range(limit + 1):
-        before = hosts.host(items[position - 1]) if position > 0 else None
-        if before is not None:
-            spots.append(_Spot(position, before, after=True))
-        following = hosts.host(items[position]) if position < len(items) else None
-        if following is not None:
-            spots.append(_Spot(position, following, after=False))
+        for after in (True, False):
+            spot = _spot(items, position, after, hosts)
+            if spot is not None:
+                spots.append(spot)
     return spots
+
+
+def _spot(items: Sequence[pytest.Item], position: int, after: bool, hosts: _Hosts) -> _Spot | None:
+    """The spot at POSITION, after the item before it or before the item at it, if that item
+    can host a sentinel."""
+    index = position - 1 if after else position
+    if not 0 <= index < len(items):
+        return None
+    neighbour = hosts.host(items[index])
+    return None if neighbour is None else _Spot(position, neighbour, after)
 
 
 class _Hosts:
