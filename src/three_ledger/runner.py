@@ -38,6 +38,11 @@ _POLL_MAX_S = 0.05
 # trickle is read at once, as it writes.
 _GATHER_S = 0.1
 _TRICKLE = 4096
+# So that a burst (pytest --collect-only -q prints every node id at once) does not stall the
+# child on a full pipe for each gathering pause, the pipe holds this much where Linux lets
+# it grow (F_SETPIPE_SZ, up to /proc/sys/fs/pipe-max-size: 1 MiB by default).
+_PIPE_BYTES = 1 << 20
+_F_SETPIPE_SZ = 1031
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -129,11 +134,22 @@ def _catching_interrupts(interrupts: _Interrupts) -> Iterator[None]:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
+def _grow(pipe: IO[bytes]) -> None:
+    """Let PIPE hold _PIPE_BYTES where the system allows; its default (64 KiB) otherwise."""
+    if sys.platform != "linux":
+        return
+    import fcntl
+
+    with suppress(OSError):
+        fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
+
+
 class _Pump:
     """A thread copying the child's pipe to the console and the log, one chunk at a time."""
 
     def __init__(self, pipe: IO[bytes], log: BinaryIO, console: BinaryIO) -> None:
         self._pipe = pipe
+        _grow(pipe)
         self._log: BinaryIO | None = log
         self._console: BinaryIO | None = console
         self._stop = threading.Event()

@@ -279,3 +279,24 @@ def test_a_console_that_fails_is_dropped_and_the_log_stays_whole(tmp_path: Path)
     assert (result.exit_code, result.log_error) == (0, None)
     assert result.failure() is None
     assert (tmp_path / "run.log").read_bytes() == b"y" * 200_000
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="F_SETPIPE_SZ is Linux's")
+def test_the_childs_pipe_holds_a_burst_while_the_pump_gathers() -> None:
+    """pytest --collect-only -q prints every node id at once: with a 64 KiB pipe the child
+    stalled on it for each of the pump's gathering pauses (a second over 20,000 ids)."""
+    import fcntl
+
+    from three_ledger import runner
+
+    read_end, write_end = os.pipe()
+    try:
+        with os.fdopen(read_end, "rb", closefd=False) as pipe:
+            before = fcntl.fcntl(read_end, 1032)  # F_GETPIPE_SZ
+            runner._grow(pipe)
+            after = fcntl.fcntl(read_end, 1032)
+        limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+        assert after == min(runner._PIPE_BYTES, limit) > before
+    finally:
+        os.close(read_end)
+        os.close(write_end)
