@@ -26,7 +26,7 @@ unexport PYTHONDONTWRITEBYTECODE
 
 # pytest exits 5 when it collects nothing; make stops on any non-zero exit, so a layer that
 # selects no test fails the target instead of passing silently.
-.PHONY: test test-fast test-e2e lint typecheck coverage demo dist clean
+.PHONY: test test-fast test-e2e lint typecheck coverage demo dist bench clean
 
 test: lint typecheck coverage
 
@@ -77,6 +77,22 @@ test-e2e: $(INSTALLED) $(INSTALLED_PYTEST8)
 
 demo: $(INSTALLED)
 	$(BIN)/three-ledger demo
+
+# Every benchmark, each at a size that fits the whole in about 10 minutes on a quiet 2-core
+# machine; benchmarks/README.md holds the figures, each with its full-size command. Run by
+# hand, never in `make test`. The real suites are cloned from GitHub at their tags; without
+# the network, BENCH_SUITES=DIR names a folder holding a clone of each (DIR/tomli,
+# DIR/markdown-it-py).
+BENCH_SUITES ?=
+bench: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_startup.py --runs 21
+	$(BIN)/python benchmarks/bench_properties.py --tests 2000 --runs 5 --cpu
+	$(BIN)/python benchmarks/bench_real_suite.py --suite tomli --runs 3 $(if $(BENCH_SUITES),--suite-source $(BENCH_SUITES)/tomli)
+	$(BIN)/python benchmarks/bench_real_suite.py --suite markdown-it-py --runs 3 $(if $(BENCH_SUITES),--suite-source $(BENCH_SUITES)/markdown-it-py)
+	$(BIN)/python benchmarks/bench_shards.py --tests 20000 --properties 200 --runs 1
+	$(BIN)/python benchmarks/bench_digest.py --runs 3 --shape large-8x128MiB --shape small-100000x1KiB
+	$(BIN)/python benchmarks/bench_vet.py --jobs --runs 3
+	$(BIN)/python benchmarks/bench_flake.py --runs 3
 
 # The sdist and a wheel, to install where the repository is not checked out: pip install
 # dist/three_ledger-*.whl. `python -m build` makes the wheel from the sdist, as an index would.
