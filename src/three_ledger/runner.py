@@ -60,13 +60,17 @@ class RunResult:
     log_error: str | None = None
     # Asked with `no_new_privs`: `held`, or `missing: WHY` (no_new_privs.py); else None.
     no_new_privs: str | None = None
+    # The limit a timed-out run hit: the message names it, not the measured time, which
+    # overshoots it by the poll interval and the grace period.
+    timeout_s: float | None = None
 
     def failure(self) -> str | None:
         """One sentence when the run is an infrastructure failure, else None."""
         if self.interrupted_by is not None:
             return f"interrupted by {signal.Signals(self.interrupted_by).name}"
         if self.timed_out:
-            return f"the command timed out after {self.duration_ms / 1000:.1f} s"
+            limit_s = self.duration_ms / 1000 if self.timeout_s is None else self.timeout_s
+            return f"the command timed out after {limit_s:.1f} s"
         if self.start_error is not None:
             return f"the command could not start: {self.start_error}"
         if self.signal is not None:
@@ -297,6 +301,7 @@ def _supervise(
         start_error=None,
         duration_ms=duration_ms,
         log_error=pump.log_error,
+        timeout_s=timeout_s,
     )
 
 
