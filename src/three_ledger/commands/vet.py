@@ -327,14 +327,10 @@ class Bench:
         results_path = self.private / f"results-{started_number}.jsonl"
         record = self.private / f"tripwire-{started_number}.jsonl"
         run_log = self.private / f"run-{started_number}.log"
-        # Bytecode goes to a private folder, never beside a source file (a linked virtual
-        # environment or an editable install may lie in the user's tree). Writing is on
-        # even where the caller turned it off: the folder is private, and without it every
-        # run would compile every module again.
-        bytecode = {
-            "PYTHONPYCACHEPREFIX": str(self.private / "bytecode"),
-            "PYTHONDONTWRITEBYTECODE": "",
-        }
+        # As for `properties`, the child writes no bytecode (run/child.py): it reads what the
+        # interpreter and the installed packages already hold, and compiles the rest (the
+        # scratch copy leaves `__pycache__` out) without writing it, so nothing one run
+        # compiles reaches another, nor the user's tree through a linked environment.
         child = Child(
             command=self.command,
             root=self.tree if tree is None else tree,
@@ -345,7 +341,7 @@ class Bench:
             plugin=self.plugin,
             results_path=results_path,
             plugins=self.checked.properties_pin.plugins,
-            extra_env={**bytecode, **tripwire.environment(record), **extra_env},
+            extra_env={**tripwire.environment(record), **extra_env},
             console=self._quiet,
             ignore=self.ignore,
             keep_env=self.kept_env(),
@@ -519,18 +515,12 @@ def _sliced_runs(bench: Bench, slices: int, measure: bool) -> tuple[int, list[Ba
 
     number = bench.count_run()
     started = time.monotonic()
-    first_ended = threading.Event()
 
     def one(index: int) -> BaselineRun:
         tree, folder = bench.tree, bench.private / f"baseline-{index}"
-        if index == 1:
-            try:
-                return _baseline_run(bench, tree, folder, measure, (number, index, slices))
-            finally:
-                first_ended.set()
-        tree = bench.private / f"tree-{index}"
-        scratch.copy_tree(bench.tree, tree)
-        _until_configured(bench.private / "baseline-1" / "collected", first_ended)
+        if index > 1:
+            tree = bench.private / f"tree-{index}"
+            scratch.copy_tree(bench.tree, tree)
         return _baseline_run(bench, tree, folder, measure, (number, index, slices))
 
     with ThreadPoolExecutor(max_workers=slices) as pool:
@@ -545,15 +535,6 @@ def _sliced_runs(bench: Bench, slices: int, measure: bool) -> tuple[int, list[Ba
     elapsed = time.monotonic() - started
     bench.progress.say(f"run {number}: {', '.join(endings)} in {elapsed:.1f} s ({slices} slices)")
     return number, runs
-
-
-def _until_configured(folder: Path, ended: threading.Event) -> None:
-    """Wait until the first slice's pytest is configured (the bytecode of pytest, its plugins
-    and the standard library is then written, and every slice reads it instead of compiling
-    it again, side by side) or that slice has ended."""
-    while not ended.wait(0.02):
-        if STOPPING.is_set() or any(folder.glob("configured-*")):
-            return
 
 
 def _baseline_run(

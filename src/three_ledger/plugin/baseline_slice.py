@@ -6,11 +6,8 @@ node ids are sorted and every N-th one from the K-th is kept: the rest are desel
 the tripwire adds its sentinels. The slices of one suite are thus disjoint and cover it,
 whatever order a plugin runs the items in. With THREE_LEDGER_SLICE_COLLECTED naming a
 folder, each process that collects appends every node id it collected (before the cut) to a
-file of its own there, so that `vet` can check that every slice collected the same items;
-and each process leaves a `configured-PID` file there once pytest is configured (its
-modules and plugins imported), for `vet` to start the other slices once the first one has
-written the bytecode they share. xdist workers collect for themselves, so the controller
-hands both on.
+file of its own there, so that `vet` can check that every slice collected the same items.
+xdist workers collect for themselves, so the controller hands both on.
 """
 
 from __future__ import annotations
@@ -40,9 +37,6 @@ def install(config: pytest.Config) -> None:
         return
     # The slice may hold no item: the tripwire then arms on an empty run, as for a shard.
     config.stash[SHARD_ACTIVE] = True
-    if named[1]:
-        with open(os.path.join(named[1], f"configured-{os.getpid()}"), "w", encoding="utf-8"):
-            pass
     config.pluginmanager.register(_Slice(*named), "three_ledger.baseline_slice")
 
 

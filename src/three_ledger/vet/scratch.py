@@ -3,8 +3,8 @@
 The user's tree is only read, once, by the copy. Folders that hold nothing a test reads
 and can be large (`.git`, caches) are left out. A virtual environment inside ROOT (a folder
 with a `pyvenv.cfg`) is linked rather than copied, so that `.venv/bin/python` still works
-from the copy without copying every installed package; the children vet starts write their
-bytecode to a private folder (PYTHONPYCACHEPREFIX), so nothing lands in it.
+from the copy without copying every installed package; the children vet starts write no
+bytecode, so nothing lands in it.
 """
 
 from __future__ import annotations
