@@ -338,6 +338,56 @@ def test_a_fixture_pin_change_is_vetted_on_that_pin_alone(tmp_path: Path, run_cl
     assert decision_of(project.folder / "gate") == Expected(Posture.HUMAN_REVIEW, 0)
 
 
+def add_fixture_with_pin(run_cli: RunCli, project: Project, *, update_digest: bool) -> None:
+    """A new order file in pin A's folder, listed in pin A; its digest drafted again or not."""
+    tree = project.worktree
+    (tree / "fixtures" / "orders_extra.json").write_bytes(
+        (tree / "fixtures" / "orders_min.json").read_bytes()
+    )
+    drafted = run_cli("draft-pin", "--fixtures-dir", "fixtures", "--root", tree, "--with-digest")
+    assert drafted.code == 0, drafted.err
+    draft = json.loads(drafted.out)
+    pin = json.loads((tree / "pins" / "fixtures.json").read_text(encoding="utf-8"))
+    pin["files"] = draft["files"]
+    if update_digest:
+        pin["digest"] = draft["digest"]
+    commit_pin_edit(project, "fixtures.json", json.dumps(pin, indent=2) + "\n")
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_fixture_files_changed_with_their_pin_go_to_the_pin_owners(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """The honest way to change fixtures: the files and their pin, in one reviewed change."""
+    project = pins_only_project(tmp_path)
+    add_fixture_with_pin(run_cli, project, update_digest=True)
+    code, out, err = run_gate(run_cli, project)
+    assert code == 0, out + err
+    assert "digest A (fixpin-orders-a): exit 0" in out
+    assert "properties A" not in out.split("posture:")[0]
+    decision = json.loads((project.folder / "gate" / "decision.json").read_text())
+    assert (decision["posture"], decision["row"]) == ("human_review", 0)
+    assert decision["reason"] == (
+        "pin change: the pin owners review it (pins/fixtures.json); "
+        "fixture files changed with their pin: 1"
+    )
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_a_moved_fixture_pin_that_does_not_hold_its_files_is_rejected(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """The files listed, the digest left as it was: the pin would stop every later change."""
+    project = pins_only_project(tmp_path)
+    add_fixture_with_pin(run_cli, project, update_digest=False)
+    code, out, err = run_gate(run_cli, project)
+    assert code == 1, out + err
+    decision = json.loads((project.folder / "gate" / "decision.json").read_text())
+    assert (decision["posture"], decision["row"]) == ("reject", 0)
+    assert decision["reason"].startswith("pin change: fixtures.json does not hold the tree: ")
+    assert "vet A" not in out
+
+
 @pytest.mark.usefixtures("clean_env")
 def test_a_broken_pin_change_is_rejected(tmp_path: Path, run_cli: RunCli) -> None:
     project = pins_only_project(tmp_path)

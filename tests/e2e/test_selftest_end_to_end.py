@@ -7,10 +7,12 @@ plant that tests its weakness escape, named in the report and in the selftest le
   broken product escapes;
 - a helper outside any folder of tests, without `product_paths`: the inferred oracles miss
   it, so a helper made to return early hides the broken product;
-- `network: "allowed"`: the network canary's connection arrives;
-- the pinned fixtures inside an oracle path: a moved fixture goes to the test owners
-  (`human_review`, row 0) instead of being rejected at row 1. (A fixture pin without a
-  `digest` no longer makes the moved fixture escape: the pinned bytes are bound by the base.)
+- `network: "allowed"`: the network canary's connection arrives.
+
+Two configurations that once let the moved fixture escape no longer do, and are kept as
+such: a fixture pin without a `digest` (the pinned bytes are bound by the base), and the
+pinned fixtures inside an oracle path (a file in a pinned folder is the fixture ledger's to
+judge wherever the folder lies, not a test change for the test owners).
 
 The user's tree and git state are the same after a selftest, and after one ended by SIGTERM.
 """
@@ -243,9 +245,9 @@ WEAK = {
     "network-allowed": (_network, ("network",), "network", "network: 'allowed'"),
     "fixtures-in-an-oracle-path": (
         _fixtures_in_oracle_path,
-        ("moved-fixture",),
-        "moved-fixture",
-        "human_review row 0",
+        ("moved-fixture", "unpinned-fixture"),
+        None,
+        "reject row 1",
     ),
     "fixture-pin-without-digest": (_no_digest, ("moved-fixture",), None, "reject row 1"),
 }

@@ -12,6 +12,7 @@ and pin owners review it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import sys
@@ -187,7 +188,11 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
         if change.pin_change_only:
             return _finish(request, out, _pin_change(request, out, change), env)
         plan = find_pins(request.pins_dir)
-        tests = _test_side(request, change, plan)
+        sides = _fixture_sides(request, change, plan)
+        if sides.update is not None:
+            update = _fixture_update(request, out, change, sides.update)
+            return _finish(request, out, update, env)
+        tests = None if sides.scored else _test_side(request, change, plan, sides.others)
     except Unusable as exc:
         verdict = Verdict(Posture.REJECT, GATE_ROW, f"gate inputs unusable: {exc}")
         return _finish(request, out, GateOutcome(verdict, None, None, None, []), env)
@@ -458,7 +463,8 @@ def _pin_change(request: GateRequest, out: OutDir, change: Change) -> GateOutcom
 def _checked_and_vetted(
     request: GateRequest, out: OutDir, change: Change, chain: Chain
 ) -> GateOutcome | None:
-    """check-pins, then vet each side whose pin moved; the reject when check-pins refuses."""
+    """check-pins, then `digest` on each side whose fixture pin moved, then vet each side whose
+    pin moved; the reject when check-pins refuses or a moved fixture pin does not hold."""
     checked = chain.step("check-pins", CheckPins(request.pins_dir))
     if checked.exit_code != ExitCode.OK:
         changed = ", ".join(change.changed_pins())
@@ -469,20 +475,91 @@ def _checked_and_vetted(
         plan = find_pins(request.pins_dir)
     except Unusable as exc:
         chain.skip(StepKind.VET, "vet", f"the pins are not a plan gate can run: {exc}")
-    else:
-        for call in vet_calls(change, plan, out):
-            chain.step(side_step_name(call), call)
+        return None
+    moved = change.changed_pin_names()
+    for side in plan.sides:
+        if side.path.name not in moved:
+            continue
+        # A fixture pin that moves must hold the tree it comes with: else every change
+        # after it would stop at row 1.
+        digest = Digest(side, out.fixture(side))
+        step = chain.step(side_step_name(digest), digest)
+        if step.exit_code != ExitCode.OK:
+            reason = f"pin change: {side.path.name} does not hold the tree: {step.note}"
+            verdict = Verdict(Posture.REJECT, GATE_ROW, reason)
+            return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
+    for call in vet_calls(change, plan, out):
+        chain.step(side_step_name(call), call)
     return None
+
+
+# --- fixture files changed with their pin ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _FixtureSides:
+    """What a change does to the pinned fixture folders.
+
+    `update`: the changed files, all inside the folders of fixture pins the change also
+    edits, when the change holds nothing else but pins (a reviewed fixture update); `scored`:
+    a file in a folder whose pin the change leaves alone (the fixture ledger judges it, row 1,
+    wherever the folder lies, `oracle_paths` included); `others`: the paths left to classify.
+    """
+
+    update: tuple[str, ...] | None
+    scored: bool
+    others: tuple[str, ...]
+
+
+def _fixture_sides(request: GateRequest, change: Change, plan: Plan) -> _FixtureSides:
+    pins = set(change.changed_pins())
+    others = tuple(path for path in change.changed if path not in pins)
+    prefix = f"{change.root_in_top}/" if change.root_in_top else ""
+    moved: list[str] = []
+    kept: list[str] = []
+    for side in plan.sides:
+        try:
+            folders = load_fixture_pin(side.path).fixtures_dirs
+        except Refused as exc:
+            raise Unusable(exc.message) from None
+        pin_moved = side.path.name in change.changed_pin_names()
+        (moved if pin_moved else kept).extend(prefix + folder for folder in folders)
+    if any(_inside_any(path, kept) for path in others):
+        return _FixtureSides(None, True, others)
+    updated = tuple(path for path in others if _inside_any(path, moved))
+    rest = tuple(path for path in others if path not in updated)
+    if updated and not rest and not any(is_bytecode(path) for path in change.changed):
+        return _FixtureSides(updated, False, ())
+    return _FixtureSides(None, False, rest)
+
+
+def _inside_any(path: str, folders: list[str]) -> bool:
+    return any(path == folder or path.startswith(folder.rstrip("/") + "/") for folder in folders)
+
+
+def _fixture_update(
+    request: GateRequest, out: OutDir, change: Change, files: tuple[str, ...]
+) -> GateOutcome:
+    """Fixture files changed with their pin, and nothing else but pins: a pin change, which
+    the pin owners review once the pins pass `check-pins` and each changed fixture pin is
+    shown to hold the tree (`digest`)."""
+    outcome = _pin_change(request, out, change)
+    if outcome.verdict is None or outcome.verdict.posture is not Posture.HUMAN_REVIEW:
+        return outcome
+    reason = f"{outcome.verdict.reason}; fixture files changed with their pin: {len(files)}"
+    verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, reason)
+    return dataclasses.replace(outcome, verdict=verdict)
 
 
 # --- test changes --------------------------------------------------------------------------
 
 
-def _test_side(request: GateRequest, change: Change, plan: Plan) -> list[TestSideChange] | None:
-    """Each test-side path of a change whose every path is test-side (or a pin, with at least
-    one test-side path), relative to ROOT; None for a change to score."""
-    pins = set(change.changed_pins())
-    others = [path for path in change.changed if path not in pins]
+def _test_side(
+    request: GateRequest, change: Change, plan: Plan, others: tuple[str, ...]
+) -> list[TestSideChange] | None:
+    """Each test-side path of a change whose every path (OTHERS: the change's paths but its
+    pins and its fixture files, changed with their pin) is test-side, with at least one;
+    None for a change to score."""
     if not others or any(is_bytecode(path) for path in change.changed):
         return None
     prefix = f"{change.root_in_top}/" if change.root_in_top else ""
