@@ -34,6 +34,8 @@ class FixtureSide:
     label: str
     pin_id: str
     path: Path
+    # Its folders as the pin writes them (routing a change; `digest` checks the pin).
+    folders: tuple[str, ...] = ()
 
     @property
     def slug(self) -> str:
@@ -148,20 +150,21 @@ def _sides(folder: PinFolder, properties_pin: PropertiesPin) -> tuple[FixtureSid
             "(dual-pin compares two)"
         )
     by_id = folder.fixture_pins_by_id()
-    return tuple(
-        FixtureSide(label, pin_id, _one_pin(by_id.get(pin_id, []), pin_id, folder))
-        for label, pin_id in zip("AB", named, strict=False)
-    )
+    sides = []
+    for label, pin_id in zip("AB", named, strict=False):
+        pin = _one_pin(by_id.get(pin_id, []), pin_id, folder)
+        sides.append(FixtureSide(label, pin_id, pin.path, pin.folders))
+    return tuple(sides)
 
 
-def _one_pin(pins: Sequence[PinFile], pin_id: str, folder: PinFolder) -> Path:
+def _one_pin(pins: Sequence[PinFile], pin_id: str, folder: PinFolder) -> PinFile:
     if len(pins) != 1:
         found = "no file" if not pins else ", ".join(str(pin.path) for pin in pins)
         raise Unusable(
             f"fixture pin {pin_id!r}, named by the properties pin, must be one file in "
             f"{folder.folder}; found {found}"
         )
-    return pins[0].path
+    return pins[0]
 
 
 def _flake_pin(folder: PinFolder) -> Path | None:

@@ -29,6 +29,9 @@ class PinFile:
     # As written in the file, when it is a string; the schema check comes later.
     pin_id: str | None
     problem: str | None = None
+    # A fixture pin's folders as written, when they are strings (routing only: the schema
+    # check comes later).
+    folders: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,13 @@ def scan(folder: Path) -> PinFolder:
     return PinFolder(folder, tuple(_sort(path) for path in paths))
 
 
+def _folders(document: dict[str, object]) -> tuple[str, ...]:
+    listed = document.get("fixtures_dirs", [document.get("fixtures_dir")])
+    if not isinstance(listed, list):
+        return ()
+    return tuple(folder for folder in listed if isinstance(folder, str))
+
+
 def _sort(path: Path) -> PinFile:
     try:
         document = jsonio.parse_json(jsonio.read_bytes_capped(path, "pin"), path, "pin")
@@ -74,6 +84,8 @@ def _sort(path: Path) -> PinFile:
     pin_id = pin_id if isinstance(pin_id, str) else None
     for key, kind in _MARKS:
         if key in document:
-            return PinFile(path, kind, pin_id)
+            return PinFile(
+                path, kind, pin_id, folders=_folders(document) if kind == FIXTURE else ()
+            )
     problem = f"{path}: $: none of the keys `files`, `properties`, `flakes`: not a pin"
     return PinFile(path, None, pin_id, problem)

@@ -188,7 +188,7 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
         if change.pin_change_only:
             return _finish(request, out, _pin_change(request, out, change), env)
         plan = find_pins(request.pins_dir)
-        sides = _fixture_sides(request, change, plan)
+        sides = _fixture_sides(change, plan)
         if sides.update is not None:
             update = _fixture_update(request, out, change, sides.update)
             return _finish(request, out, update, env)
@@ -511,19 +511,17 @@ class _FixtureSides:
     others: tuple[str, ...]
 
 
-def _fixture_sides(request: GateRequest, change: Change, plan: Plan) -> _FixtureSides:
+def _fixture_sides(change: Change, plan: Plan) -> _FixtureSides:
     pins = set(change.changed_pins())
+    changed_names = change.changed_pin_names()
     others = tuple(path for path in change.changed if path not in pins)
     prefix = f"{change.root_in_top}/" if change.root_in_top else ""
     moved: list[str] = []
     kept: list[str] = []
     for side in plan.sides:
-        try:
-            folders = load_fixture_pin(side.path).fixtures_dirs
-        except Refused as exc:
-            raise Unusable(exc.message) from None
-        pin_moved = side.path.name in change.changed_pin_names()
-        (moved if pin_moved else kept).extend(prefix + folder for folder in folders)
+        (moved if side.path.name in changed_names else kept).extend(
+            prefix + folder for folder in side.folders
+        )
     if any(_inside_any(path, kept) for path in others):
         return _FixtureSides(None, True, others)
     updated = tuple(path for path in others if _inside_any(path, moved))
