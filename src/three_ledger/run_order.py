@@ -132,8 +132,9 @@ def workers(ledger_path: Path, order: RunOrder) -> dict[str, tuple[str, ...]]:
 
 
 def _is_order(value: object) -> TypeGuard[dict[str, list[str]]]:
+    """Lists of non-empty node ids per worker, as the ledger's schema holds them."""
     return isinstance(value, dict) and all(
-        isinstance(ids, list) and all(isinstance(test_id, str) for test_id in ids)
+        isinstance(ids, list) and all(isinstance(test_id, str) and test_id for test_id in ids)
         for ids in value.values()
     )
 

@@ -103,6 +103,19 @@ def test_a_file_that_does_not_hold_the_count_is_refused(tmp_path: Path) -> None:
         run_order.workers(out, order)
 
 
+@pytest.mark.parametrize("ids", [["a", ""], ["a", 2], "ab"], ids=["empty", "number", "string"])
+def test_a_file_whose_ids_the_ledger_would_refuse_is_refused(tmp_path: Path, ids: object) -> None:
+    out = tmp_path / "p.json"
+    text = json.dumps({"kind": "run_order", "ledger_id": "x", "workers": {"main": ids}})
+    run_order.beside(out).write_text(text)
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    order = RunOrder(
+        tests=2, seeds={}, workers=None, file=OrderFile(run_order.beside(out).name, sha)
+    )
+    with pytest.raises(Refused, match="not 2 node ids listed per worker"):
+        run_order.workers(out, order)
+
+
 def test_combined_keeps_each_shards_order_under_its_index() -> None:
     first = RunOrder(tests=1, seeds={"main": Seed("randomly", 3)}, workers={"main": ("a",)})
     second = RunOrder(tests=2, seeds={}, workers={"gw0": ("b",), "gw1": ("c",)})
