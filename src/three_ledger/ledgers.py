@@ -170,6 +170,8 @@ class _Encoded:
 
 @dataclass(frozen=True, slots=True)
 class FileEntry:
+    """One pinned file in a fixture ledger: its path, size and own SHA-256."""
+
     path: str
     size: int
     sha256: str
@@ -181,12 +183,16 @@ FILE_ENTRY_KEYS = _field_names(FileEntry)
 
 @dataclass(frozen=True)
 class Tool:
+    """The program that wrote a ledger, and its version."""
+
     name: str
     version: str
 
 
 @dataclass(frozen=True, kw_only=True)
 class FixtureLedger(_Encoded):
+    """The fixture ledger (SPEC 4.1): which fixture bytes a run used, file by file."""
+
     KIND: ClassVar[str] = "fixture"
     SCHEMA: ClassVar[str] = "fixture-ledger"
     ledger_id: str
@@ -246,6 +252,8 @@ class PluginSource:
 
 @dataclass(frozen=True, kw_only=True)
 class Harness:
+    """What steered the test run besides the tests: pytest, its config, conftests, plugins."""
+
     pytest: str
     rootdir: str
     config_file: str | None
@@ -322,6 +330,8 @@ class RunOrder:
 
 @dataclass(frozen=True, kw_only=True)
 class PropertyLedger(_Encoded):
+    """The property ledger (SPEC 4.2): each pinned property's status on one digest."""
+
     KIND: ClassVar[str] = "property"
     SCHEMA: ClassVar[str] = "property-ledger"
     ledger_id: str
@@ -421,6 +431,8 @@ class DualPinLedger(_Encoded):
 
 @dataclass(frozen=True, kw_only=True)
 class FlakeLedger(_Encoded):
+    """The flake ledger (SPEC 4.4): a pre-listed flaky test seen failing again."""
+
     KIND: ClassVar[str] = "flake"
     SCHEMA: ClassVar[str] = "flake-ledger"
     ledger_id: str
@@ -436,6 +448,8 @@ class FlakeLedger(_Encoded):
 
 @dataclass(frozen=True)
 class MergeInputs:
+    """The SHA-256 of each ledger a merge decision was made from."""
+
     fixture: str | None
     property: str | None
     dual_pin: str | None
@@ -444,6 +458,8 @@ class MergeInputs:
 
 @dataclass(frozen=True, kw_only=True)
 class MergeDecision(_Encoded):
+    """merge's decision (SPEC 4.5): the posture, the row of the table, and why."""
+
     KIND: ClassVar[str] = "merge"
     SCHEMA: ClassVar[str] = "merge-decision"
     ledger_id: str
@@ -481,6 +497,8 @@ class ShardPlan(_Encoded):
 
 @dataclass(frozen=True)
 class Shard:
+    """Which shard of which plan a shard ledger scores."""
+
     index: int
     total: int
     plan_sha256: str
@@ -548,6 +566,8 @@ class VetTrial:
 
 @dataclass(frozen=True)
 class PropertyVet:
+    """vet's finding on one property: whether any mutation of its fixtures made it fail."""
+
     baseline: Status
     verdict: VetVerdict
     # Counted as a gate: killed (strong, or weak without --strict), reading a domain file.
@@ -572,6 +592,8 @@ class FileVet:
 
 @dataclass(frozen=True)
 class PerFileVet:
+    """`--per-file`: each requested file mutated alone, and the files nothing noticed."""
+
     requested: int
     files: tuple[FileVet, ...]
     unnoticed: tuple[str, ...]
@@ -579,6 +601,8 @@ class PerFileVet:
 
 @dataclass(frozen=True, kw_only=True)
 class VetLedger(_Encoded):
+    """The vet ledger: how strong each property is on its own fixtures."""
+
     KIND: ClassVar[str] = "vet"
     SCHEMA: ClassVar[str] = "vet-ledger"
     ledger_id: str
@@ -625,6 +649,8 @@ class FlakeProposal:
 
 @dataclass(frozen=True)
 class CandidateEvidence:
+    """flake-evidence's reruns of one candidate, and the verdict they give."""
+
     id: str
     # Why it is a candidate: flake_entry, property, unpinned or given (--candidates).
     reason: str

@@ -48,6 +48,8 @@ class SelectorMatch:
 
 @dataclass(frozen=True)
 class PropertyMatch:
+    """How one pinned property's selectors match the collected tests."""
+
     id: str
     score: PropertyScore
     examples: tuple[str, ...]
@@ -69,6 +71,8 @@ class SkipSuggestion:
 
 @dataclass(frozen=True)
 class PinMatch:
+    """How a properties pin matches the collected tests, property by property."""
+
     properties: tuple[PropertyMatch, ...]
     # Property ids found in markers that the pin does not list, with their test counts.
     unknown_markers: dict[str, int]

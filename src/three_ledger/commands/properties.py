@@ -28,6 +28,8 @@ from three_ledger.run_order import write_with_order
 
 @dataclass(frozen=True)
 class Request:
+    """The `properties` command line, parsed."""
+
     pin_path: Path
     expect_digest: str
     properties_path: Path
