@@ -66,6 +66,18 @@ def scan(folder: Path) -> PinFolder:
     return PinFolder(folder, tuple(_sort(path) for path in paths))
 
 
+def fixture_folders(data: bytes, source: Path) -> tuple[str, ...]:
+    """The folders a fixture pin's bytes name, when they parse (else none): `gate` reads the
+    base's version of a pin with it."""
+    try:
+        document = jsonio.parse_json(data, source, "pin")
+    except Refused:
+        return ()
+    if not isinstance(document, dict) or any(key in document for key in ("properties", "flakes")):
+        return ()
+    return _folders(document) if "files" in document else ()
+
+
 def _folders(document: dict[str, object]) -> tuple[str, ...]:
     listed = document.get("fixtures_dirs", [document.get("fixtures_dir")])
     if not isinstance(listed, list):

@@ -100,6 +100,14 @@ BROKEN: dict[str, tuple[Callable[[Path], object], str]] = {
         ),
         "fixture pin id 'fixpin-orders-a' is used by",
     ),
+    "product code in a fixture pin": (
+        lambda root: edit_pin(
+            root,
+            "properties.json",
+            lambda pin: pin.update(product_paths=[*pin["product_paths"], "fixtures/*.json"]),
+        ),
+        "$.files[0]: 'fixtures/orders_min.json' is code under test by",
+    ),
 }
 
 

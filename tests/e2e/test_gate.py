@@ -388,6 +388,59 @@ def test_a_moved_fixture_pin_that_does_not_hold_its_files_is_rejected(
     assert "vet A" not in out
 
 
+def product_folder_base(repo: Path) -> str:
+    """The example with a second product module, in a folder of its own, reviewed."""
+    (repo / "pricing").mkdir()
+    (repo / "pricing" / "rates.py").write_text("VAT = 0.2\n", encoding="utf-8")
+    pin = json.loads((repo / PROPERTIES_PIN).read_text(encoding="utf-8"))
+    pin["product_paths"] = [*pin["product_paths"], "pricing/**"]
+    write_json(repo / PROPERTIES_PIN, pin)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "pricing: rates")
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.mark.usefixtures("clean_env")
+@pytest.mark.parametrize(
+    "drops_product_path", [False, True], ids=["product-kept", "product-dropped"]
+)
+def test_a_fixture_pin_retargeted_at_product_code_is_not_a_fixture_update(
+    tmp_path: Path, run_cli: RunCli, drops_product_path: bool
+) -> None:
+    """Code shipped as fixtures: the pin names the product's folder, its digest holds, the
+    code changes. The reviewed pin at the base decides what a fixture update is, so this is
+    a pin changed beside code, and the properties pin cannot unname the product to help."""
+    repo = tmp_path / "repo"
+    demo.build_repository(repo)
+    product_folder_base(repo)
+    base = one_pin_base(repo)
+    (repo / "pricing" / "rates.py").write_text("VAT = 0.0\n", encoding="utf-8")
+    drafted = run_cli(
+        "draft-pin", "--fixtures-dir", "fixtures", "--fixtures-dir", "pricing",
+        "--root", repo, "--with-digest",
+    )  # fmt: skip
+    assert drafted.code == 0, drafted.err
+    draft = json.loads(drafted.out)
+    pin = json.loads((repo / "pins" / "fixtures.json").read_text(encoding="utf-8"))
+    del pin["fixtures_dir"]
+    pin.update(fixtures_dirs=draft["fixtures_dirs"], files=draft["files"], digest=draft["digest"])
+    write_json(repo / "pins" / "fixtures.json", pin)
+    # With `fixtures_dirs`, domains are relative to ROOT.
+    properties = json.loads((repo / PROPERTIES_PIN).read_text(encoding="utf-8"))
+    for prop in properties["properties"]:
+        prop["domain"] = [f"fixtures/{entry}" for entry in prop["domain"]]
+    if drops_product_path:
+        properties["product_paths"] = ["orders.py"]
+    write_json(repo / PROPERTIES_PIN, properties)
+    git(repo, "commit", "-q", "-am", "fixtures: rates")
+    code, out, err = run_gate(run_cli, Project(tmp_path, base))
+    assert code == 1, out + err
+    decision = json.loads((tmp_path / "gate" / "decision.json").read_text())
+    assert decision["posture"] == "reject"
+    assert "fixture files changed with their pin" not in decision["reason"], out
+    assert decision["row"] == 4, decision["reason"]
+
+
 @pytest.mark.usefixtures("clean_env")
 def test_a_broken_pin_change_is_rejected(tmp_path: Path, run_cli: RunCli) -> None:
     project = pins_only_project(tmp_path)

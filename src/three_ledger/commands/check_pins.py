@@ -3,9 +3,10 @@
 Checked: each pin parses and matches its schema; there is one properties pin and at most
 one flake pin; fixture pin ids are unique; every `fixture_pins` id names a fixture pin of
 the folder; every domain entry names files that pin lists; every pinned path is a regular
-file under ROOT. An expired `review_by` is a warning only: such an entry already counts as
-not listed wherever it is read. So is a fixture pin without a reviewed `digest`: its bytes are
-then bound only by the base they are compared with.
+file under ROOT, and none is code under test by `product_paths`. An expired `review_by` is a
+warning only: such an entry already counts as not listed wherever it is read. So is a fixture
+pin without a reviewed `digest`: its bytes are then bound only by the base they are compared
+with.
 
 The flake pin's hygiene is warned about too (exit 0): a `review_by` within `warn_days`, an
 entry with no owner, and two entries whose selectors match the same test. Without a list of
@@ -55,6 +56,7 @@ def check_pins(
     problems += count_problems(folder)
     for properties_pin in properties:
         problems += reference_problems(properties_pin, fixtures)
+        problems += product_problems(properties_pin, fixtures)
     for fixture_pin in fixtures:
         problems += missing_file_problems(root, fixture_pin)
     warnings = [
@@ -121,6 +123,20 @@ def reference_problems(properties_pin: PropertiesPin, fixtures: Sequence[Fixture
             continue
         problems += domain_problems(properties_pin, fixture_pin)
     return problems
+
+
+def product_problems(properties_pin: PropertiesPin, fixtures: Sequence[FixturePin]) -> list[str]:
+    """No fixture pin lists code under test: code shipped as fixtures would change with only
+    a pin owner's review, never the properties' judgement."""
+    if not properties_pin.product_paths:
+        return []
+    return [
+        f"{fixture_pin.source}: $.files[{index}]: {path!r} is code under test by "
+        f"{properties_pin.source} $.product_paths: a fixture pin never lists product code"
+        for fixture_pin in fixtures
+        for index, path in enumerate(fixture_pin.files)
+        if properties_pin.is_product(path)
+    ]
 
 
 def domain_problems(properties_pin: PropertiesPin, fixture_pin: FixturePin) -> list[str]:

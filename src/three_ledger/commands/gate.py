@@ -39,6 +39,7 @@ from three_ledger.exit_codes import ExitCode
 from three_ledger.gate_plan import Change, FixtureSide, Plan, Unusable, find_change, find_pins
 from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
+from three_ledger.pin_folder import fixture_folders
 from three_ledger.pins import load_fixture_pin
 from three_ledger.progress import progress
 from three_ledger.report.gate_summary import (
@@ -188,7 +189,7 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
         if change.pin_change_only:
             return _finish(request, out, _pin_change(request, out, change), env)
         plan = find_pins(request.pins_dir)
-        sides = _fixture_sides(change, plan)
+        sides = _fixture_sides(change, plan, _base_folders(request.root, change, plan))
         if sides.update is not None:
             update = _fixture_update(request, out, change, sides.update)
             return _finish(request, out, update, env)
@@ -500,10 +501,11 @@ def _checked_and_vetted(
 class _FixtureSides:
     """What a change does to the pinned fixture folders.
 
-    `update`: the changed files, all inside the folders of fixture pins the change also
-    edits, when the change holds nothing else but pins (a reviewed fixture update); `scored`:
-    a file in a folder whose pin the change leaves alone (the fixture ledger judges it, row 1,
-    wherever the folder lies, `oracle_paths` included); `others`: the paths left to classify.
+    `update`: the changed files, all inside folders that the base's version of a fixture
+    pin the change edits already named, none of them product code, when the change holds
+    nothing else but pins (a reviewed fixture update); `scored`: a file in a folder whose
+    pin the change leaves alone (the fixture ledger judges it, row 1, wherever the folder
+    lies, `oracle_paths` included); `others`: the paths left to classify.
     """
 
     update: tuple[str, ...] | None
@@ -511,20 +513,49 @@ class _FixtureSides:
     others: tuple[str, ...]
 
 
-def _fixture_sides(change: Change, plan: Plan) -> _FixtureSides:
+def _base_folders(root: Path, change: Change, plan: Plan) -> dict[str, tuple[str, ...]]:
+    """The folders each fixture pin the change edits named at the base (none: a new pin).
+
+    A fixture update is routed by the reviewed pin, never by the edited one: else a change
+    could point its pin at product code and ship code as fixtures."""
+    moved = change.changed_pin_names()
+    names = [side.path.name for side in plan.sides if side.path.name in moved]
+    if not names:
+        return {}
+    folders = {}
+    try:
+        top = git.work_tree_top(root)
+        for name in names:
+            relative = f"{change.pins_dir_in_top.rstrip('/')}/{name}"
+            data = git.file_at(top, change.base, relative)
+            folders[name] = () if data is None else fixture_folders(data, top / relative)
+    except Refused as exc:
+        raise Unusable(exc.message) from None
+    return folders
+
+
+def _fixture_sides(
+    change: Change, plan: Plan, base_folders: Mapping[str, tuple[str, ...]]
+) -> _FixtureSides:
     pins = set(change.changed_pins())
-    changed_names = change.changed_pin_names()
     others = tuple(path for path in change.changed if path not in pins)
     prefix = f"{change.root_in_top}/" if change.root_in_top else ""
     moved: list[str] = []
     kept: list[str] = []
     for side in plan.sides:
-        (moved if side.path.name in changed_names else kept).extend(
-            prefix + folder for folder in side.folders
-        )
+        if side.path.name in base_folders:
+            at_base = base_folders[side.path.name]
+            moved.extend(prefix + folder for folder in side.folders if folder in at_base)
+        else:
+            kept.extend(prefix + folder for folder in side.folders)
     if any(_inside_any(path, kept) for path in others):
         return _FixtureSides(None, True, others)
-    updated = tuple(path for path in others if _inside_any(path, moved))
+    updated = tuple(
+        path
+        for path in others
+        if _inside_any(path, moved)
+        and not plan.properties_pin.is_product(path.removeprefix(prefix))
+    )
     rest = tuple(path for path in others if path not in updated)
     if updated and not rest and not any(is_bytecode(path) for path in change.changed):
         return _FixtureSides(updated, False, ())
