@@ -73,6 +73,7 @@ class HarnessRecorder:
             os.replace(temporary, self.out)
 
     def measure(self) -> dict[str, Any]:
+        _real_folder.cache_clear()  # the folders as they are now, not as at collection
         config = self.config
         inipath = config.inipath
         return {
@@ -111,7 +112,7 @@ class HarnessRecorder:
             file = getattr(module, "__file__", None)
             # A distribution names a plugin only when its file lies outside ROOT: an
             # editable install of the project's own plugin is a file of the change.
-            if dist is not None and not (file and _under(Path(os.path.realpath(file)), self.root)):
+            if dist is not None and not (file and _under(Path(_realpath(file)), self.root)):
                 source = _source_of(dist)
             else:
                 source = self.shown_module(module, known)
@@ -123,9 +124,10 @@ class HarnessRecorder:
     def test_side_modules(self) -> set[str]:
         patterns = self.config.getini("python_files")
         found = set()
+        root = str(self.root)
         for module in list(sys.modules.values()):
             file = getattr(module, "__file__", None)
-            if not file or not _under(Path(file), self.root):
+            if not file or not _file_under(file, root, self.root):
                 continue
             relative = self.shown(Path(file))
             if _is_test_side(relative, patterns):
@@ -135,7 +137,7 @@ class HarnessRecorder:
     def shown_main(self, main: Any) -> str:
         spec = getattr(main, "__spec__", None)
         file = getattr(main, "__file__", None)
-        if file and _under(Path(os.path.realpath(file)), self.root):
+        if file and _under(Path(_realpath(file)), self.root):
             return self.shown(Path(file))
         if spec is not None:  # `python -m NAME`
             return _distribution_of(spec.name)
@@ -143,7 +145,7 @@ class HarnessRecorder:
 
     def shown(self, path: Path) -> str:
         """PATH relative to ROOT (POSIX), or a marker: never an absolute path."""
-        resolved = Path(os.path.realpath(path))
+        resolved = Path(_realpath(os.fspath(path)))
         if _under(resolved, self.root):
             return resolved.relative_to(self.root).as_posix() or "."
         return OUTSIDE_ROOT
@@ -152,7 +154,7 @@ class HarnessRecorder:
         file = getattr(module, "__file__", None)
         if not file:
             return "<builtin>"
-        if _under(Path(os.path.realpath(file)), self.root):
+        if _under(Path(_realpath(file)), self.root):
             return self.shown(Path(file))
         return _distribution_of(getattr(module, "__name__", ""), known)
 
@@ -176,7 +178,23 @@ def _plugin_name(name: str, plugin: object) -> str:
     return name
 
 
+@functools.cache
 def _source_of(dist: Any) -> str:
+    """`NAME VERSION` of a distribution, as `dist.metadata` gives them.
+
+    The two headers are read from the top of the metadata file: `dist.metadata` would parse
+    the whole file with `email` (its import and parse, some 8 ms a run for pytest's plugins).
+    """
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    headers: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        key, colon, value = line.partition(":")
+        if colon and not key[:1].isspace():
+            headers.setdefault(key.strip().lower(), value.strip())
+    if "name" in headers and "version" in headers:
+        return f"{headers['name']} {headers['version']}"
     return f"{dist.metadata['name']} {dist.version}"
 
 
@@ -228,13 +246,14 @@ def _installed_distribution(top: str) -> str | None:
 
 def _shadowing_modules(root: Path) -> dict[str, str]:
     """Modules under ROOT, already imported, whose top-level name belongs to someone else."""
+    _real_folder.cache_clear()
     shadows: dict[str, str] = {}
     installed = _installed_top_levels(root)
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if not file or ("." in name and not name.endswith(".__init__")):
             continue
-        path = Path(os.path.realpath(file))
+        path = Path(_realpath(file))
         if not _under(path, root):
             continue
         top = name.split(".", 1)[0]
@@ -261,12 +280,12 @@ def _installed_top_levels(root: Path) -> frozenset[str]:
         folder = Path(os.path.realpath(entry or "."))
         if not folder.name.endswith("-packages") or not folder.is_dir():
             continue
-        for child in folder.iterdir():
-            stem = child.name.split(".", 1)[0]
-            if child.is_dir() and not child.name.endswith((".dist-info", ".egg-info")):
-                names.add(child.name)
-            elif child.suffix in (".py", ".so", ".pyd"):
-                names.add(stem)
+        with os.scandir(folder) as children:
+            for child in children:
+                if child.is_dir() and not child.name.endswith((".dist-info", ".egg-info")):
+                    names.add(child.name)
+                elif os.path.splitext(child.name)[1] in (".py", ".so", ".pyd"):
+                    names.add(child.name.split(".", 1)[0])
     return frozenset(names)
 
 
@@ -276,6 +295,28 @@ def _is_test_side(relative: str, patterns: list[str]) -> bool:
     if name == "conftest.py" or any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
         return True
     return not _TEST_FOLDERS.isdisjoint(parts[:-1])
+
+
+def _realpath(file: str) -> str:
+    """`os.path.realpath(FILE)`, its folder resolved once for every module that lies in it."""
+    folder, name = os.path.split(os.path.abspath(file))
+    if not name or name in (".", "..") or os.path.islink(file):
+        return os.path.realpath(file)
+    return os.path.join(_real_folder(folder), name)
+
+
+@functools.cache
+def _real_folder(folder: str) -> str:
+    return os.path.realpath(folder)
+
+
+def _file_under(file: str, root: str, root_path: Path) -> bool:
+    """`_under(Path(FILE), ROOT)`, on the string where Path would not change it (most files:
+    an absolute path with no empty or `.` segment), without making a Path of each."""
+    plain = file.startswith("/") and "//" not in file and "/./" not in file
+    if plain and not file.endswith(("/", "/.")) and root != "/":
+        return file == root or file.startswith(root + "/")
+    return _under(Path(file), root_path)
 
 
 def _under(path: Path, root: Path) -> bool:

@@ -21,13 +21,13 @@ mount; otherwise it is exec'd in place and keeps the pid and process group the r
 
 from __future__ import annotations
 
-import contextlib
+# The C modules under `signal` and `socket`, and no `json`, `contextlib` or `functools`: each
+# of those brings `enum`, `re` or `collections`, about 8 ms a start of the 15 ms the
+# trampoline took (`benchmarks/README.md`), paid twice a run.
+import _signal  # type: ignore[import-not-found]  # no stubs: `signal` without `enum`
+import _socket
 import fcntl
-import functools
-import json
 import os
-import signal
-import socket
 import struct
 import sys
 
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     import ctypes
     from collections.abc import Callable, Sequence
     from typing import Any
+
+_CDLL: ctypes.CDLL | None = None
 
 # A namespace was not what the gate asked for, or could not be finished: nothing ran.
 ISOLATION_FAILED = 125
@@ -126,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return USAGE
     if request.probe:
-        print(json.dumps(probe(request)))
+        print(json_object(probe(request)))
         return 0
     try:
         _set_up(request)
@@ -170,14 +172,115 @@ def _parse(args: list[str]) -> Request | None:
 
 
 def _plan(text: str) -> list[list[Any]] | None:
-    try:
-        plan = json.loads(text)
-    except ValueError:
-        return None
-    valid = isinstance(plan, list) and all(
-        isinstance(step, list) and step and isinstance(step[0], str) for step in plan
-    )
+    plan = parse_plan(text)
+    valid = plan is not None and all(step and isinstance(step[0], str) for step in plan)
     return plan if valid else None
+
+
+# --- the JSON the trampoline speaks -------------------------------------------------------------
+
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_SPACE = " \t\n\r"
+
+
+def parse_plan(text: str) -> list[list[Any]] | None:
+    """A mount plan as `json.dumps` writes it: a list of lists of strings and of lists of
+    strings. None for anything else: numbers, objects and deeper nesting are never a plan."""
+    try:
+        value, end = _value(text, _skip(text, 0), depth=0)
+    except (IndexError, ValueError):
+        return None
+    if _skip(text, end) != len(text) or not isinstance(value, list):
+        return None
+    if not all(isinstance(step, list) for step in value):
+        return None
+    return value
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and text[at] in _SPACE:
+        at += 1
+    return at
+
+
+def _value(text: str, at: int, depth: int) -> tuple[Any, int]:
+    if text[at] == '"':
+        return _string(text, at + 1)
+    if text[at] != "[" or depth > 2:
+        raise ValueError(f"not a plan at {at}")
+    items: list[Any] = []
+    at = _skip(text, at + 1)
+    if text[at] == "]":
+        return items, at + 1
+    while True:
+        item, at = _value(text, at, depth + 1)
+        items.append(item)
+        at = _skip(text, at)
+        if text[at] == "]":
+            return items, at + 1
+        if text[at] != ",":
+            raise ValueError(f"not a plan at {at}")
+        at = _skip(text, at + 1)
+
+
+def _string(text: str, at: int) -> tuple[str, int]:
+    """The JSON string whose opening quote is just before AT, and the index after it."""
+    parts: list[str] = []
+    while True:
+        char = text[at]
+        if char == '"':
+            return "".join(parts), at + 1
+        if char < " ":
+            raise ValueError(f"a control character in a string at {at}")
+        if char != "\\":
+            parts.append(char)
+            at += 1
+            continue
+        code = text[at + 1]
+        if code == "u":
+            number, at = _hex4(text, at + 2)
+            if 0xD800 <= number < 0xDC00 and text[at : at + 2] == "\\u":
+                low, after = _hex4(text, at + 2)
+                if 0xDC00 <= low < 0xE000:
+                    number, at = 0x10000 + ((number - 0xD800) << 10) + (low - 0xDC00), after
+            parts.append(chr(number))
+        elif code in _ESCAPES:
+            parts.append(_ESCAPES[code])
+            at += 2
+        else:
+            raise ValueError(f"an unknown escape at {at}")
+
+
+def _hex4(text: str, at: int) -> tuple[int, int]:
+    digits = text[at : at + 4]
+    if len(digits) != 4 or not all(char in "0123456789abcdefABCDEF" for char in digits):
+        raise ValueError(f"a bad \\u escape at {at}")
+    return int(digits, 16), at + 4
+
+
+def json_object(found: dict[str, str | None]) -> str:
+    """FOUND as one line of JSON (ASCII only, as `json.dumps` writes it): the probe's answer."""
+    members = (f"{_json_string(key)}: {_json_value(value)}" for key, value in found.items())
+    return "{" + ", ".join(members) + "}"
+
+
+def _json_value(value: str | None) -> str:
+    return "null" if value is None else _json_string(value)
+
+
+def _json_string(text: str) -> str:
+    out = []
+    for char in text:
+        if char == '"' or char == "\\":
+            out.append("\\" + char)
+        elif " " <= char < "\x7f":
+            out.append(char)
+        elif ord(char) > 0xFFFF:
+            high, low = divmod(ord(char) - 0x10000, 0x400)
+            out.append(f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}")
+        else:
+            out.append(f"\\u{ord(char):04x}")
+    return '"' + "".join(out) + '"'
 
 
 def _set_up(request: Request) -> None:
@@ -231,7 +334,7 @@ def _isolation_problem(outer: int) -> str | None:
     inode = os.stat(_NET_NS).st_ino
     if inode == outer:
         return f"still in the gate's network namespace (inode {inode})"
-    names = sorted(name for _index, name in socket.if_nameindex())
+    names = sorted(name for _index, name in _socket.if_nameindex())
     if names != ["lo"]:
         return f"the namespace has interfaces other than lo: {', '.join(names)}"
     return None
@@ -239,17 +342,20 @@ def _isolation_problem(outer: int) -> str | None:
 
 def _loopback_problem() -> str | None:
     try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            flags = _interface_flags(sock, b"lo")
+        sock = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+        try:
+            flags = _interface_flags(sock.fileno(), b"lo")
             fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, _IFREQ.pack(b"lo", flags | _IFF_UP))
-            flags = _interface_flags(sock, b"lo")
+            flags = _interface_flags(sock.fileno(), b"lo")
+        finally:
+            sock.close()
     except OSError as error:
         return f"cannot bring lo up: {error}"
     return None if flags & _IFF_UP else "lo is still down after bringing it up"
 
 
-def _interface_flags(sock: socket.socket, name: bytes) -> int:
-    reply = fcntl.ioctl(sock.fileno(), _SIOCGIFFLAGS, _IFREQ.pack(name, 0))
+def _interface_flags(fd: int, name: bytes) -> int:
+    reply = fcntl.ioctl(fd, _SIOCGIFFLAGS, _IFREQ.pack(name, 0))
     flags: int = _IFREQ.unpack(reply)[1]
     return flags
 
@@ -257,12 +363,14 @@ def _interface_flags(sock: socket.socket, name: bytes) -> int:
 # --- the mount layer ------------------------------------------------------------------------
 
 
-@functools.cache
 def _libc() -> ctypes.CDLL:
+    global _CDLL  # loaded once, on first use
+    if _CDLL is not None:
+        return _CDLL
     # Imported here: the gate imports this module for its names, and needs no ctypes.
     import ctypes
 
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _CDLL = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [
         ctypes.c_char_p,
         ctypes.c_char_p,
@@ -389,7 +497,7 @@ def _become_init() -> None:
     # Neither the command nor its children may trace or read PID 1, which keeps capabilities.
     _check(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0), "cannot make PID 1 undumpable")
     # If `unshare` dies, so does the namespace.
-    _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0), "cannot set PID 1's death signal")
+    _check(libc.prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL, 0, 0), "cannot set PID 1's death signal")
 
 
 class _Forwarder:
@@ -400,8 +508,10 @@ class _Forwarder:
 
     def __call__(self, signum: int, _frame: object) -> None:
         if self.group is not None:
-            with contextlib.suppress(ProcessLookupError):  # the group is gone: nothing to stop
+            try:  # noqa: SIM105 - contextlib would cost every start its import
                 os.killpg(self.group, signum)
+            except ProcessLookupError:  # the group is gone: nothing to stop
+                pass
 
 
 def _init(command: list[str]) -> int:
@@ -409,25 +519,27 @@ def _init(command: list[str]) -> int:
     # A signal the trampoline was started with ignored stays ignored, in the command too.
     forwarded = [
         signum
-        for signum in (signal.SIGINT, signal.SIGTERM)
-        if signal.getsignal(signum) is not signal.SIG_IGN
+        for signum in (_signal.SIGINT, _signal.SIGTERM)
+        if _signal.getsignal(signum) != _signal.SIG_IGN
     ]
     forwarder = _Forwarder()
     # Blocked until the command's group exists, so that no signal is lost in between.
-    signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, forwarded)
     for signum in forwarded:
-        signal.signal(signum, forwarder)
+        _signal.signal(signum, forwarder)
     leader = os.fork()
     if leader == 0:
         os.setpgid(0, 0)
         for signum in forwarded:
-            signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
+            _signal.signal(signum, _signal.SIG_DFL)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, forwarded)
         os._exit(_exec(command, drop_capabilities=True))
-    with contextlib.suppress(OSError):  # the command already set it, or already exec'd
+    try:  # noqa: SIM105 - as above
         os.setpgid(leader, leader)
+    except OSError:  # the command already set it, or already exec'd
+        pass
     forwarder.group = leader
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, forwarded)
     return _wait_for(leader)
 
 
@@ -446,6 +558,8 @@ def _wait_for(leader: int) -> int:
 
 def signal_name(signum: int) -> str:
     """SIGTERM for 15; `signal 34` for a number Python has no name for (a real-time one)."""
+    import signal  # only here: its `enum` costs every start of the trampoline
+
     try:
         return signal.Signals(signum).name
     except ValueError:
