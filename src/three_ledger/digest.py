@@ -395,15 +395,18 @@ def is_real_directory(root: Path, relative: str) -> bool:
     return pinned_file_problem(root, relative) == "is a folder, not a file"
 
 
-def refuse_unreviewed(root: Path, pin: FixturePin, live: LiveDigest, base: str | None) -> None:
+def refuse_unreviewed(
+    root: Path, pin: FixturePin, live: LiveDigest, base: str | None, commit: str | None = None
+) -> None:
     """Refuse pinned bytes that are not the reviewed ones, naming the files that moved.
 
     The reviewed bytes are those of the pin's `digest`; for a pin without one, given BASE, the
     base's: pinned fixtures are left out of the oracles only because their pin binds them.
+    COMMIT is BASE's commit where the caller resolved it already (`git.resolve_base_commit`).
     """
     if pin.digest is None:
         if base is not None:
-            _refuse_moved_without_digest(root, pin, base)
+            _refuse_moved_without_digest(root, pin, base, commit)
         return
     if live.digest == pin.digest:
         return
@@ -414,7 +417,7 @@ def refuse_unreviewed(root: Path, pin: FixturePin, live: LiveDigest, base: str |
         raise Refused(f"{headline}; give --base REV to name the files that moved")
     from three_ledger import git
 
-    commit = git.resolve_base_commit(root, base)
+    commit = commit or git.resolve_base_commit(root, base)
     moved = git.paths_differing_from(root, commit, sorted(pin.files))
     raise Refused(
         f"{headline}; {len(moved)} pinned file(s) differ from {base}",
@@ -422,7 +425,9 @@ def refuse_unreviewed(root: Path, pin: FixturePin, live: LiveDigest, base: str |
     )
 
 
-def _refuse_moved_without_digest(root: Path, pin: FixturePin, base: str) -> None:
+def _refuse_moved_without_digest(
+    root: Path, pin: FixturePin, base: str, commit: str | None
+) -> None:
     """Without a reviewed `digest`, a pinned file that differs from BASE moved unreviewed.
 
     As git tells a change from its base (committed, staged, unstaged, or new and not
@@ -430,7 +435,7 @@ def _refuse_moved_without_digest(root: Path, pin: FixturePin, base: str) -> None
     """
     from three_ledger import git
 
-    commit = git.resolve_base_commit(root, base)
+    commit = commit or git.resolve_base_commit(root, base)
     pinned = set(pin.files)
     changed = git.changed_paths(root, commit, list(pin.fixtures_dirs))
     moved = [path for path in changed if path in pinned]

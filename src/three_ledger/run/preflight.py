@@ -124,7 +124,8 @@ def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
     resolution = git.resolve_base(checks.root, checks.base, env) if checks.against_base else None
     # The tests read the fixture tree: it must be the reviewed one, as for a real run (for a
     # pin without a reviewed digest, the base's bytes).
-    refuse_unreviewed(checks.root, fixture_pin, live, resolution.given if resolution else None)
+    given, used = (resolution.given, resolution.used) if resolution else (None, None)
+    refuse_unreviewed(checks.root, fixture_pin, live, given, used)
     facts = _against_base(checks, properties_pin, resolution) if resolution else None
     # Bytecode the run could load in place of its source (bytecode.py). The run itself writes
     # none; without a base, only what the tree holds (sourceless, unchecked-hash) can be told.
