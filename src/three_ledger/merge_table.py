@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic
 
-from three_ledger.ledgers import DualPinLedger, FixtureLedger, FlakeLedger, PropertyLedger, RecordT
+from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT
+from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
 from three_ledger.pins import FlakePin
 from three_ledger.vocabulary import Posture
 

@@ -14,19 +14,21 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeGuard, TypeVar
+from typing import TYPE_CHECKING, TypeGuard, TypeVar
 
 from three_ledger import jsonio
 from three_ledger.errors import Refused
 from three_ledger.ledgers import (
     OrderFile,
     PropertyLedger,
-    PropertyShardLedger,
     RunOrder,
     Seed,
     ledger_text,
     write_ledger,
 )
+
+if TYPE_CHECKING:
+    from three_ledger.other_ledgers import PropertyShardLedger
 from three_ledger.plugin.wire import ID_KEY, MAIN_WORKER, SEED_KEY, SEED_PLUGIN_KEY, WORKER_KEY
 
 # Up to this many ids in all, the order is held in the ledger itself; past it, in a file.
@@ -34,7 +36,8 @@ IN_LEDGER_LIMIT = 1000
 SUFFIX = ".run-order.json"
 KIND = "run_order"
 
-LedgerT = TypeVar("LedgerT", PropertyLedger, PropertyShardLedger)
+# By name: the shard ledger's module is not imported by `properties` (other_ledgers.py).
+LedgerT = TypeVar("LedgerT", PropertyLedger, "PropertyShardLedger")
 
 
 def recorded(results_path: Path, order_path: Path, kept: Iterable[str]) -> RunOrder:

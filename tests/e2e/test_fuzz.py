@@ -35,15 +35,8 @@ from helpers import PLUGIN_STAND_IN, RunCli, beside, write_json
 from three_ledger import jsonio
 from three_ledger.errors import GateError, InfraFailure, Refused
 from three_ledger.junit_report import read_junit_xml
-from three_ledger.ledgers import (
-    DualPinLedger,
-    FixtureLedger,
-    FlakeLedger,
-    MergeDecision,
-    PropertyLedger,
-    RecordT,
-    read_ledger,
-)
+from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT, read_ledger
+from three_ledger.other_ledgers import DualPinLedger, FlakeLedger, MergeDecision
 from three_ledger.pins import load_fixture_pin, load_flake_pin, load_properties_pin
 from three_ledger.results import TestResult, property_statuses, read_results_file
 from three_ledger.vocabulary import Outcome

@@ -189,7 +189,8 @@ def test_the_user_tree_is_unchanged_after_a_normal_run(
 
 
 def test_the_ledger_is_valid_against_its_schema(detectors: Detected, tmp_path: Path) -> None:
-    from three_ledger.ledgers import VetLedger, read_ledger
+    from three_ledger.ledgers import read_ledger
+    from three_ledger.other_ledgers import VetLedger
 
     _, written, _, _ = detectors
     path = write_json(tmp_path / "vet.json", written)

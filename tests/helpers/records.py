@@ -7,15 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from three_ledger.base_resolution import BaseResolution
-from three_ledger.ledgers import (
-    DualPinLedger,
-    FileEntry,
-    FixtureLedger,
-    FlakeLedger,
-    PropertyLedger,
-    Sandbox,
-)
+from three_ledger.ledgers import FileEntry, FixtureLedger, PropertyLedger, Sandbox
 from three_ledger.merge_table import Evidence, FlakePinView, LiveTree, PinChanges, Reading
+from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
 from three_ledger.pins import FlakeEntry, FlakePin
 from three_ledger.vocabulary import BaseHow
 

@@ -13,16 +13,9 @@ from pathlib import Path
 from helpers.records import DIGEST, FLAKY, fixture_ledger, flake_ledger, flake_pin, passing_property
 from three_ledger.commands.gate import OutDir
 from three_ledger.gate_plan import FixtureSide
-from three_ledger.ledgers import (
-    DualPinLedger,
-    FixtureLedger,
-    MergeDecision,
-    MergeInputs,
-    PropertyLedger,
-    Record,
-    write_ledger,
-)
+from three_ledger.ledgers import FixtureLedger, PropertyLedger, Record, write_ledger
 from three_ledger.merge_table import FlakePinView
+from three_ledger.other_ledgers import DualPinLedger, MergeDecision, MergeInputs
 from three_ledger.report.gate_summary import Step, StepKind
 from three_ledger.vocabulary import Outcome, Posture
 from three_ledger.workflow.chain import (

@@ -15,21 +15,23 @@ from helpers.records import COMMIT, HEX, STAMP, property_ledger
 from three_ledger import jsonio
 from three_ledger.errors import Refused
 from three_ledger.ledgers import (
-    DualPinLedger,
     FileEntry,
     FixtureLedger,
-    FlakeLedger,
-    MergeDecision,
-    MergeInputs,
     PropertyLedger,
-    PropertyShardLedger,
-    Shard,
-    ShardResult,
-    StatusDifference,
     fresh_recorded_at,
     new_ledger_id,
     read_ledger,
     write_ledger,
+)
+from three_ledger.other_ledgers import (
+    DualPinLedger,
+    FlakeLedger,
+    MergeDecision,
+    MergeInputs,
+    PropertyShardLedger,
+    Shard,
+    ShardResult,
+    StatusDifference,
 )
 from three_ledger.vocabulary import Outcome, Posture
 

@@ -22,7 +22,7 @@ from helpers.records import (
     prop_reading,
     stamp,
 )
-from three_ledger.ledgers import DualPinLedger, FailingTest, StatusDifference
+from three_ledger.ledgers import FailingTest
 from three_ledger.merge_table import (
     FlakePinView,
     LiveTree,
@@ -30,6 +30,7 @@ from three_ledger.merge_table import (
     Reading,
     decide,
 )
+from three_ledger.other_ledgers import DualPinLedger, StatusDifference
 from three_ledger.vocabulary import Outcome, Posture
 
 

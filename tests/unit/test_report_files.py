@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from helpers.records import evidence
-from three_ledger.ledgers import MergeDecision, read_ledger
+from three_ledger.ledgers import read_ledger
 from three_ledger.merge_table import Verdict
+from three_ledger.other_ledgers import MergeDecision
 from three_ledger.report.junit_verdict import PropertyCase, StepCase
 from three_ledger.report.posture import STEP_SUMMARY_LIMIT, TRUNCATION_NOTE
 from three_ledger.vocabulary import Posture, Status

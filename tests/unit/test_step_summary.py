@@ -20,14 +20,14 @@ import pytest
 
 from helpers.markdown_tables import gfm_html, longest_runs, tables_of
 from helpers.records import DIGEST, OTHER_DIGEST, evidence, flake_reading, prop_reading
-from three_ledger.ledgers import (
+from three_ledger.ledgers import PropertyLedger, encode
+from three_ledger.merge_table import Reading, Verdict
+from three_ledger.other_ledgers import (
     CandidateEvidence,
     FlakeEvidenceLedger,
     FlakeProposal,
     ModeTally,
-    encode,
 )
-from three_ledger.merge_table import Reading, Verdict
 from three_ledger.report.step_summary import (
     LONGEST_RUN,
     NEXT_STEP,
@@ -268,7 +268,7 @@ def test_every_cell_wraps_when_github_strips_wbr(posture: str, prop_id: str) -> 
 
 
 def test_without_a_property_ledger_the_pinned_ids_are_missing() -> None:
-    broken = Reading(Path("p.json"), None, None, "p.json: not found")
+    broken: Reading[PropertyLedger] = Reading(Path("p.json"), None, None, "p.json: not found")
     summary = SummaryInput(
         Verdict(Posture.REJECT, 2, "do not score"), evidence(prop=broken), pinned_ids=["orders.a"]
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from three_ledger.ledgers import VetTrial
+from three_ledger.other_ledgers import VetTrial
 from three_ledger.vet.cache import Entry, ResultCache, blob_id, blob_ids, result_cache_folder
 from three_ledger.vet.mutations import Kind
 from three_ledger.vocabulary import Status

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from three_ledger.commands.vet import read_reads
-from three_ledger.ledgers import VetTrial
+from three_ledger.other_ledgers import VetTrial
 from three_ledger.pins import FixturePin, Property
 from three_ledger.vet.judge import (
     Subject,

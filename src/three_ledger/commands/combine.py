@@ -20,15 +20,14 @@ from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import (
     LedgerFile,
     PropertyLedger,
-    PropertyShardLedger,
     RunOrder,
     Sandbox,
-    ShardPlan,
     ShardsProvenance,
     fresh_recorded_at,
     new_ledger_id,
     read_ledger,
 )
+from three_ledger.other_ledgers import PropertyShardLedger, ShardPlan
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FlakePin, PropertiesPin, load_flake_pin, load_properties_pin
 from three_ledger.report.findings import findings, plain_lines, status_lines

@@ -8,15 +8,14 @@ from pathlib import Path
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import (
-    DualPinLedger,
     LedgerFile,
     PropertyLedger,
-    StatusDifference,
     fresh_recorded_at,
     new_ledger_id,
     read_ledger,
     write_ledger,
 )
+from three_ledger.other_ledgers import DualPinLedger, StatusDifference
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.vocabulary import Status
 

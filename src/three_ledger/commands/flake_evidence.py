@@ -23,10 +23,7 @@ from three_ledger.flake.candidates import candidate_reasons
 from three_ledger.flake.report import report
 from three_ledger.flake.verdict import Reruns, decided, verdict
 from three_ledger.ledgers import (
-    CandidateEvidence,
     FixtureLedger,
-    FlakeEvidenceLedger,
-    FlakeProposal,
     LedgerFile,
     PropertyLedger,
     fresh_recorded_at,
@@ -35,6 +32,7 @@ from three_ledger.ledgers import (
     read_ledger,
     write_ledger,
 )
+from three_ledger.other_ledgers import CandidateEvidence, FlakeEvidenceLedger, FlakeProposal
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.results import answers_for
 from three_ledger.run import sandbox

@@ -17,7 +17,6 @@ from three_ledger.exit_codes import ExitCode
 from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import (
     FixtureLedger,
-    FlakeLedger,
     LedgerFile,
     PropertyLedger,
     fresh_recorded_at,
@@ -25,6 +24,7 @@ from three_ledger.ledgers import (
     read_ledger,
     write_ledger,
 )
+from three_ledger.other_ledgers import FlakeLedger
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FlakeEntry, FlakePin, load_flake_pin, utc_today
 from three_ledger.vocabulary import Outcome

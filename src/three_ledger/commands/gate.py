@@ -26,13 +26,27 @@ from three_ledger.bytecode import is_bytecode
 
 # Every step of the chain, imported before the first test run starts: a run without the
 # sandbox's read-only tree must not be able to plant code that a later step imports.
-from three_ledger.commands import check_pins as check_pins_command
-from three_ledger.commands import dual_pin as dual_pin_command
-from three_ledger.commands import flake_evidence as flake_evidence_command
-from three_ledger.commands import flake_observe as flake_observe_command
-from three_ledger.commands import merge as merge_command
-from three_ledger.commands import properties as properties_command
-from three_ledger.commands import vet as vet_command
+from three_ledger.commands import (
+    check_pins as check_pins_command,
+)
+from three_ledger.commands import (
+    dual_pin as dual_pin_command,
+)
+from three_ledger.commands import (
+    flake_evidence as flake_evidence_command,
+)
+from three_ledger.commands import (
+    flake_observe as flake_observe_command,
+)
+from three_ledger.commands import (
+    merge as merge_command,
+)
+from three_ledger.commands import (
+    properties as properties_command,
+)
+from three_ledger.commands import (
+    vet as vet_command,
+)
 from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode

@@ -20,14 +20,7 @@ from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.isolation import refuse_code_from_root
-from three_ledger.ledgers import (
-    DualPinLedger,
-    FixtureLedger,
-    FlakeLedger,
-    PropertyLedger,
-    RecordT,
-    read_ledger,
-)
+from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT, read_ledger
 from three_ledger.merge_table import (
     Evidence,
     FlakePinView,
@@ -38,6 +31,7 @@ from three_ledger.merge_table import (
     Verdict,
     decide,
 )
+from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import load_fixture_pin, load_flake_pin, utc_today
 from three_ledger.report.posture import (

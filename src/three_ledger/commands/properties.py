@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from three_ledger.background import Background
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import PropertyLedger
 from three_ledger.matching import match_pin, skip_suggestion_lines, warning_lines
@@ -80,7 +80,7 @@ def properties(request: Request) -> int:
         out=request.out,
         keep_env=request.keep_env,
     )
-    with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
+    with Background() as background, nothing_left_on_failure(request.out):
         # The sandbox's probe is a child process of its own: start it now, so that it
         # overlaps the pin and tree checks instead of adding to the gate's cost.
         probe = background.submit(sandbox.probe_namespaces)

@@ -18,14 +18,8 @@ from pathlib import Path
 from three_ledger.commands.properties import Request
 from three_ledger.errors import Refused, UsageError
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import (
-    PropertyShardLedger,
-    Shard,
-    ShardPlan,
-    ShardResult,
-    ledger_text,
-    read_ledger,
-)
+from three_ledger.ledgers import ledger_text, read_ledger
+from three_ledger.other_ledgers import PropertyShardLedger, Shard, ShardPlan, ShardResult
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.run import sandbox
 from three_ledger.run.network_ban import choose_enforcement

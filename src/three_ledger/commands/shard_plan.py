@@ -16,7 +16,8 @@ from pathlib import Path
 from three_ledger import git
 from three_ledger.commands.plan import PlanRequest, collect
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import ShardPlan, fresh_recorded_at, new_ledger_id, write_ledger
+from three_ledger.ledgers import fresh_recorded_at, new_ledger_id, write_ledger
+from three_ledger.other_ledgers import ShardPlan
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.progress import progress
 from three_ledger.run import network_namespace

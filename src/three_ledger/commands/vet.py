@@ -37,16 +37,13 @@ import three_ledger
 from three_ledger.digest import live_digest
 from three_ledger.errors import InfraFailure, Refused
 from three_ledger.ledgers import (
-    FileVet,
     Harness,
-    PerFileVet,
-    PropertyVet,
-    VetLedger,
     fresh_recorded_at,
     ledger_text,
     new_ledger_id,
     write_ledger,
 )
+from three_ledger.other_ledgers import FileVet, PerFileVet, PropertyVet, VetLedger
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import FixturePin
 from three_ledger.plugin.wire import (

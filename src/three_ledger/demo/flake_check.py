@@ -21,7 +21,8 @@ from pathlib import Path
 from three_ledger.demo.repository import demo_environment
 from three_ledger.demo.workflow import STEP_TIMEOUT_S
 from three_ledger.errors import Refused
-from three_ledger.ledgers import FlakeEvidenceLedger, read_ledger
+from three_ledger.ledgers import read_ledger
+from three_ledger.other_ledgers import FlakeEvidenceLedger
 from three_ledger.runner import run_command
 from three_ledger.vocabulary import FlakeVerdict
 

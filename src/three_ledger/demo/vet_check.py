@@ -28,7 +28,8 @@ from three_ledger.demo.scenarios import ORACLE, Replace
 from three_ledger.demo.workflow import STEP_TIMEOUT_S, TEST_COMMAND, ledger
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import VetLedger, read_ledger
+from three_ledger.ledgers import read_ledger
+from three_ledger.other_ledgers import VetLedger
 from three_ledger.runner import run_command
 from three_ledger.vocabulary import VetVerdict
 

@@ -20,7 +20,7 @@ from three_ledger.demo.repository import ScenarioPaths, demo_environment
 from three_ledger.demo.scenarios import Expected, Scenario
 from three_ledger.exit_codes import ExitCode
 from three_ledger.gate_plan import FixtureSide, find_pins
-from three_ledger.ledgers import MergeDecision
+from three_ledger.other_ledgers import MergeDecision
 from three_ledger.report.gate_summary import Step
 from three_ledger.runner import run_command
 from three_ledger.workflow.chain import (

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import CandidateEvidence, FlakeEvidenceLedger, encode
+from three_ledger.ledgers import encode
+from three_ledger.other_ledgers import CandidateEvidence, FlakeEvidenceLedger
 
 OWNERS_HEADING = "For the test owners (the property miss stands, row 7):"
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from three_ledger.flake.stats import clopper_pearson
-from three_ledger.ledgers import ModeTally
+from three_ledger.other_ledgers import ModeTally
 from three_ledger.vocabulary import FlakeVerdict, RerunMode
 
 # A mixed mode is narrow enough once its two-sided interval is at most this wide.

@@ -13,16 +13,15 @@ from typing import assert_never
 
 from three_ledger.flake.report import lines as flake_evidence_lines
 from three_ledger.gate_plan import Change, Plan
-from three_ledger.ledgers import (
+from three_ledger.ledgers import FixtureLedger, PropertyLedger
+from three_ledger.merge_table import Evidence, Verdict
+from three_ledger.other_ledgers import (
     DualPinLedger,
-    FixtureLedger,
     FlakeEvidenceLedger,
     FlakeLedger,
     MergeDecision,
-    PropertyLedger,
     VetLedger,
 )
-from three_ledger.merge_table import Evidence, Verdict
 from three_ledger.report.junit_verdict import PropertyCase, StepCase, property_cases
 from three_ledger.report.step_summary import (
     FlakeEvidenceNote,

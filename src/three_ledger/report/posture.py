@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from three_ledger.ledgers import DualPinLedger, FlakeLedger
 from three_ledger.merge_table import Evidence, Reading, Verdict
+from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
 from three_ledger.report.findings import findings, plain_lines, tests_counted
 from three_ledger.report.junit_verdict import PropertyCase, property_cases
 from three_ledger.report.step_summary import SummaryInput, flake_owners, render

@@ -15,16 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from three_ledger.flake.report import OWNERS_HEADING
-from three_ledger.ledgers import (
+from three_ledger.ledgers import FixtureLedger, PropertyLedger, encode
+from three_ledger.merge_table import Evidence, FlakePinView, Reading, Verdict
+from three_ledger.other_ledgers import (
     CandidateEvidence,
     DualPinLedger,
-    FixtureLedger,
     FlakeEvidenceLedger,
     FlakeLedger,
-    PropertyLedger,
-    encode,
 )
-from three_ledger.merge_table import Evidence, FlakePinView, Reading, Verdict
 from three_ledger.report.findings import tests_counted
 from three_ledger.report.junit_verdict import NOT_EVIDENCE
 from three_ledger.vocabulary import Posture, Status, VetVerdict

@@ -13,8 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from three_ledger.run import trampoline
-from three_ledger.run.trampoline import COMMAND_NOT_FOUND as COMMAND_NOT_FOUND
-from three_ledger.run.trampoline import ISOLATION_FAILED as ISOLATION_FAILED
+from three_ledger.run.trampoline import (
+    COMMAND_NOT_FOUND as COMMAND_NOT_FOUND,
+)
+from three_ledger.run.trampoline import (
+    ISOLATION_FAILED as ISOLATION_FAILED,
+)
 
 _NET_NS = "/proc/self/ns/net"
 _PROBE_TIMEOUT_S = 10.0

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
+from three_ledger.background import Background
 from three_ledger.base_resolution import BaseResolution, choose_base
 from three_ledger.bytecode import refuse_bytecode_in_tree, refuse_new_bytecode
 from three_ledger.digest import live_digest, refuse_unreviewed
@@ -209,7 +209,7 @@ def _against_base(
     root, base_revision = checks.root, resolution.used
     oracle_paths = properties_pin.oracle_paths
     # The git questions below only read, and are independent: their children overlap.
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with Background() as pool:
         before = pool.submit(before_run, root, base_revision)
         listed = pool.submit(git.changed_paths, root, base_revision, oracle_paths)
         unmatched = pool.submit(unmatched_oracle_paths, root, base_revision, oracle_paths)

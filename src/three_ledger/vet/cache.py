@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from three_ledger.ledgers import VetTrial, decode, encode
+from three_ledger.ledgers import decode, encode
+from three_ledger.other_ledgers import VetTrial
 
 # Bumped when an entry's layout or the meaning of a trial changes.
 ENTRY_VERSION = 1

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from three_ledger.ledgers import PropertyVet, VetTrial
+from three_ledger.other_ledgers import PropertyVet, VetTrial
 from three_ledger.pins import FixturePin, Property
 from three_ledger.vet.mutations import Files, Kind, Operator, mutants
 from three_ledger.vocabulary import Status, VetVerdict

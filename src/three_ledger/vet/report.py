@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from three_ledger.exit_codes import ExitCode
-from three_ledger.ledgers import PropertyVet, VetLedger, VetTrial
+from three_ledger.other_ledgers import PropertyVet, VetLedger, VetTrial
 from three_ledger.vet.judge import KILLS
 from three_ledger.vet.mutations import Kind
 from three_ledger.vocabulary import Status, VetVerdict

@@ -19,17 +19,15 @@ from three_ledger import run_order
 from three_ledger.errors import Refused
 from three_ledger.flake.candidates import candidate_reasons
 from three_ledger.gate_plan import FixtureSide
-from three_ledger.ledgers import (
+from three_ledger.ledgers import FixtureLedger, PropertyLedger, read_ledger
+from three_ledger.merge_table import FlakePinView
+from three_ledger.other_ledgers import (
     DualPinLedger,
-    FixtureLedger,
     FlakeEvidenceLedger,
     FlakeLedger,
     MergeDecision,
-    PropertyLedger,
     VetLedger,
-    read_ledger,
 )
-from three_ledger.merge_table import FlakePinView
 from three_ledger.report.gate_summary import Step, StepKind, StepRecord, describe
 from three_ledger.vocabulary import Outcome
 

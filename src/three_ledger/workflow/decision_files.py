@@ -12,14 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import jsonio
-from three_ledger.ledgers import (
-    MergeDecision,
-    MergeInputs,
-    fresh_recorded_at,
-    new_ledger_id,
-    write_ledger,
-)
+from three_ledger.ledgers import fresh_recorded_at, new_ledger_id, write_ledger
 from three_ledger.merge_table import Evidence, Verdict, ledger_stamps
+from three_ledger.other_ledgers import MergeDecision, MergeInputs
 from three_ledger.outputs import Output
 from three_ledger.report.junit_verdict import (
     DecisionCase,
