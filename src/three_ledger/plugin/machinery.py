@@ -107,8 +107,11 @@ class Finding:
         return self.what if self.maker is None else f"{self.what}, by {self.maker}"
 
 
+_DESCRIPTORS = (classmethod, staticmethod, property)
+
+
 def _watched(value: object) -> bool:
-    return callable(value) or isinstance(value, classmethod | staticmethod | property)
+    return callable(value) or isinstance(value, _DESCRIPTORS)
 
 
 @dataclass
@@ -124,8 +127,11 @@ class _Namespace:
 
     def snapshot(self) -> None:
         items = list(self.mapping.items())
-        self.values = tuple(value for _, value in items)
-        self.callables = {key: value for key, value in items if _watched(value)}
+        self.values = tuple([value for _, value in items])
+        kinds = _DESCRIPTORS
+        self.callables = {
+            key: value for key, value in items if callable(value) or isinstance(value, kinds)
+        }
 
     def unchanged(self) -> bool:
         return len(self.mapping) == len(self.values) and all(
@@ -285,8 +291,16 @@ class Audit:
         self.namespaces[id(owner)] = namespace
         self._remember(owner)
         added = [namespace]
+        # `_remember(_unwrapped(value))` for each, inlined: some 4,000 values at arming.
+        watched_ids, keep = self.watched_ids, self.keep
         for value in namespace.callables.values():
-            self._remember(_unwrapped(value))
+            if isinstance(value, property):
+                unwrapped = value.fget or value.fset or value.fdel
+            else:
+                unwrapped = getattr(value, "__func__", value)
+            if id(unwrapped) not in watched_ids:
+                watched_ids.add(id(unwrapped))
+                keep.append(unwrapped)
             if isinstance(value, type) and is_machinery(value.__module__):
                 label = f"{value.__module__}.{value.__qualname__}"
                 added += self._watch(label, value, value.__dict__)

@@ -1,0 +1,54 @@
+"""The collection file `plan` and `shard-plan` read: one JSON object per line, each a test.
+
+Lines are parsed in one call where that gives one object per line; every refusal still names
+its line, as a parse line by line would."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from three_ledger.commands.plan import read_collected
+from three_ledger.errors import InfraFailure
+from three_ledger.vocabulary import Outcome
+
+
+def collected(tmp_path: Path, *lines: str) -> Path:
+    path = tmp_path / "collected.jsonl"
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def line(test_id: str, *property_ids: str, skip: str | None = None) -> str:
+    return json.dumps({"id": test_id, "property_ids": list(property_ids), "skip_reason": skip})
+
+
+def test_each_line_is_a_test_in_collection_order(tmp_path: Path) -> None:
+    path = collected(tmp_path, line("t.py::b", "p.b"), line("t.py::a"), line("t.py::c", skip="x"))
+    tests = read_collected(path, tmp_path / "log")
+    assert [(t.id, t.property_ids, t.outcome) for t in tests] == [
+        ("t.py::b", ("p.b",), Outcome.PASS),
+        ("t.py::a", (), Outcome.PASS),
+        ("t.py::c", (), Outcome.SKIP),
+    ]
+    assert tests[2].skip_reason == "x"
+
+
+@pytest.mark.parametrize(
+    ("lines", "refusal"),
+    [
+        ([line("t.py::a"), "{not json"], "line 2: not valid JSON"),
+        ([line("t.py::a"), "", line("t.py::b")], "line 2: not valid JSON"),
+        ([line("t.py::a"), "[1]"], "line 2: not a collected test"),
+        # One object split over two lines: the first is named.
+        (['{"id": "t.py::a", "property_ids": [', '"p"], "skip_reason": null}'],
+         "line 1: not valid JSON"),
+        ([line("t.py::a"), '{"id": "t.py::b", "property_ids": "p"}'],
+         "line 2: not a collected test"),
+    ],
+)  # fmt: skip
+def test_a_line_that_is_not_a_test_is_named(tmp_path: Path, lines: list[str], refusal: str) -> None:
+    with pytest.raises(InfraFailure, match=refusal):
+        read_collected(collected(tmp_path, *lines), tmp_path / "log")
