@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # every command's start) uses the selectors below and needs no ledger.
 
 _OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
-_OUTCOMES = frozenset(outcome.value for outcome in Outcome)
+_OUTCOME_BY_NAME = {outcome.value: outcome for outcome in Outcome}
 # How many non-pass tests a property's report names (stderr, ledger, summary).
 FAILING_SHOWN = 3
 # How many ids of failing tests outside every property the ledger keeps.
@@ -488,7 +488,15 @@ def read_results_file(path: Path) -> list[TestResult]:
     label = f"results file {path}"
     lines = _read_bytes(path, label).split(b"\n")
     # After the final newline, split leaves b"" or the unfinished tail of a killed write.
-    results = [_record(label, number, raw) for number, raw in enumerate(lines[:-1], start=1)]
+    complete = lines[:-1]
+    records = _parsed_together(complete)
+    if records is None:
+        results = [_record(label, number, raw) for number, raw in enumerate(complete, start=1)]
+    else:
+        results = [
+            _result_from_json(label, number, record)
+            for number, record in enumerate(records, start=1)
+        ]
     if lines[-1]:
         results.extend(_unfinished_record(label, len(lines), lines[-1]))
     if not results:
@@ -503,6 +511,20 @@ def _read_bytes(path: Path, label: str) -> bytes:
         raise InfraFailure(f"{label}: missing, so no results could be read") from None
     except OSError as error:
         raise InfraFailure(f"{label}: {error.strerror}, so no results could be read") from None
+
+
+def _parsed_together(lines: list[bytes]) -> list[dict[str, Any]] | None:
+    """Every line's object, parsed in one call as the items of one list (20,000 calls of
+    json.loads cost some 40 ms); None where that does not give one object per line, and the
+    lines are then read one by one, which names the first that is not a record."""
+    try:
+        # Decoded strictly first: json.loads of bytes would let UTF-8 surrogates through.
+        records: list[Any] = json.loads(f"[{b','.join(lines).decode('utf-8')}]")
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    if len(records) != len(lines) or not all(type(record) is dict for record in records):
+        return None
+    return records
 
 
 def _unfinished_record(label: str, number: int, raw: bytes) -> list[TestResult]:
@@ -532,26 +554,26 @@ def _decoded_json(label: str, number: int, raw: bytes) -> object:
 
 
 def _result_from_json(label: str, number: int, record: object) -> TestResult:
-    where = f"{label}: line {number}"
     if not isinstance(record, dict):
-        raise InfraFailure(f"{where}: must be a JSON object")
+        raise InfraFailure(f"{label}: line {number}: must be a JSON object")
     test_id = record.get("id")
     if not isinstance(test_id, str) or not test_id:
-        raise InfraFailure(f"{where}: 'id' must be a non-empty string")
+        raise InfraFailure(f"{label}: line {number}: 'id' must be a non-empty string")
     property_ids = record.get("property_ids")
     if not isinstance(property_ids, list) or not all(isinstance(p, str) for p in property_ids):
-        raise InfraFailure(f"{where}: 'property_ids' must be a list of strings")
-    outcome = record.get("outcome")
-    if not isinstance(outcome, str) or outcome not in _OUTCOMES:
-        raise InfraFailure(f"{where}: 'outcome' must be one of {_OUTCOME_NAMES}")
+        raise InfraFailure(f"{label}: line {number}: 'property_ids' must be a list of strings")
+    name = record.get("outcome")
+    outcome = _OUTCOME_BY_NAME.get(name) if isinstance(name, str) else None
+    if outcome is None:
+        raise InfraFailure(f"{label}: line {number}: 'outcome' must be one of {_OUTCOME_NAMES}")
     skip_reason = record.get("skip_reason")
     if skip_reason is not None and not isinstance(skip_reason, str):
-        raise InfraFailure(f"{where}: 'skip_reason' must be a string")
+        raise InfraFailure(f"{label}: line {number}: 'skip_reason' must be a string")
     return TestResult(
         id=test_id,
         property_ids=tuple(property_ids),
-        outcome=Outcome(outcome),
-        skip_reason=skip_reason if outcome == Outcome.SKIP else None,
+        outcome=outcome,
+        skip_reason=skip_reason if outcome is Outcome.SKIP else None,
     )
 
 

@@ -69,6 +69,7 @@ def test_results_file_merges_repeated_ids_worst_first(tmp_path: Path) -> None:
         ('{"id": "x", "property_ids": "p", "outcome": "pass"}\n', "line 2: 'property_ids' must"),
         ('{"id": "x", "property_ids": [1], "outcome": "pass"}\n', "line 2: 'property_ids' must"),
         ('{"id": "x", "property_ids": []}\n', "line 2: 'outcome' must be one of"),
+        ('{"id": "x", "property_ids": [], "outcome": ["pass"]}\n', "line 2: 'outcome' must be"),
         (
             '{"id": "x", "property_ids": [], "outcome": "passed"}\n',
             "line 2: 'outcome' must be one of pass, fail, error, skip",
@@ -86,9 +87,11 @@ def test_results_file_refuses_a_bad_line(tmp_path: Path, bad_line: str, reason: 
     assert caught.value.exit_code == ExitCode.INFRA_FAILURE
 
 
-def test_results_file_refuses_non_utf8(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bad", [b"\xff", b"\xed\xa0\x80"], ids=["byte", "surrogate"])
+def test_results_file_refuses_non_utf8(tmp_path: Path, bad: bytes) -> None:
     path = tmp_path / "results.jsonl"
-    path.write_bytes(line("t.py::a", "pass").encode() + b'{"id": "\xff"}\n')
+    good = line("t.py::a", "pass").encode()
+    path.write_bytes(good + b'{"id": "' + bad + b'", "property_ids": [], "outcome": "pass"}\n')
     with pytest.raises(InfraFailure, match=r"results\.jsonl: line 2: not UTF-8"):
         read_results_file(path)
 
