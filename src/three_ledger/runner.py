@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -157,12 +158,17 @@ class _Pump:
         self._log: BinaryIO | None = log
         self._console: BinaryIO | None = console
         self._stop = threading.Event()
+        # Set once the leader has exited: no more gathering, the rest is read as it comes.
+        self._leader_gone = threading.Event()
         self.log_error: str | None = None
         self._thread = threading.Thread(target=self._run, name="three-ledger-output", daemon=True)
         self._thread.start()
 
     def finish(self, drain_s: float) -> None:
         """Wait for end of output; after `drain_s`, give up on holders that escaped the group."""
+        # A gathering pause would otherwise hold the end of every run back by up to
+        # _GATHER_S after the child's last words.
+        self._leader_gone.set()
         self._thread.join(drain_s)
         self._stop.set()
         self._thread.join()
@@ -178,7 +184,7 @@ class _Pump:
                     return
                 self._write(chunk)
                 if len(chunk) < _TRICKLE:
-                    self._stop.wait(_GATHER_S)
+                    self._leader_gone.wait(_GATHER_S)
 
     def _write(self, chunk: bytes) -> None:
         # A failing sink is dropped, never fatal: the pipe must keep draining or the child blocks.
@@ -315,17 +321,25 @@ def _wait_or_stop(
     """Wait for the leader, stopping the group on timeout or interrupt; True when it timed out."""
     deadline = started / 1e9 + timeout_s
     timed_out = False
-    for pause in _pauses():
-        if _leader_exited(process):
-            break
-        if interrupts.signum is not None:
-            _stop_group(process, interrupts.signum, grace_s)
-            break
-        if time.monotonic() >= deadline:
-            timed_out = True
-            _stop_group(process, signal.SIGTERM, grace_s)
-            break
-        time.sleep(pause)
+    exit_fd = _exit_fd(process)
+    try:
+        for pause in _pauses():
+            if _leader_exited(process):
+                break
+            if interrupts.signum is not None:
+                _stop_group(process, interrupts.signum, grace_s)
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+                _stop_group(process, signal.SIGTERM, grace_s)
+                break
+            if exit_fd is None:
+                time.sleep(pause)
+            else:  # wakes as the leader exits, not at the end of the pause
+                select.select([exit_fd], [], [], pause)
+    finally:
+        if exit_fd is not None:
+            os.close(exit_fd)
     # The leader is a zombie here, so its pid (the group id) cannot be reused yet.
     _signal_group(process, signal.SIGKILL)
     process.wait()
@@ -338,6 +352,18 @@ def _pauses() -> Iterator[float]:
     while True:
         yield pause
         pause = min(pause * 2, _POLL_MAX_S)
+
+
+def _exit_fd(process: subprocess.Popen[bytes]) -> int | None:
+    """A pidfd of the leader (Linux 5.3+), readable once it exits; None where there is none."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        fd: int = pidfd_open(process.pid)
+    except OSError:  # an older kernel, or a seccomp policy that refuses the call
+        return None
+    return fd
 
 
 def _leader_exited(process: subprocess.Popen[bytes]) -> bool:
