@@ -66,14 +66,26 @@ def _work_tree(top: Path) -> Path | None:
 
 def _modules_under(top: Path) -> dict[str, Path]:
     found = {}
+    folders: dict[str, str] = {}  # each folder resolved once: a run has loaded ~200 modules
+    prefix = os.path.join(str(top), "")
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if not file:
             continue
-        path = Path(file).resolve()
-        if path.is_relative_to(top):
-            found[name] = path
+        resolved = _realpath(os.fspath(file), folders)
+        if resolved == str(top) or resolved.startswith(prefix):
+            found[name] = Path(resolved)
     return found
+
+
+def _realpath(file: str, folders: dict[str, str]) -> str:
+    """`os.path.realpath(FILE)`, its folder looked up in (and added to) FOLDERS."""
+    folder, name = os.path.split(os.path.abspath(file))
+    if not name or name in (".", "..") or os.path.islink(file):
+        return os.path.realpath(file)
+    if folder not in folders:
+        folders[folder] = os.path.realpath(folder)
+    return os.path.join(folders[folder], name)
 
 
 def _tracked(work_tree: Path, imported: dict[str, Path]) -> list[tuple[str, Path]]:

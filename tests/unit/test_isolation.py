@@ -79,3 +79,25 @@ def test_outside_a_git_work_tree_nothing_counts_as_tracked(
     monkeypatch.syspath_prepend(str(plain / "lib"))
     imported_from(monkeypatch, "mod_outside_git", plain / "lib/mod.py")
     refuse_code_from_root(plain)  # no Refused
+
+
+def test_modules_are_found_under_root_through_a_symlinked_folder(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module whose path leads into ROOT through a link is ROOT's, as `Path.resolve` says:
+    the folder cache must not let a link's own name stand for where it leads."""
+    (root.parent / "elsewhere").symlink_to(root / "src")
+    imported_from(monkeypatch, "vendored", root.parent / "elsewhere" / "vendored" / "__init__.py")
+    with pytest.raises(Refused, match="imported vendored from"):
+        refuse_code_from_root(root)
+
+
+def test_the_modules_found_are_those_path_resolve_finds(root: Path) -> None:
+    from three_ledger.isolation import _modules_under
+
+    top = Path(sys.prefix).resolve()
+    files = {name: getattr(module, "__file__", None) for name, module in sys.modules.items()}
+    resolved = {name: Path(file).resolve() for name, file in files.items() if file}
+    expected = {name: path for name, path in resolved.items() if path.is_relative_to(top)}
+    assert expected  # this interpreter's own modules lie under its prefix
+    assert _modules_under(top) == expected
