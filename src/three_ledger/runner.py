@@ -322,6 +322,10 @@ def _wait_or_stop(
     deadline = started / 1e9 + timeout_s
     timed_out = False
     exit_fd = _exit_fd(process)
+    exits = None
+    if exit_fd is not None:  # poll, not select: the fd may lie past select's FD_SETSIZE
+        exits = select.poll()
+        exits.register(exit_fd, select.POLLIN)
     try:
         for pause in _pauses():
             if _leader_exited(process):
@@ -333,10 +337,10 @@ def _wait_or_stop(
                 timed_out = True
                 _stop_group(process, signal.SIGTERM, grace_s)
                 break
-            if exit_fd is None:
+            if exits is None:
                 time.sleep(pause)
             else:  # wakes as the leader exits, not at the end of the pause
-                select.select([exit_fd], [], [], pause)
+                exits.poll(pause * 1000)
     finally:
         if exit_fd is not None:
             os.close(exit_fd)
