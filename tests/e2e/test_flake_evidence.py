@@ -149,7 +149,11 @@ def test_the_users_tree_and_git_state_stay_as_they_were_after_sigterm(
     repo = make_toy(tmp_path / "repo")
     fixture, prop = score_toy(repo, run_cli)
     before, status = _tree(repo), git(repo, "status", "--porcelain")
-    args = evidence_args(repo, fixture, prop, "--candidates", f"{TOY}::test_e_random")
+    # A clean test (all one outcome never stops early) and far more reruns than six seconds
+    # hold: the signal must find the reruns under way, never a command that had finished.
+    args = evidence_args(
+        repo, fixture, prop, "--reruns", "500", "--candidates", f"{TOY}::test_g_clean"
+    )
     child = subprocess.Popen(
         [sys.executable, "-m", "three_ledger", *map(str, args)],
         stdout=subprocess.PIPE,
