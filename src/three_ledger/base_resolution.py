@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from three_ledger.errors import Refused
+from three_ledger.frozen import frozen
 from three_ledger.vocabulary import BaseHow
 
 GITHUB = "github"
@@ -45,7 +45,7 @@ _GITLAB_VARIABLES = ("CI_MERGE_REQUEST_DIFF_BASE_SHA", "CI_MERGE_REQUEST_TARGET_
 _MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True)
+@frozen
 class BaseChoice:
     """A revision to resolve, where it came from, and which CI can fetch it when it is missing."""
 
@@ -57,7 +57,7 @@ class BaseChoice:
     github_ref: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class BaseResolution:
     """The base revision asked for, the commit used, and how the one led to the other.
 

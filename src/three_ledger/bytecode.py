@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from three_ledger.errors import Refused
+from three_ledger.frozen import frozen
 from three_ledger.pytest_config import entries, pytest_settings
 
 BYTECODE_SUFFIXES = (".pyc", ".pyo")
@@ -91,7 +91,7 @@ def _refusal(what: str, found: Mapping[str, str], why: str) -> Refused:
     return Refused(f"{what}: {shown[0]}{more}: {why}", details)
 
 
-@dataclass(frozen=True)
+@frozen
 class TreeBytecode:
     """Bytecode in the tree that Python could load in place of its source; paths relative to
     ROOT, sorted, ignored by git or not."""

@@ -11,13 +11,13 @@ from __future__ import annotations
 import enum
 import json
 import re
-from dataclasses import dataclass
 from importlib import metadata, resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import three_ledger
 from three_ledger.errors import InfraFailure
+from three_ledger.frozen import frozen
 
 # What the install step takes until a person names the gate's source: the step refuses it.
 PLACEHOLDER_PACKAGE = "git+https://github.com/OWNER/three-ledger@COMMIT"
@@ -34,7 +34,7 @@ class CI(enum.StrEnum):
     GITLAB = "gitlab"
 
 
-@dataclass(frozen=True)
+@frozen
 class Workflow:
     """Where the workflow goes (relative to the top of the work tree), and its template."""
 
@@ -48,7 +48,7 @@ WORKFLOWS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Values:
     """What the template leaves open."""
 

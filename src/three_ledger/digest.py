@@ -15,6 +15,7 @@ from pathlib import Path
 
 from three_ledger.errors import Refused
 from three_ledger.file_kinds import REGULAR_FILE, kind_of, pinned_file_problem
+from three_ledger.frozen import frozen
 from three_ledger.jsonio import HexDigests, Rows
 from three_ledger.ledgers import FILE_ENTRY_KEYS, FileEntry
 from three_ledger.pins import FixturePin
@@ -29,7 +30,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 # The kind `walk_entries` gives a regular file; every other kind is never a pinnable file.
 
 
-@dataclass(frozen=True)
+@frozen
 class LiveDigest:
     """The combined digest, and each file's size and own SHA-256, in digest order.
 

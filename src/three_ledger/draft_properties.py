@@ -14,11 +14,11 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from three_ledger import jsonio
+from three_ledger.frozen import frozen
 from three_ledger.matching import PinMatch, match_pin
 from three_ledger.paths import glob_matches, printable
 from three_ledger.pins import PropertiesPin
@@ -28,7 +28,7 @@ from three_ledger.results import TestResult
 _NOT_IN_AN_ID = re.compile(r"[^a-z0-9_.-]+")
 
 
-@dataclass(frozen=True)
+@frozen
 class PropertiesDraft:
     document: dict[str, Any]
     # What a reviewer should know: modules left out, and why.

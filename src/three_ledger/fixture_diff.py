@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import FileEntry
 from three_ledger.paths import printable
 
@@ -13,7 +13,7 @@ from three_ledger.paths import printable
 ABSENT = "-"
 
 
-@dataclass(frozen=True)
+@frozen
 class FileChange:
     """One pinned path whose entry differs: absent before (added), after (removed), or neither."""
 

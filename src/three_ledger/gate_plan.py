@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
 from three_ledger.base_resolution import BaseChoice, BaseResolution, choose_base
 from three_ledger.bytecode import is_bytecode
 from three_ledger.errors import Refused
+from three_ledger.frozen import frozen
 from three_ledger.pin_folder import FLAKE, PROPERTIES, PinFile, PinFolder, scan
 from three_ledger.pins import PropertiesPin, load_properties_pin
 from three_ledger.vocabulary import BaseHow
@@ -27,7 +27,7 @@ class Unusable(Exception):
     """The gate's own inputs cannot be used; the message says why, in one line."""
 
 
-@dataclass(frozen=True)
+@frozen
 class FixtureSide:
     """One fixture pin the properties are scored on: `A` is merge's, `B` the dual-pin's other."""
 
@@ -42,7 +42,7 @@ class FixtureSide:
         return self.label.lower()
 
 
-@dataclass(frozen=True)
+@frozen
 class Change:
     """The change under test: its base, and every path that differs from it."""
 
@@ -84,7 +84,7 @@ class Change:
         return f"{self.root_in_top}/{path}" if self.root_in_top else path
 
 
-@dataclass(frozen=True)
+@frozen
 class Plan:
     """The pins a scored change runs on."""
 

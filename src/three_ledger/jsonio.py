@@ -10,13 +10,13 @@ import operator
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from json.encoder import encode_basestring as _json_string
 from pathlib import Path
 from typing import Any, overload
 
 from three_ledger import compiled_schema
 from three_ledger.errors import Refused
+from three_ledger.frozen import frozen
 
 # A fixture ledger takes about 170 bytes per pinned file, so this admits some 700,000
 # files; anything larger is refused before it is parsed.
@@ -152,7 +152,7 @@ def _integer(digits: str) -> int:
     raise _StrictJSONError(f"a number of {len(digits)} digits is too long")
 
 
-@dataclass(frozen=True)
+@frozen
 class Rows:
     """An array of objects that share their keys, held as one list of values per key.
 

@@ -12,10 +12,11 @@ import re
 import stat
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from three_ledger.errors import InfraFailure
+from three_ledger.frozen import frozen
 from three_ledger.results import TestResult, merge_worst, normalised
 from three_ledger.vocabulary import Outcome, worst
 
@@ -39,7 +40,7 @@ _VITEST_SEPARATOR = " > "
 _COUNTING = frozenset({Outcome.FAIL, Outcome.ERROR})
 
 
-@dataclass(frozen=True)
+@frozen
 class Case:
     """One testcase element, its attributes normalised; `suite` indexes its <testsuite>."""
 
@@ -59,7 +60,7 @@ class Case:
 _STAMPED = frozenset({"testsuites", "testsuite", "testcase"})
 
 
-@dataclass(frozen=True)
+@frozen
 class Reading:
     """What a report says: merged results, and warnings for the user (unnamed testcases)."""
 
@@ -243,7 +244,7 @@ def name_unnamed(label: str, cases: Sequence[Case]) -> tuple[list[Case], list[st
 # --- hooks ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class _MochaHook:
     title: str  # the hook's own title, as it ends the name or classname
     each: bool  # "before each"/"after each": it ran for one test

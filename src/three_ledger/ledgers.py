@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from three_ledger import __version__, jsonio
 from three_ledger.base_resolution import BaseResolution
 from three_ledger.errors import Refused
+from three_ledger.frozen import frozen
 from three_ledger.plugin.wire import OUTSIDE_ROOT
 from three_ledger.vocabulary import (
     LAYER_HELD,
@@ -180,7 +181,7 @@ class FileEntry:
 FILE_ENTRY_KEYS = _field_names(FileEntry)
 
 
-@dataclass(frozen=True)
+@frozen
 class Tool:
     """The program that wrote a ledger, and its version."""
 
@@ -188,7 +189,7 @@ class Tool:
     version: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class FixtureLedger(_Encoded):
     """The fixture ledger (SPEC 4.1): which fixture bytes a run used, file by file."""
 
@@ -213,7 +214,7 @@ class FixtureLedger(_Encoded):
         return document
 
 
-@dataclass(frozen=True)
+@frozen
 class FailingTest:
     """A test a non-passing property matched, how it ended, and why it skipped (if it did)."""
 
@@ -222,7 +223,7 @@ class FailingTest:
     reason: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class UnpinnedFailures:
     """Failed or errored tests outside every property and flake entry: how many, the first ids."""
 
@@ -230,7 +231,7 @@ class UnpinnedFailures:
     first_ids: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class ShardsProvenance:
     """The shard plan (sha256 of its bytes), its slice count, and each shard ledger merged,
     in index order."""
@@ -241,7 +242,7 @@ class ShardsProvenance:
     ledger_sha256s: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class PluginSource:
     """A registered plugin: its name, and its file under ROOT or its distribution."""
 
@@ -249,7 +250,7 @@ class PluginSource:
     source: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Harness:
     """What steered the test run besides the tests: pytest, its config, conftests, plugins."""
 
@@ -284,7 +285,7 @@ class Harness:
         return reasons
 
 
-@dataclass(frozen=True)
+@frozen
 class Sandbox:
     """How the run was shut in: each layer `held` or `missing: WHY`, which of the job's
     variable names the child did not get and which it kept beyond the allow-list, and the
@@ -300,7 +301,7 @@ class Sandbox:
         return {name: state for name, state in self.layers.items() if state != LAYER_HELD}
 
 
-@dataclass(frozen=True)
+@frozen
 class Seed:
     """The seed a shuffling plugin (pytest-randomly: `randomly`) chose for a worker's run."""
 
@@ -308,7 +309,7 @@ class Seed:
     seed: int
 
 
-@dataclass(frozen=True)
+@frozen
 class OrderFile:
     """Where a long run order is kept: a file beside the ledger, and the sha256 of its bytes."""
 
@@ -316,7 +317,7 @@ class OrderFile:
     sha256: str
 
 
-@dataclass(frozen=True)
+@frozen
 class RunOrder:
     """Per worker (an xdist worker id, or `main`), the node ids that ran, in order; and the
     seed of any plugin that shuffled them. A long order is held in FILE instead (`run_order.py`)."""
@@ -327,7 +328,7 @@ class RunOrder:
     file: OrderFile | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PropertyLedger(_Encoded):
     """The property ledger (SPEC 4.2): each pinned property's status on one digest."""
 
@@ -404,7 +405,7 @@ class Record(Protocol):
 RecordT = TypeVar("RecordT", bound=Record)
 
 
-@dataclass(frozen=True)
+@frozen
 class LedgerFile(Generic[RecordT]):
     """A ledger as read from disk: where it was, the sha256 of its bytes, and its record."""
 

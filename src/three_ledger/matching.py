@@ -13,8 +13,8 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from three_ledger.frozen import frozen
 from three_ledger.pins import PropertiesPin
 from three_ledger.results import (
     ExpectedSkip,
@@ -37,7 +37,7 @@ _SKIPS_HEADING = (
 _PARAMETRISATION = re.compile(r"\[.*\]$", re.DOTALL)
 
 
-@dataclass(frozen=True)
+@frozen
 class SelectorMatch:
     """One selector and the number of tests it selects; close ids when it selects none."""
 
@@ -46,7 +46,7 @@ class SelectorMatch:
     did_you_mean: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class PropertyMatch:
     """How one pinned property's selectors match the collected tests."""
 
@@ -60,7 +60,7 @@ class PropertyMatch:
     unaccepted_skips: int
 
 
-@dataclass(frozen=True)
+@frozen
 class SkipSuggestion:
     """An `expected_skips` entry that would accept COUNT skips a property now counts."""
 
@@ -69,7 +69,7 @@ class SkipSuggestion:
     count: int
 
 
-@dataclass(frozen=True)
+@frozen
 class PinMatch:
     """How a properties pin matches the collected tests, property by property."""
 

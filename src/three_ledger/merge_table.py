@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Generic
 
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT
 from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
 from three_ledger.pins import FlakePin
@@ -21,7 +22,7 @@ from three_ledger.vocabulary import Posture
 UNSCORED_NEW_TESTS = "new tests land unscored: the test owners review them"
 
 
-@dataclass(frozen=True)
+@frozen
 class Reading(Generic[RecordT]):
     """One ledger file as merge found it: its record, or why it has none."""
 
@@ -36,7 +37,7 @@ class Reading(Generic[RecordT]):
         return self.problem or f"{self.path}: not read"
 
 
-@dataclass(frozen=True)
+@frozen
 class LiveTree:
     """What `--pin` found under ROOT: the pin's id and live digest, or why there is none."""
 
@@ -46,7 +47,7 @@ class LiveTree:
     problem: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class PinChanges:
     """Files under `--pins-dir` that differ from `--base`, or why git could not tell."""
 
@@ -56,7 +57,7 @@ class PinChanges:
     problem: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class FlakePinView:
     """The `--flake-pin` as loaded, and each listed id whose accepted_revision fails the base."""
 
@@ -66,7 +67,7 @@ class FlakePinView:
     unaccepted: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class TreeBinding:
     """What the ledgers must have been written about: ROOT's HEAD, `--base`'s commit and, with
     `--properties`, that pin's bytes and ids as the base has them; or why git could not tell."""
@@ -78,7 +79,7 @@ class TreeBinding:
     problem: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Evidence:
     fixture: Reading[FixtureLedger]
     prop: Reading[PropertyLedger]
@@ -93,7 +94,7 @@ class Evidence:
     binding: TreeBinding | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     posture: Posture
     row: int

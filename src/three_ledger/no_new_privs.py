@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from three_ledger.frozen import frozen
 from three_ledger.vocabulary import LAYER_HELD, layer_missing
 
 PR_SET_NO_NEW_PRIVS = 38
 
 
-@dataclass(frozen=True)
+@frozen
 class Step:
     """What to run in the child before exec; `missing` says why there is none."""
 

@@ -9,10 +9,10 @@ Kept apart from `ledgers.py`: a dataclass costs about 0.3 ms to make at import, 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from three_ledger.base_resolution import BaseResolution
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import Harness, RunOrder, Sandbox, _Encoded
 from three_ledger.vocabulary import (
     DualPinState,
@@ -30,7 +30,7 @@ from three_ledger.vocabulary import (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class StatusDifference:
     """One property's status on each side; `absent` where a side has no such property."""
 
@@ -38,7 +38,7 @@ class StatusDifference:
     right: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class DualPinLedger(_Encoded):
     """A dual-pin comparison; a `not_run` record holds only its identity and clock."""
 
@@ -70,7 +70,7 @@ class DualPinLedger(_Encoded):
         return {key: document[key] for key in kept}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class FlakeLedger(_Encoded):
     """The flake ledger (SPEC 4.4): a pre-listed flaky test seen failing again."""
 
@@ -87,7 +87,7 @@ class FlakeLedger(_Encoded):
     recorded_at: str
 
 
-@dataclass(frozen=True)
+@frozen
 class MergeInputs:
     """The SHA-256 of each ledger a merge decision was made from."""
 
@@ -97,7 +97,7 @@ class MergeInputs:
     flakes: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class MergeDecision(_Encoded):
     """merge's decision (SPEC 4.5): the posture, the row of the table, and why."""
 
@@ -111,7 +111,7 @@ class MergeDecision(_Encoded):
     recorded_at: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ShardPlan(_Encoded):
     """The node ids one collection fixed, split into slices; shards name it by sha256.
 
@@ -136,7 +136,7 @@ class ShardPlan(_Encoded):
     recorded_at: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Shard:
     """Which shard of which plan a shard ledger scores."""
 
@@ -145,7 +145,7 @@ class Shard:
     plan_sha256: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ShardResult:
     """One test a shard ran: its node id, marker property ids, outcome, and skip reason."""
 
@@ -155,7 +155,7 @@ class ShardResult:
     skip_reason: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PropertyShardLedger(_Encoded):
     """One slice of a shard plan, run; `combine` turns all of them into a property ledger."""
 
@@ -194,7 +194,7 @@ class PropertyShardLedger(_Encoded):
     recorded_at: str
 
 
-@dataclass(frozen=True)
+@frozen
 class VetTrial:
     """One mutant a property met: the operator, how many files it changed, the outcome."""
 
@@ -205,7 +205,7 @@ class VetTrial:
     command_exit: int
 
 
-@dataclass(frozen=True)
+@frozen
 class PropertyVet:
     """vet's finding on one property: whether any mutation of its fixtures made it fail."""
 
@@ -222,7 +222,7 @@ class PropertyVet:
     unread_domain_files: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class FileVet:
     """`--per-file`: one file mutated alone, and the properties that noticed (failed)."""
 
@@ -231,7 +231,7 @@ class FileVet:
     noticed_by: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class PerFileVet:
     """`--per-file`: each requested file mutated alone, and the files nothing noticed."""
 
@@ -240,7 +240,7 @@ class PerFileVet:
     unnoticed: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class VetLedger(_Encoded):
     """The vet ledger: how strong each property is on its own fixtures."""
 
@@ -266,7 +266,7 @@ class VetLedger(_Encoded):
     reused_runs: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class ModeTally:
     """One rerun mode of a candidate: its runs, how many failed (fail or error), how many
     broke as a whole, and the failure rate's bound, in words that say one- or two-sided."""
@@ -277,7 +277,7 @@ class ModeTally:
     bound: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class FlakeProposal:
     """A flake pin entry for a person to paste; FILL-IN fields the flake pin schema refuses."""
 
@@ -288,7 +288,7 @@ class FlakeProposal:
     note: str
 
 
-@dataclass(frozen=True)
+@frozen
 class CandidateEvidence:
     """flake-evidence's reruns of one candidate, and the verdict they give."""
 
@@ -309,7 +309,7 @@ class CandidateEvidence:
     proposal: FlakeProposal | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class FlakeEvidenceLedger(_Encoded):
     """Reruns of flake candidates in the sandbox of `properties`; merge never reads it."""
 

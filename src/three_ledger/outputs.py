@@ -12,13 +12,13 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger.errors import GateError, Refused
+from three_ledger.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Output:
     """One file a command writes, with the flag that named it (for the message)."""
 

@@ -7,11 +7,11 @@ only; each pin is validated against its schema by whoever loads it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import jsonio
 from three_ledger.errors import Refused
+from three_ledger.frozen import frozen
 
 FIXTURE = "fixture pin"
 PROPERTIES = "properties pin"
@@ -20,7 +20,7 @@ FLAKE = "flake pin"
 _MARKS = (("properties", PROPERTIES), ("flakes", FLAKE), ("files", FIXTURE))
 
 
-@dataclass(frozen=True)
+@frozen
 class PinFile:
     """A file in the pins folder, and which pin it is (None: not a pin)."""
 
@@ -34,7 +34,7 @@ class PinFile:
     folders: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class PinFolder:
     """The pins folder and the files it holds."""
 

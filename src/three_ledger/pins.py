@@ -7,12 +7,12 @@ import datetime
 import hashlib
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from three_ledger import env_policy, jsonio
 from three_ledger.errors import Refused
+from three_ledger.frozen import frozen
 from three_ledger.paths import all_plain_under, casefold_twins, glob_matches, is_under, path_problem
 from three_ledger.results import ExpectedSkip, TestsRequirement, selector_tuple
 from three_ledger.vocabulary import Network, SandboxPolicy
@@ -21,7 +21,7 @@ DEFAULT_FIXTURES_DIR = "fixtures"
 DEFAULT_ORACLE_PATHS = ("properties", "tests")
 
 
-@dataclass(frozen=True)
+@frozen
 class FixturePin:
     """A fixture pin as read and checked: the reviewed paths a run may read."""
 
@@ -116,7 +116,7 @@ def folder_overlaps(folders: Sequence[str]) -> list[tuple[int, int]]:
     ]
 
 
-@dataclass(frozen=True)
+@frozen
 class Property:
     """One property of the properties pin: its stable id, claim and tests."""
 
@@ -129,7 +129,7 @@ class Property:
     requirement: TestsRequirement = dataclasses.field(default_factory=TestsRequirement)
 
 
-@dataclass(frozen=True)
+@frozen
 class PropertiesPin:
     """The properties pin as read and checked."""
 
@@ -257,7 +257,7 @@ def domain_base(fixture_pin: FixturePin) -> str:
     return f"under {fixture_pin.first_dir!r}"
 
 
-@dataclass(frozen=True)
+@frozen
 class FlakeEntry:
     """One entry of the flake pin: a test a person listed as flaky."""
 
@@ -273,7 +273,7 @@ class FlakeEntry:
         return today > self.review_by
 
 
-@dataclass(frozen=True)
+@frozen
 class FlakePin:
     """The flake pin as read and checked."""
 

@@ -14,16 +14,17 @@ import ast
 import fnmatch
 import tomllib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from three_ledger.frozen import frozen
 
 TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 # pytest's default `python_files`.
 TEST_FILE_PATTERNS = ("test_*.py", "*_test.py")
 
 
-@dataclass(frozen=True)
+@frozen
 class Proposal:
     glob: str
     because: str

@@ -17,11 +17,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, BinaryIO
 
+from three_ledger.frozen import frozen
 from three_ledger.no_new_privs import layer as no_new_privs_layer
 from three_ledger.no_new_privs import preexec_step as no_new_privs_step
 
@@ -47,7 +47,7 @@ _F_SETPIPE_SZ = 1031
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-@dataclass(frozen=True)
+@frozen
 class RunResult:
     """How a child ended. `exit_code` is None after a signal death, a timeout or no start."""
 
@@ -396,7 +396,7 @@ def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
         os.killpg(process.pid, signum)
 
 
-@dataclass(frozen=True)
+@frozen
 class Captured:
     """A short child's exit code and its whole output (git answers, probes)."""
 

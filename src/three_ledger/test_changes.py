@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path, PurePosixPath
 
 from three_ledger import git
+from three_ledger.frozen import frozen
 from three_ledger.pins import PropertiesPin
 from three_ledger.pytest_config import PYTEST_CONFIGS, Reader, entries, pytest_settings
 
@@ -35,7 +35,7 @@ _INI_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
 _PYPROJECT = "pyproject.toml"
 
 
-@dataclass(frozen=True)
+@frozen
 class TestLayout:
     """The settings that decide which files pytest collects as test modules."""
 
@@ -115,7 +115,7 @@ class SideKind(Enum):
     ORACLE_PATH = "listed in oracle_paths"
 
 
-@dataclass(frozen=True)
+@frozen
 class TestSideChange:
     """One changed test-side path (relative to ROOT), what it is, and the pinned properties
     whose tests it holds, as far as their selectors tell."""

@@ -8,12 +8,12 @@ are listed once each, at the end.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from three_ledger.exit_codes import ExitCode
+from three_ledger.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class CommandHelp:
     """What a subcommand's help ends with: its example and its exit codes."""
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from three_ledger import __version__, env_policy
 from three_ledger.cli.help_text import COMMAND_HELP
 from three_ledger.errors import UsageError
+from three_ledger.frozen import frozen
 
 PROG = "three-ledger"
 # SPEC 4.2: `properties --timeout` defaults to half an hour.
@@ -93,7 +93,7 @@ def _variable_name(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True)
+@frozen
 class Option:
     """One command-line option as every command that takes it declares it."""
 

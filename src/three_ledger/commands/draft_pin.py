@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from three_ledger.digest import hash_files, is_real_directory, walk_entries
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
 from three_ledger.file_kinds import REGULAR_FILE
+from three_ledger.frozen import frozen
 from three_ledger.hints import shown_path
 from three_ledger.paths import casefold_twins, path_problem, printable
 from three_ledger.pins import folder_overlaps
@@ -139,7 +139,7 @@ def survey(
     return sorted(files), sorted(offenders)
 
 
-@dataclass(frozen=True)
+@frozen
 class GitStates:
     """The files under the folder that git does not track: ignored, and merely untracked."""
 

@@ -22,6 +22,7 @@ from three_ledger.flake.bench import Bench, Rerun, Setting
 from three_ledger.flake.candidates import candidate_reasons
 from three_ledger.flake.report import report
 from three_ledger.flake.verdict import Reruns, decided, verdict
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import (
     FixtureLedger,
     LedgerFile,
@@ -48,7 +49,7 @@ DEFAULT_BUDGET_S = 600.0
 _FAILED = (Outcome.FAIL, Outcome.ERROR)
 
 
-@dataclass(frozen=True)
+@frozen
 class Request:
     fixture_ledger: Path
     property_ledger: Path
@@ -72,7 +73,7 @@ class Request:
         return self.log_path or self.out.with_name(self.out.name + ".log")
 
 
-@dataclass(frozen=True)
+@frozen
 class Candidate:
     id: str
     reason: str

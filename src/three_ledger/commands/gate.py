@@ -50,6 +50,7 @@ from three_ledger.commands import (
 from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import GateError, Refused
 from three_ledger.exit_codes import ExitCode
+from three_ledger.frozen import frozen
 from three_ledger.gate_plan import Change, FixtureSide, Plan, Unusable, find_change, find_pins
 from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
@@ -101,7 +102,7 @@ TEST_CHANGE_REASON = "oracle change: the test owners review it"
 _REPORTING_VARIABLES = ("GITHUB_STEP_SUMMARY", "GITHUB_ACTIONS")
 
 
-@dataclass(frozen=True)
+@frozen
 class GateRequest:
     pins_dir: Path
     command: list[str]
@@ -136,7 +137,7 @@ _LEFTOVERS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class OutDir:
     """The file names gate writes in `--out-dir`; nothing else there is touched."""
 
@@ -511,7 +512,7 @@ def _checked_and_vetted(
 # --- fixture files changed with their pin ---------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class _FixtureSides:
     """What a change does to the pinned fixture folders.
 

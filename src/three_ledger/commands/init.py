@@ -17,7 +17,6 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from three_ledger.draft_properties import PropertiesDraft, draft_properties, tes
 from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
+from three_ledger.frozen import frozen
 from three_ledger.hints import shown_path
 from three_ledger.pins import FixturePin
 from three_ledger.product_guess import propose
@@ -64,7 +64,7 @@ REQUIREMENTS_FILES = (
 _NOT_IN_A_PIN_ID = re.compile(r"[^a-z0-9._-]+")
 
 
-@dataclass(frozen=True)
+@frozen
 class InitRequest:
     root: Path
     command: list[str]
@@ -79,7 +79,7 @@ class InitRequest:
     keep_env: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Targets:
     """Every file init writes, and where the workflow says ROOT and the pins are."""
 

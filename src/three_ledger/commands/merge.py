@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import assert_never
 
@@ -19,6 +19,7 @@ from three_ledger import git, jsonio
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
+from three_ledger.frozen import frozen
 from three_ledger.isolation import refuse_code_from_root
 from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT, read_ledger
 from three_ledger.merge_table import (
@@ -50,7 +51,7 @@ from three_ledger.workflow.decision_files import (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Sources:
     """Where merge reads its evidence from, as the command line gave it."""
 
@@ -128,7 +129,7 @@ def exit_code(posture: Posture) -> ExitCode:
             assert_never(posture)
 
 
-@dataclass(frozen=True)
+@frozen
 class Judgement:
     evidence: Evidence
     verdict: Verdict

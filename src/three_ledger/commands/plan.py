@@ -13,13 +13,13 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from three_ledger import git
 from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
+from three_ledger.frozen import frozen
 from three_ledger.junit_report import read_junit_xml
 from three_ledger.matching import (
     PinMatch,
@@ -45,7 +45,7 @@ from three_ledger.vocabulary import Enforcement, Outcome
 LOG_TAIL_LINES = 15
 
 
-@dataclass(frozen=True)
+@frozen
 class PlanRequest:
     pin_path: Path
     properties_path: Path
@@ -145,7 +145,7 @@ def ambiguous_titles(tests: Sequence[TestResult]) -> list[str]:
     return lines
 
 
-@dataclass(frozen=True)
+@frozen
 class Collection:
     """What a collection found, and what it executed or read under ROOT (when measured)."""
 
@@ -398,7 +398,7 @@ def _selector_document(selector: SelectorMatch) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
+@frozen
 class OracleOwners:
     """The oracles the collection showed, as paths for a CODEOWNERS file (from the top of the
     work tree), or why there are none."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger.background import Background
 from three_ledger.exit_codes import ExitCode
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import PropertyLedger
 from three_ledger.matching import match_pin, skip_suggestion_lines, warning_lines
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
@@ -26,7 +26,7 @@ from three_ledger.run.preflight import Checks, preflight
 from three_ledger.run_order import write_with_order
 
 
-@dataclass(frozen=True)
+@frozen
 class Request:
     """The `properties` command line, parsed."""
 

@@ -32,6 +32,7 @@ from types import FrameType
 from three_ledger import __version__, jsonio
 from three_ledger.errors import InfraFailure, Refused, UsageError
 from three_ledger.exit_codes import ExitCode
+from three_ledger.frozen import frozen
 from three_ledger.gate_plan import Plan, Unusable, find_pins
 from three_ledger.ledgers import fresh_recorded_at, new_ledger_id
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
@@ -64,7 +65,7 @@ _CI_NAMES = frozenset({"CI", "THREE_LEDGER_BASE"})
 _STEP_LINE = re.compile(r"^properties [^\n]*?: exit (\d+): (.*)$", re.MULTILINE)
 
 
-@dataclass(frozen=True)
+@frozen
 class Request:
     pins_dir: Path
     command: list[str]
@@ -76,7 +77,7 @@ class Request:
     quiet: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Seen:
     """What one run of `gate` (or `merge`) answered."""
 
@@ -105,7 +106,7 @@ class Seen:
         return None
 
 
-@dataclass(frozen=True)
+@frozen
 class Result:
     plant: Plant
     outcome: Outcome
@@ -122,7 +123,7 @@ class Result:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class Broken:
     """The product mutation that made a pinned property fail, as `properties` saw it."""
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
 from three_ledger.commands.plan import PlanRequest, collect
 from three_ledger.exit_codes import ExitCode
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import fresh_recorded_at, new_ledger_id, write_ledger
 from three_ledger.other_ledgers import ShardPlan
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
@@ -26,7 +26,7 @@ from three_ledger.run.preflight import new_tests_left_out, preflight
 from three_ledger.shards import planned_ids, read_durations, split
 
 
-@dataclass(frozen=True)
+@frozen
 class ShardPlanRequest:
     pin_path: Path
     properties_path: Path

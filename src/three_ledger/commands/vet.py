@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
@@ -36,6 +35,7 @@ from typing import BinaryIO
 import three_ledger
 from three_ledger.digest import live_digest
 from three_ledger.errors import InfraFailure, Refused
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import (
     Harness,
     fresh_recorded_at,
@@ -95,7 +95,7 @@ from three_ledger.vocabulary import Enforcement, Status
 NOTHING_COLLECTED = 5
 
 
-@dataclass(frozen=True)
+@frozen
 class Request:
     pin_path: Path
     properties_path: Path
@@ -218,7 +218,7 @@ def raising_on_interrupt() -> Iterator[None]:
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
 
 
-@dataclass(frozen=True)
+@frozen
 class Observed:
     """What one run under mutation said about each property."""
 
@@ -429,7 +429,7 @@ class Bench:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Lane:
     """Where one subject's mutants run: a scratch copy, and the file of node ids they leave
     out (None: none)."""
@@ -438,7 +438,7 @@ class Lane:
     deselect: Path | None
 
 
-@dataclass(frozen=True)
+@frozen
 class Ran:
     """One run of the command: how it ended, and where its results are."""
 
@@ -449,7 +449,7 @@ class Ran:
     tripwire_record: Path
 
 
-@dataclass(frozen=True)
+@frozen
 class Baseline:
     results: tuple[TestResult, ...]
     # Per property: the pinned files its items opened (their own reads, their fixtures',
@@ -467,7 +467,7 @@ class Baseline:
     pythons: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class BaselineRun:
     """One run of the baseline (the whole suite, or one slice of it) and where it recorded."""
 
@@ -673,7 +673,7 @@ def read_reads(folder: Path, pin: FixturePin) -> dict[str, frozenset[str]]:
     return {item: frozenset(paths) for item, paths in reads.items()}
 
 
-@dataclass(frozen=True)
+@frozen
 class Findings:
     harness: Harness
     properties: dict[str, PropertyVet]

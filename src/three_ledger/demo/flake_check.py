@@ -15,12 +15,12 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger.demo.repository import demo_environment
 from three_ledger.demo.workflow import STEP_TIMEOUT_S
 from three_ledger.errors import Refused
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import read_ledger
 from three_ledger.other_ledgers import FlakeEvidenceLedger
 from three_ledger.runner import run_command
@@ -65,7 +65,7 @@ def test_orders_fixture():
 _COMMAND = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
 
 
-@dataclass(frozen=True)
+@frozen
 class FlakeOutcome:
     exit_code: int
     lines: tuple[str, ...]

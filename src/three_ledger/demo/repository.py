@@ -9,7 +9,6 @@ import datetime
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import three_ledger
 from three_ledger.demo.scenarios import Scenario
 from three_ledger.errors import InfraFailure
+from three_ledger.frozen import frozen
 from three_ledger.pins import utc_today
 from three_ledger.runner import ChildHung, run_captured
 
@@ -34,7 +34,7 @@ _CACHES = frozenset({"__pycache__", ".pytest_cache"})
 _DROPPED_VARIABLES = ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS", "ORDERS_SUMMARY_BUDGET_MS")
 
 
-@dataclass(frozen=True)
+@frozen
 class ScenarioPaths:
     folder: Path
 

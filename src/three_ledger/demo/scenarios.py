@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from three_ledger.frozen import frozen
 from three_ledger.vocabulary import Posture
 
 ORDERS = "orders.py"
@@ -20,7 +21,7 @@ FLAKE_PIN = "pins/flakes.json"
 LISTED_FLAKE = "orders.boundary.timeout"
 
 
-@dataclass(frozen=True)
+@frozen
 class Replace:
     """Replace the one occurrence of `old` in a file of the example."""
 
@@ -37,7 +38,7 @@ class Replace:
         target.write_text(text.replace(self.old, self.new), encoding="utf-8", newline="")
 
 
-@dataclass(frozen=True)
+@frozen
 class Write:
     """Create a file (or replace its whole content)."""
 
@@ -48,7 +49,7 @@ class Write:
         (root / self.path).write_text(self.text, encoding="utf-8", newline="")
 
 
-@dataclass(frozen=True)
+@frozen
 class AppendFlakeEntry:
     """Append an entry to the flake pin, copying the reviewed entry's revision and date.
 
@@ -77,7 +78,7 @@ class AppendFlakeEntry:
 Edit = Replace | Write | AppendFlakeEntry
 
 
-@dataclass(frozen=True)
+@frozen
 class Expected:
     posture: Posture
     row: int
@@ -86,7 +87,7 @@ class Expected:
         return f"{self.posture.value} row {self.row}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Scenario:
     name: str
     # One line: what the patch does and why the gate answers as it does.

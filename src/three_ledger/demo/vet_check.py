@@ -14,7 +14,6 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger.demo.repository import (
@@ -28,6 +27,7 @@ from three_ledger.demo.scenarios import ORACLE, Replace
 from three_ledger.demo.workflow import STEP_TIMEOUT_S, TEST_COMMAND, ledger
 from three_ledger.errors import Refused
 from three_ledger.exit_codes import ExitCode
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import read_ledger
 from three_ledger.other_ledgers import VetLedger
 from three_ledger.runner import run_command
@@ -51,7 +51,7 @@ CEREMONY_TEST = Replace(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class AddProperty:
     """Append the ceremony property to the properties pin."""
 
@@ -69,7 +69,7 @@ class AddProperty:
         path.write_text(json.dumps(pin, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-@dataclass(frozen=True)
+@frozen
 class VetOutcome:
     exit_code: int
     # vet's stdout: one line per property.

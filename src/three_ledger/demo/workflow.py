@@ -19,6 +19,7 @@ from three_ledger.commands.merge import read_flake_pin
 from three_ledger.demo.repository import ScenarioPaths, demo_environment
 from three_ledger.demo.scenarios import Expected, Scenario
 from three_ledger.exit_codes import ExitCode
+from three_ledger.frozen import frozen
 from three_ledger.gate_plan import FixtureSide, find_pins
 from three_ledger.other_ledgers import MergeDecision
 from three_ledger.report.gate_summary import Step
@@ -45,7 +46,7 @@ STEP_TIMEOUT_S = 2 * PROPERTIES_TIMEOUT_S
 TEST_COMMAND = [sys.executable, "-m", "pytest", "-q", "properties/test_orders.py"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ScenarioResult:
     scenario: Scenario
     # Each step's exit code, by the table's column ("digest A", "dual-pin", "merge", ...).
@@ -58,7 +59,7 @@ class ScenarioResult:
         return self.actual == self.scenario.expected
 
 
-@dataclass(frozen=True)
+@frozen
 class ScenarioLedgers:
     """Where a scenario's ledgers go: its `ledgers/` folder, beside the worktree."""
 

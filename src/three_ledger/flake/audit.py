@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
 
+from three_ledger.frozen import frozen
 from three_ledger.vocabulary import Outcome
 
 _FAILED = frozenset({Outcome.FAIL.value, Outcome.ERROR.value})
@@ -28,7 +28,7 @@ class Standing(Enum):
     NOT_SEEN = "not_seen"
 
 
-@dataclass(frozen=True)
+@frozen
 class PropertyRun:
     """The part of one property ledger the audit reads."""
 
@@ -37,7 +37,7 @@ class PropertyRun:
     recorded_at: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class FlakeNote:
     """The part of one flake ledger the audit reads."""
 
@@ -48,7 +48,7 @@ class FlakeNote:
     recorded_at: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class EntryTally:
     test_id: str
     outcomes: Counter[str]
@@ -76,7 +76,7 @@ class EntryTally:
         return Standing.FIRED
 
 
-@dataclass(frozen=True)
+@frozen
 class Audit:
     runs: int
     first_recorded: str | None

@@ -14,12 +14,12 @@ import json
 import os
 import shutil
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from three_ledger.digest import live_digest
 from three_ledger.errors import InfraFailure
+from three_ledger.frozen import frozen
 from three_ledger.plugin.wire import ROOT_ENV, RUN_IDS_ENV
 from three_ledger.results import TestResult
 from three_ledger.run import tripwire
@@ -32,7 +32,7 @@ from three_ledger.vet import scratch
 from three_ledger.vocabulary import Enforcement
 
 
-@dataclass(frozen=True)
+@frozen
 class Rerun:
     """One rerun: each result by node id, or why the run broke as a whole; and the inputs
     it changed in the copy (already restored)."""
@@ -42,7 +42,7 @@ class Rerun:
     changed: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Setting:
     """What every rerun shares."""
 

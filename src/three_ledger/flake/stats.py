@@ -8,7 +8,8 @@ the function rises monotonically in x, so bisection cannot miss.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from three_ledger.frozen import frozen
 
 # Bisection halves [0, 1] this many times: far below the printed precision.
 _BISECTIONS = 60
@@ -65,7 +66,7 @@ def beta_quantile(q: float, a: float, b: float) -> float:
     return (low + high) / 2
 
 
-@dataclass(frozen=True)
+@frozen
 class Interval:
     """A bound or two on a failure rate: `failed` of `runs`, at `level` (0.95)."""
 

@@ -5,12 +5,11 @@ them; `merge` reports them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import PropertyLedger
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """A headline (a property miss, or the failures outside every property) and its tests.
 

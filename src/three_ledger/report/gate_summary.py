@@ -7,11 +7,12 @@ import enum
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import assert_never
 
 from three_ledger.flake.report import lines as flake_evidence_lines
+from three_ledger.frozen import frozen
 from three_ledger.gate_plan import Change, Plan
 from three_ledger.ledgers import FixtureLedger, PropertyLedger
 from three_ledger.merge_table import Evidence, Verdict
@@ -78,7 +79,7 @@ StepRecord = (
 FIRST_MOVED = 3
 
 
-@dataclass(frozen=True)
+@frozen
 class Step:
     kind: StepKind
     name: str
@@ -108,7 +109,7 @@ class Step:
         return StepCase(self.name, self.exit_code, passed, self.note)
 
 
-@dataclass(frozen=True)
+@frozen
 class GateOutcome:
     verdict: Verdict | None
     evidence: Evidence | None

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import PropertyLedger
 from three_ledger.report.findings import tests_counted
 from three_ledger.vocabulary import Posture, Status
@@ -35,7 +35,7 @@ _STATUS_MEANING = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class PropertyCase:
     prop_id: str
     status: Status
@@ -90,7 +90,7 @@ def _failing(ledger: PropertyLedger | None, prop_id: str) -> tuple[str, ...]:
     return tuple(test.id for test in ledger.failing_tests.get(prop_id, ()))
 
 
-@dataclass(frozen=True)
+@frozen
 class StepCase:
     name: str
     # None: the step did not run.
@@ -99,7 +99,7 @@ class StepCase:
     note: str
 
 
-@dataclass(frozen=True)
+@frozen
 class DecisionCase:
     posture: Posture
     row: int

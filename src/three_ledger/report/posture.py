@@ -5,9 +5,9 @@ files are written by workflow/decision_files.py."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from three_ledger.frozen import frozen
 from three_ledger.merge_table import Evidence, Reading, Verdict
 from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
 from three_ledger.report.findings import findings, plain_lines, tests_counted
@@ -23,7 +23,7 @@ TRUNCATION_NOTE = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class LedgerState:
     """One input ledger as both reports show it; `problem` is set when it could not be used."""
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from three_ledger.flake.report import OWNERS_HEADING
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import FixtureLedger, PropertyLedger, encode
 from three_ledger.merge_table import Evidence, FlakePinView, Reading, Verdict
 from three_ledger.other_ledgers import (
@@ -95,7 +96,7 @@ NEXT_STEP_TEST_CHANGE = (
 NEXT_STEP_PIN_REFUSED = "Fix the pins until `three-ledger check-pins` passes."
 
 
-@dataclass(frozen=True)
+@frozen
 class StepRow:
     """One gate step as the summary shows it."""
 
@@ -105,7 +106,7 @@ class StepRow:
     ok: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class VetRow:
     """What `vet` found for one property on one fixture pin (gate vets pins that changed)."""
 
@@ -117,7 +118,7 @@ class VetRow:
     finding: str
 
 
-@dataclass(frozen=True)
+@frozen
 class FlakeEvidenceNote:
     """What `gate --flake-evidence` found (its ledger), or why it found nothing."""
 
@@ -126,7 +127,7 @@ class FlakeEvidenceNote:
     note: str
 
 
-@dataclass(frozen=True)
+@frozen
 class SummaryInput:
     verdict: Verdict
     # None when gate decided before the merge table (row 0).
@@ -471,7 +472,7 @@ def _steps(summary: SummaryInput) -> list[str]:
     return ["**Steps**", _table(["Step", "Exit", "Ledger"], rows)]
 
 
-@dataclass(frozen=True)
+@frozen
 class _LedgerLine:
     kind: str
     path: str

@@ -7,8 +7,9 @@ Ids and file names come from the change under review: a `%`, CR or LF in a messa
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Literal
+
+from three_ledger.frozen import frozen
 
 # The levels of GitHub's annotation commands.
 Level = Literal["error", "warning", "notice"]
@@ -25,7 +26,7 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-@dataclass(frozen=True)
+@frozen
 class Annotation:
     level: Level
     title: str

@@ -14,12 +14,13 @@ import os
 import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from three_ledger import env_policy
 from three_ledger.errors import InfraFailure
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import Sandbox, ledger_text
 from three_ledger.pins import FixturePin
 from three_ledger.plugin.wire import (
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 _PYTEST_EXITS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Child:
     """One run of the test command in ROOT."""
 
@@ -78,7 +79,7 @@ class Child:
     caches: Path | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Measurement:
     """The audit hook staged for a run (`plugin/measure.py`), and its records folder."""
 

@@ -20,13 +20,14 @@ import stat
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from three_ledger import git
 from three_ledger.errors import InfraFailure, Refused
+from three_ledger.frozen import frozen
 from three_ledger.junit_report import MAX_JUNIT_BYTES, parse_report
 from three_ledger.ledgers import FileEntry
 from three_ledger.paths import is_under
@@ -49,7 +50,7 @@ RESERVED_EXITS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class ReportPlace:
     """Where the report is expected: `given` as typed, `absolute` from the current directory."""
 
@@ -80,7 +81,7 @@ def _exists(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-@dataclass(frozen=True)
+@frozen
 class Start:
     """When the command started: by the machine's clock, which the runner's timestamps
     follow, and by the clock of the file system the report lands on, which stamps the report

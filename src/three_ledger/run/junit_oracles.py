@@ -18,11 +18,11 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from three_ledger import git
+from three_ledger.frozen import frozen
 from three_ledger.pins import PropertiesPin
 from three_ledger.run.measured_oracles import BeforeRun
 from three_ledger.run.runner_config import (
@@ -57,7 +57,7 @@ _INCLUDE = re.compile(r"^\s*[-s]?include\s+(.*)$")
 _MAX_MAKEFILES = 64
 
 
-@dataclass(frozen=True)
+@frozen
 class Exempt:
     """What is never an oracle of a JUnit run with `product_paths`, relative to ROOT."""
 
@@ -114,7 +114,7 @@ def _is_pin(path: str, exempted: Exempt) -> bool:
     return path.endswith(".json") and posixpath.dirname(path) in exempted.pin_folders
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchChain:
     """The files of the launch chain under ROOT with why each belongs, and the package.json
     scripts the command runs."""

@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from three_ledger import git
 from three_ledger.errors import InfraFailure, Refused
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import Harness
 from three_ledger.pins import PropertiesPin
 from three_ledger.results import TestResult
@@ -40,7 +40,7 @@ _PYTEST_SECTIONS = {"setup.cfg": "tool:pytest", "tox.ini": "pytest"}
 _SHARED_CONFIGS = frozenset({"pyproject.toml", *_PYTEST_SECTIONS})
 
 
-@dataclass(frozen=True)
+@frozen
 class BeforeRun:
     """Each path that differed from the base when the command started, and its blob id then
     (None where the file was deleted)."""
@@ -88,7 +88,7 @@ def measured_changes(
     return changes
 
 
-@dataclass(frozen=True)
+@frozen
 class ClosedWorld:
     """The closed oracle set's verdict: what moved, and what ignored files the run read."""
 

@@ -15,10 +15,10 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger.errors import Refused
+from three_ledger.frozen import frozen
 from three_ledger.paths import is_under
 
 TMP = "/tmp"
@@ -42,7 +42,7 @@ class NoMountLayer(Exception):
     """This run cannot get the mount layer; the message says why."""
 
 
-@dataclass(frozen=True)
+@frozen
 class RunFiles:
     """What a run's mount layer is planned from."""
 
@@ -62,7 +62,7 @@ class RunFiles:
     readable: tuple[Path, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class MountPlan:
     """The trampoline's steps, the child's HOME and TMPDIR, and whether the runner's
     file-command folders are out of the child's sight."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from three_ledger import jsonio, run_order
 from three_ledger.errors import InfraFailure
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import (
     FileEntry,
     Harness,
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 WRITTEN = "written"
 
 
-@dataclass(frozen=True)
+@frozen
 class Observed:
     """What the run left: its results, how it exited, the JUnit report read (if any), and
     what checked its reports."""
@@ -87,7 +88,7 @@ class Observed:
     run_order: RunOrder | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class ScoredRun:
     """The run `properties` scores: its command, where, for how long, and how it reports."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
@@ -21,6 +20,7 @@ from three_ledger.bytecode import refuse_bytecode_in_tree, refuse_new_bytecode
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import InfraFailure, Refused
+from three_ledger.frozen import frozen
 from three_ledger.isolation import refuse_code_from_root
 from three_ledger.pins import (
     FixturePin,
@@ -37,7 +37,7 @@ from three_ledger.run.runner_config import runner_oracle_changes
 from three_ledger.test_changes import new_test_modules
 
 
-@dataclass(frozen=True)
+@frozen
 class Checks:
     """What to check before a run. The pins and the tree are always checked."""
 
@@ -61,7 +61,7 @@ class Checks:
     keep_env: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class BaseFacts:
     """What the tree says against the base revision before the run."""
 
@@ -82,7 +82,7 @@ class BaseFacts:
         return self.base_resolution.used
 
 
-@dataclass(frozen=True)
+@frozen
 class Preflight:
     """Everything checked before the command runs."""
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
 from three_ledger.errors import InfraFailure, Refused
+from three_ledger.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Entry:
     """One entry of the report's folder other than the report, and whether it is a folder."""
 

@@ -13,11 +13,11 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from three_ledger import git
+from three_ledger.frozen import frozen
 
 RUNNERS = ("mocha", "jest", "vitest")
 _PROGRAM_ALIASES = {"_mocha": "mocha", "jest-cli": "jest"}
@@ -112,7 +112,7 @@ _QUOTED = re.compile(r""""([^"]*)"|'([^']*)'|`([^`]*)`""")
 _PACKAGE_NAME = re.compile(r"^(@[a-z0-9][\w.~-]*/)?[a-z0-9][\w.~-]*")
 
 
-@dataclass(frozen=True)
+@frozen
 class RunnerCommand:
     """What a command runs: the runners, the npm scripts, and every word of both."""
 

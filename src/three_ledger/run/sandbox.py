@@ -21,11 +21,11 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import assert_never
 
 from three_ledger.errors import InfraFailure
+from three_ledger.frozen import frozen
 from three_ledger.run import trampoline
 from three_ledger.run.mount_plan import MountPlan, NoMountLayer, RunFiles, plan_mounts
 from three_ledger.vocabulary import LAYER_HELD, Enforcement, SandboxPolicy, layer_missing
@@ -59,7 +59,7 @@ _NEEDS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Probe:
     """What the probe found, for each namespace: None where it can be made, else why not."""
 
@@ -154,7 +154,7 @@ def _namespace_fix(layer: str, reason: str) -> str:
     return reason
 
 
-@dataclass(frozen=True)
+@frozen
 class Confinement:
     """How one run is confined: what `unshare` makes, what the trampoline does, and what the
     ledger records of it."""

@@ -14,8 +14,9 @@ import importlib.util
 import os
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+from three_ledger.frozen import frozen
 
 # The name the `pytest11` entry point registers (SPEC 6), blocked in the gate's runs.
 ENTRY_POINT_MODULE = "three_ledger.pytest_plugin"
@@ -27,7 +28,7 @@ PLUGIN_FOLDER = Path(__file__).resolve().parent.parent / "plugin"
 _NOT_STAGED = frozenset({"__init__.py", "entry_point.py"})
 
 
-@dataclass(frozen=True)
+@frozen
 class StagedPlugin:
     """A private copy of the plugin: the folder for PYTHONPATH and the module to load."""
 

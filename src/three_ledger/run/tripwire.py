@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger.errors import InfraFailure
+from three_ledger.frozen import frozen
 from three_ledger.plugin.wire import (
     MACHINERY_KEY,
     MADE_BY_KEY,
@@ -35,7 +35,7 @@ _MUSTS = {"pass": Outcome.PASS, "fail": Outcome.FAIL}
 _OPPOSITE = {Outcome.PASS: Outcome.FAIL, Outcome.FAIL: Outcome.PASS}
 
 
-@dataclass(frozen=True)
+@frozen
 class TripwireRecord:
     """What the plugin recorded: each session's sentinels and mechanism, and each finding."""
 

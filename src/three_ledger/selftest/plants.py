@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass
 
+from three_ledger.frozen import frozen
 from three_ledger.vocabulary import Posture
 
 
@@ -41,7 +41,7 @@ class Outcome(enum.StrEnum):
     INFRA_FAILURE = "infra_failure"
 
 
-@dataclass(frozen=True)
+@frozen
 class Expect:
     """What the gate must answer: a posture and row, any reject, or (canaries) nothing seen."""
 

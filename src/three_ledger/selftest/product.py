@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from three_ledger.frozen import frozen
 from three_ledger.paths import glob_matches
 
 _SWAPS: dict[type[ast.operator], type[ast.operator]] = {
@@ -38,7 +38,7 @@ _TURNS: dict[type[ast.cmpop], type[ast.cmpop]] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Mutation:
     """One edit of one product file: the new source, and what was changed, for the report."""
 

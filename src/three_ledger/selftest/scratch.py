@@ -13,11 +13,11 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import git
 from three_ledger.errors import InfraFailure
+from three_ledger.frozen import frozen
 from three_ledger.runner import ChildHung, run_captured
 
 GIT_TIMEOUT_S = 120.0
@@ -25,7 +25,7 @@ GIT_TIMEOUT_S = 120.0
 _IDENTITY = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
 
 
-@dataclass(frozen=True)
+@frozen
 class Scratch:
     """The clone: its work tree's top, ROOT inside it, and the commit every plant sits on."""
 

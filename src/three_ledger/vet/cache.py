@@ -22,10 +22,10 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import decode, encode
 from three_ledger.other_ledgers import VetTrial
 
@@ -56,7 +56,7 @@ def blob_ids(tree: Path, paths: Iterable[str]) -> dict[str, str]:
     return found
 
 
-@dataclass(frozen=True)
+@frozen
 class Entry:
     """What a subject's mutants gave: each property's trials, and how many runs that took."""
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
+from three_ledger.frozen import frozen
 from three_ledger.other_ledgers import PropertyVet, VetTrial
 from three_ledger.pins import FixturePin, Property
 from three_ledger.vet.mutations import Files, Kind, Operator, mutants
@@ -36,7 +36,7 @@ def domain_files(prop: Property, pin: FixturePin) -> tuple[str, ...]:
     return tuple(sorted(chosen))
 
 
-@dataclass(frozen=True)
+@frozen
 class Subject:
     property_ids: tuple[str, ...]
     files: tuple[str, ...]

@@ -12,10 +12,10 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import PurePosixPath
 
+from three_ledger.frozen import frozen
 from three_ledger.vocabulary import MutationKind
 
 # The vet ledger records each mutant's kind: the enum lives with the ledger records.
@@ -30,7 +30,7 @@ BLOWN_UP = str(2**53 + 1)  # the first integer a double cannot hold
 Files = Mapping[str, bytes]
 
 
-@dataclass(frozen=True)
+@frozen
 class Operator:
     name: str
     kind: Kind
@@ -59,7 +59,7 @@ def _truncate_half(data: bytes) -> bytes | None:
 # --- JSON: a parser that keeps where each value lies in the text --------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class _Node:
     """One JSON value and its span [start, end) in the text; `items` of an array or object."""
 

@@ -18,6 +18,7 @@ from typing import ClassVar, Protocol, assert_never
 from three_ledger import run_order
 from three_ledger.errors import Refused
 from three_ledger.flake.candidates import candidate_reasons
+from three_ledger.frozen import frozen
 from three_ledger.gate_plan import FixtureSide
 from three_ledger.ledgers import FixtureLedger, PropertyLedger, read_ledger
 from three_ledger.merge_table import FlakePinView
@@ -34,14 +35,14 @@ from three_ledger.vocabulary import Outcome
 # --- the steps, as calls a runner makes -----------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Digest:
     KIND: ClassVar[StepKind] = StepKind.DIGEST
     side: FixtureSide
     out: Path
 
 
-@dataclass(frozen=True)
+@frozen
 class Properties:
     KIND: ClassVar[StepKind] = StepKind.PROPERTIES
     side: FixtureSide
@@ -53,7 +54,7 @@ class Properties:
     log: Path | None
 
 
-@dataclass(frozen=True)
+@frozen
 class DualPin:
     KIND: ClassVar[StepKind] = StepKind.DUAL_PIN
     # Two property ledgers to compare; one alone is `--not-run`: one fixture pin was scored.
@@ -61,7 +62,7 @@ class DualPin:
     out: Path
 
 
-@dataclass(frozen=True)
+@frozen
 class FlakeObserve:
     KIND: ClassVar[StepKind] = StepKind.FLAKE_OBSERVE
     test_id: str
@@ -71,7 +72,7 @@ class FlakeObserve:
     out: Path
 
 
-@dataclass(frozen=True)
+@frozen
 class FlakeEvidenceAsk:
     """`gate --flake-evidence`: where its ledger and log go, and its reruns and budget."""
 
@@ -81,7 +82,7 @@ class FlakeEvidenceAsk:
     budget_s: float
 
 
-@dataclass(frozen=True)
+@frozen
 class FlakeEvidence:
     KIND: ClassVar[StepKind] = StepKind.FLAKE_EVIDENCE
     side: FixtureSide
@@ -95,7 +96,7 @@ class FlakeEvidence:
     budget_s: float
 
 
-@dataclass(frozen=True)
+@frozen
 class Vet:
     KIND: ClassVar[StepKind] = StepKind.VET
     side: FixtureSide
@@ -104,7 +105,7 @@ class Vet:
     log: Path
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckPins:
     KIND: ClassVar[StepKind] = StepKind.CHECK_PINS
     pins_dir: Path
@@ -112,7 +113,7 @@ class CheckPins:
     out: None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Merge:
     KIND: ClassVar[StepKind] = StepKind.MERGE
     fixture: Path
@@ -133,7 +134,7 @@ class Merge:
 Call = Digest | Properties | DualPin | FlakeObserve | FlakeEvidence | Vet | CheckPins | Merge
 
 
-@dataclass(frozen=True)
+@frozen
 class Ran:
     """How a step that ran ended: its exit code, its log, a refusal's message and details."""
 
@@ -169,7 +170,7 @@ class Layout(Protocol):
     def decision(self) -> Path: ...
 
 
-@dataclass(frozen=True)
+@frozen
 class Pins:
     """The pins one run scores with."""
 
@@ -256,7 +257,7 @@ def _on_side(kind: StepKind, side: FixtureSide) -> str:
     return f"{kind} {side.label} ({side.pin_id})"
 
 
-@dataclass(frozen=True)
+@frozen
 class _Scored:
     """One side's property ledger: where it goes, and its step (None: it did not run)."""
 

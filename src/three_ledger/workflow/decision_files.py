@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from three_ledger import jsonio
+from three_ledger.frozen import frozen
 from three_ledger.ledgers import fresh_recorded_at, new_ledger_id, write_ledger
 from three_ledger.merge_table import Evidence, Verdict, ledger_stamps
 from three_ledger.other_ledgers import MergeDecision, MergeInputs
@@ -26,7 +26,7 @@ from three_ledger.report.junit_verdict import (
 from three_ledger.report.posture import fit_step_summary
 
 
-@dataclass(frozen=True)
+@frozen
 class ReportFiles:
     """The optional reports of a decision, beside the decision itself, as the user named them."""
 
@@ -43,7 +43,7 @@ class ReportFiles:
         return [Output(flag, path) for flag, path in flags if path is not None]
 
 
-@dataclass(frozen=True)
+@frozen
 class DecisionReport:
     """What the report files say about one decision."""
 

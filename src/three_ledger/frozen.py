@@ -1,0 +1,109 @@
+"""`@frozen`: an immutable dataclass that is three times cheaper to define.
+
+`@dataclass(frozen=True)` compiles six methods for every class it decorates (`__init__`,
+`__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`), about 0.6 ms a class
+with Python 3.11. The gate defines some sixty records before its test run starts, and
+compiling their methods was a third of its start-up (issue 25). `@frozen` lets
+`dataclasses` compile `__init__` only, and gives the class the other five as closures
+over its fields, which cost nothing to compile:
+
+- `__eq__` and `__hash__` compare and hash the fields a dataclass would (`compare=True`,
+  and `hash=` where it is set), between instances of the same class only;
+- `__repr__` prints what a dataclass prints;
+- `__setattr__` lets each field be set once, by `__init__`, and refuses every later
+  assignment with `dataclasses.FrozenInstanceError`; `__delattr__` always refuses.
+
+Everything else is the dataclass's: fields, defaults, `field()`, `kw_only`,
+`__post_init__`, `dataclasses.replace`, `asdict` and `fields`. Type checkers read
+`@frozen` as a frozen dataclass (`dataclass_transform`), so an assignment to a field is
+an error before it runs. A method the class defines itself is kept, as a dataclass keeps
+it. `tests/unit/test_frozen.py` holds `@frozen` to `@dataclass(frozen=True)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any, TypeVar, dataclass_transform, overload
+
+ClassT = TypeVar("ClassT", bound=type)
+
+
+@overload
+def frozen(cls: ClassT, /) -> ClassT: ...
+
+
+@overload
+def frozen(*, kw_only: bool = False) -> Callable[[ClassT], ClassT]: ...
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
+def frozen(cls: type | None = None, /, *, kw_only: bool = False) -> Any:
+    """Make CLS an immutable dataclass; `@frozen(kw_only=True)` for keyword-only fields."""
+
+    def wrap(cls: type) -> type:
+        own = cls.__dict__
+        for name in ("__setattr__", "__delattr__"):
+            if name in own:
+                raise TypeError(f"@frozen class {cls.__qualname__} defines {name}")
+        explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+        keep = {name for name in ("__eq__", "__repr__") if name in own}
+        if explicit_hash:
+            keep.add("__hash__")
+        cls = dataclasses.dataclass(cls, eq=False, repr=False, kw_only=kw_only)
+        for name, method in _methods(dataclasses.fields(cls)).items():
+            if name not in keep:
+                setattr(cls, name, method)
+        return cls
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _values(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
+    """The values of NAMES of an instance, as one tuple."""
+    if not names:
+        return lambda _instance: ()
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda instance: (one(instance),)
+    return attrgetter(*names)
+
+
+def _methods(fields: tuple[dataclasses.Field[Any], ...]) -> dict[str, Any]:
+    names = frozenset(field.name for field in fields)
+    compared = _values(tuple(field.name for field in fields if field.compare))
+    hashed = _values(
+        tuple(
+            field.name for field in fields if (field.compare if field.hash is None else field.hash)
+        )
+    )
+    shown = tuple(field.name for field in fields if field.repr)
+
+    def __eq__(self: object, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return compared(self) == compared(other)
+        return NotImplemented
+
+    def __hash__(self: object) -> int:
+        return hash(hashed(self))
+
+    def __repr__(self: object) -> str:
+        values = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
+        return f"{self.__class__.__qualname__}({values})"
+
+    def __setattr__(self: object, name: str, value: object) -> None:
+        if name not in names or name in self.__dict__:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self: object, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    return {
+        "__eq__": __eq__,
+        "__hash__": __hash__,
+        "__repr__": __repr__,
+        "__setattr__": __setattr__,
+        "__delattr__": __delattr__,
+    }
