@@ -199,10 +199,18 @@ def resolve_commit(root: Path, rev: str) -> str:
 
 def resolve_base(root: Path, explicit: str | None, env: Mapping[str, str]) -> BaseResolution:
     """The base revision the oracles are compared with, resolved (SPEC 4.2 step 3)."""
+    return resolve_base_and_head(root, explicit, env)[0]
+
+
+def resolve_base_and_head(
+    root: Path, explicit: str | None, env: Mapping[str, str]
+) -> tuple[BaseResolution, str]:
+    """`resolve_base`, and the full commit id of HEAD it was resolved against."""
     choice = base_choice(explicit, env)
     work_tree_top(root)
     try:
-        return resolve_choice(root, choice)
+        head = head_revision(root)
+        return resolve_choice(root, choice, head), head
     except GitHung:
         raise
     except Refused as err:
@@ -216,16 +224,20 @@ def resolve_base_commit(root: Path, rev: str) -> str:
     return resolve_choice(root, BaseChoice(rev, "")).used
 
 
-def resolve_choice(root: Path, choice: BaseChoice) -> BaseResolution:
+def resolve_choice(root: Path, choice: BaseChoice, head: str | None = None) -> BaseResolution:
     """The chosen base by its full name, then its commit when HEAD descends from it, else
     HEAD's merge-base with it. A commit or a merge-base the clone lacks is refused with
-    the fetch that brings it in; an ambiguous name is refused."""
+    the fetch that brings it in; an ambiguous name is refused. HEAD is HEAD's commit id,
+    where the caller has it."""
     from three_ledger.base_resolution import BaseResolution, missing_base_advice
     from three_ledger.vocabulary import BaseHow
 
-    head = head_revision(root)
+    head = head or head_revision(root)
     spelled = spelled_in_full(root, choice.revision, len(head))
-    commit = _commit_id(root, spelled) if spelled is not None else None
+    if spelled == "HEAD":  # no other ref is named HEAD: spelled_in_full refuses the ambiguity
+        commit: str | None = head
+    else:
+        commit = _commit_id(root, spelled) if spelled is not None else None
     origin = f" (from {choice.source})" if choice.source else ""
     if commit is None:
         advice = missing_base_advice(choice, is_shallow(root))
@@ -235,7 +247,7 @@ def resolve_choice(root: Path, choice: BaseChoice) -> BaseResolution:
         )
     # One question answers both: the merge-base is the commit itself exactly when HEAD
     # descends from it.
-    shared = merge_base(root, head, commit)
+    shared = commit if commit == head else merge_base(root, head, commit)
     if shared is None:
         raise _no_merge_base(root, choice, commit, head)
     how = BaseHow.ANCESTOR if shared == commit else BaseHow.MERGE_BASE

@@ -455,8 +455,29 @@ def test_a_git_that_hangs_while_resolving_the_base_stays_a_hang(
     def hangs(root: Path, first: str, second: str) -> str | None:
         raise git.GitHung("git hung in ROOT: `git merge-base`")
 
+    repo.commit("head")
     monkeypatch.setattr(git, "merge_base", hangs)
     with pytest.raises(git.GitHung, match="git hung in ROOT"):
+        resolved(repo, base)
+
+
+def test_head_as_the_base_is_head_itself_without_asking_git_again(
+    repo: Repo, base: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    head = repo.commit("head")
+
+    def never(root: Path, first: str, second: str) -> str | None:
+        raise AssertionError("HEAD's merge-base with itself is HEAD")
+
+    monkeypatch.setattr(git, "merge_base", never)
+    resolution, resolved_head = git.resolve_base_and_head(repo.root, "HEAD", {})
+    assert (resolution, resolved_head) == (BaseResolution("HEAD", head, BaseHow.ANCESTOR), head)
+
+
+def test_a_tag_named_head_still_makes_head_ambiguous(repo: Repo, base: str) -> None:
+    repo.git("update-ref", "refs/tags/HEAD", base)
+    repo.commit("head")
+    with pytest.raises(Refused, match="ambiguous"):
         resolved(repo, "HEAD")
 
 

@@ -121,12 +121,15 @@ def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
     live = live_digest(checks.root, fixture_pin)
     if checks.expect_digest is not None:
         _refuse_other_digest(checks, fixture_pin, live.digest, env)
-    resolution = git.resolve_base(checks.root, checks.base, env) if checks.against_base else None
+    resolved = (
+        git.resolve_base_and_head(checks.root, checks.base, env) if checks.against_base else None
+    )
+    resolution = resolved[0] if resolved else None
     # The tests read the fixture tree: it must be the reviewed one, as for a real run (for a
     # pin without a reviewed digest, the base's bytes).
     given, used = (resolution.given, resolution.used) if resolution else (None, None)
     refuse_unreviewed(checks.root, fixture_pin, live, given, used)
-    facts = _against_base(checks, properties_pin, resolution) if resolution else None
+    facts = _against_base(checks, properties_pin, *resolved) if resolved else None
     # Bytecode the run could load in place of its source (bytecode.py). The run itself writes
     # none; without a base, only what the tree holds (sourceless, unchecked-hash) can be told.
     if facts is not None:
@@ -204,7 +207,7 @@ def moved_since_base(checks: Checks, fixture_pin: FixturePin, env: Mapping[str, 
 
 
 def _against_base(
-    checks: Checks, properties_pin: PropertiesPin, resolution: BaseResolution
+    checks: Checks, properties_pin: PropertiesPin, resolution: BaseResolution, head_revision: str
 ) -> BaseFacts:
     root, base_revision = checks.root, resolution.used
     oracle_paths = properties_pin.oracle_paths
@@ -213,7 +216,6 @@ def _against_base(
         before = pool.submit(before_run, root, base_revision)
         listed = pool.submit(git.changed_paths, root, base_revision, oracle_paths)
         unmatched = pool.submit(unmatched_oracle_paths, root, base_revision, oracle_paths)
-        head_revision = git.head_revision(root)
         command = checks.command or ()
         reasons = {path: "runner configuration" for path in runner_oracle_changes(
             root, base_revision, command
