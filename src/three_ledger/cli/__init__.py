@@ -3,6 +3,7 @@ and the rest of the package are imported; everything else goes to `dispatch.py`.
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"three-ledger {__version__}")
         return 0
-    from three_ledger.cli.dispatch import main as dispatch
+    # The cyclic collector is paused while the package loads: importing it makes tens of
+    # thousands of objects and no garbage cycle, and the collector's passes over them were a
+    # tenth of the start-up. `dispatch` resumes it once the command's module is in, before
+    # the command runs. In a process of its own (no ARGV: the console script, `-m`), what
+    # loading made lives until the exit, so it is frozen first: the collector's later passes
+    # skip it. A caller in the same process keeps its own objects collectable.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        from three_ledger.cli.dispatch import main as dispatch
 
-    return dispatch(argv)
+        resume = None
+        if collecting:
+            resume = _freeze_and_resume if argv is None else gc.enable
+        return dispatch(argv, loaded=resume)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _freeze_and_resume() -> None:
+    gc.freeze()
+    gc.enable()

@@ -4,6 +4,7 @@ codes."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -22,13 +23,14 @@ _LABELS = {
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, loaded: Callable[[], None] | None = None) -> int:
+    """Run the command ARGV names; LOADED is called once its module is imported."""
     given = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(given[0] if given else None)
     try:
         args = parser.parse_args(given)
         set_quiet(getattr(args, "quiet", False))
-        return _dispatch(parser, args)
+        return _dispatch(parser, args, loaded)
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else ExitCode.USAGE
     except GateError as exc:
@@ -41,10 +43,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report_crash(exc)
 
 
-def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _dispatch(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    loaded: Callable[[], None] | None = None,
+) -> int:
     if args.subcommand is None:
         parser.print_usage(sys.stderr)
         raise UsageError("choose a command")
+    # One module per command (`commands/<name>.py`), imported here rather than by its runner
+    # alone, so that LOADED knows when the start-up's imports are done.
+    importlib.import_module(f"three_ledger.commands.{args.subcommand.replace('-', '_')}")
+    if loaded is not None:
+        loaded()
     return _RUNNERS[args.subcommand](args)
 
 
