@@ -19,6 +19,9 @@ Everything else is the dataclass's: fields, defaults, `field()`, `kw_only`,
 an error before it runs. A method the class defines itself is kept, as a dataclass keeps
 it. `tests/unit/test_frozen.py` holds `@frozen` to `@dataclass(frozen=True)`.
 
+A subclass of a `@frozen` record is `@frozen` too: `dataclasses` refuses to make a frozen
+dataclass of it, since it reads the base as a dataclass that is not frozen.
+
 The price is paid when a record is made: each field's first assignment goes through the
 write-once `__setattr__`, about three times the dataclass's cost. A record made once per
 test or per file (`TestResult`, `FileEntry`) stays a `@dataclass(frozen=True, slots=True)`.

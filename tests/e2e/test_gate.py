@@ -7,7 +7,6 @@ import shlex
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from three_ledger.demo import repository as demo
 from three_ledger.demo.scenarios import CLEAN, SCENARIOS, Expected, Scenario
 from three_ledger.demo.vet_check import CEREMONY_ID, CEREMONY_TEST, AddProperty
 from three_ledger.demo.workflow import run_scenario
+from three_ledger.frozen import frozen
 from three_ledger.vocabulary import Posture
 
 TEST_COMMAND = shlex.join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -25,7 +25,7 @@ TEST_COMMAND = shlex.join([sys.executable, "-m", "pytest", "-q", "-p", "no:cache
 PROPERTIES_PIN = "pins/properties.json"
 
 
-@dataclass(frozen=True)
+@frozen
 class Project(demo.ScenarioPaths):
     """The demo's example repository with one scenario's patch committed on top of the base."""
 

@@ -189,3 +189,15 @@ def test_post_init_can_set_a_derived_field_once() -> None:
     assert derived == Derived("four")
     with pytest.raises(dataclasses.FrozenInstanceError):
         derived.length = 5  # type: ignore[misc]
+
+
+def test_a_subclass_must_be_frozen_too() -> None:
+    """`dataclasses` reads a `@frozen` base as not frozen, and refuses a frozen subclass."""
+
+    class Plain(Point):
+        pass
+
+    with pytest.raises(TypeError, match="cannot inherit frozen dataclass from a non-frozen"):
+        dataclass(frozen=True)(Plain)
+    made = frozen(Plain)
+    assert made(1) == made(1)
