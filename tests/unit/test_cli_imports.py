@@ -6,10 +6,13 @@ without pytest; a command module that imports pytest (even for one constant) cra
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
+
+from helpers import EXAMPLE
 
 COMMANDS = ["digest", "properties", "dual_pin", "flake_observe", "merge", "gate", "check_pins",
             "draft_pin", "explain", "plan", "shard_plan", "combine"]  # fmt: skip
@@ -25,3 +28,76 @@ def test_a_command_module_does_not_import_pytest(command: str) -> None:
     done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def _run_unmeasured(code: str) -> subprocess.CompletedProcess[str]:
+    """CODE in a fresh Python that coverage does not measure: measuring imports `inspect`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
+    return subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env
+    )
+
+
+# The commands whose module, and everything it imports, needs no `inspect`.
+WITHOUT_INSPECT = ["properties", "check_pins", "digest", "combine", "explain", "dual_pin",
+                   "property_shard", "flake_observe", "draft_pin"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", WITHOUT_INSPECT)
+def test_these_commands_load_no_inspect(command: str) -> None:
+    """`dataclasses` loaded as the CLI loads it (`cli.import_dataclasses_without_inspect`),
+    then the parser and the command's module: `inspect` is still not loaded."""
+    code = (
+        "import sys\n"
+        "from three_ledger.cli import import_dataclasses_without_inspect\n"
+        "import_dataclasses_without_inspect()\n"
+        f"import three_ledger.cli.dispatch, three_ledger.commands.{command}\n"
+        "print('inspect' in sys.modules)\n"
+    )
+    done = _run_unmeasured(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_the_cli_loads_dataclasses_so() -> None:
+    """A whole `check-pins` run through `cli.main` leaves `inspect` unloaded."""
+    code = (
+        "import sys\n"
+        "from three_ledger.cli import main\n"
+        f"code = main(['check-pins', '--pins-dir', {str(EXAMPLE / 'pins')!r}, "
+        f"'--root', {str(EXAMPLE)!r}])\n"
+        "import dataclasses\n"
+        "print(code, 'inspect' in sys.modules, type(dataclasses.inspect).__name__)\n"
+    )
+    done = _run_unmeasured(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].split() == ["0", "False", "_DeferredInspect"]
+
+
+def test_the_deferred_inspect_is_the_real_one_at_its_first_use() -> None:
+    """A class without a docstring: `dataclasses` writes one from `inspect.signature`."""
+    code = (
+        "import sys\n"
+        "from three_ledger.cli import import_dataclasses_without_inspect\n"
+        "import_dataclasses_without_inspect()\n"
+        "import dataclasses\n"
+        "@dataclasses.dataclass\n"
+        "class Bare:\n"
+        "    size: int\n"
+        "import inspect\n"
+        "print(Bare.__doc__, dataclasses.inspect.signature is inspect.signature)\n"
+    )
+    done = _run_unmeasured(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Bare(size: int) True"
+
+
+def test_nothing_is_deferred_once_dataclasses_is_loaded() -> None:
+    import dataclasses
+    import inspect
+
+    from three_ledger.cli import import_dataclasses_without_inspect
+
+    import_dataclasses_without_inspect()
+    assert vars(dataclasses)["inspect"] is inspect
+    assert type(sys.modules["inspect"]).__name__ == "module"

@@ -28,6 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     collecting = gc.isenabled()
     gc.disable()
     try:
+        import_dataclasses_without_inspect()
         from three_ledger.cli.dispatch import main as dispatch
 
         resume = None
@@ -37,6 +38,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if collecting:
             gc.enable()
+
+
+class _DeferredInspect(type(sys)):  # type: ignore[misc]  # `types.ModuleType`, not imported
+    """Stands for `inspect` in `dataclasses` alone; the real module is imported at its first
+    use."""
+
+    def __getattr__(self, name: str) -> object:
+        import importlib
+
+        return getattr(importlib.import_module("inspect"), name)
+
+
+def import_dataclasses_without_inspect() -> None:
+    """Import `dataclasses` with its `inspect` deferred to the first use.
+
+    `dataclasses` imports `inspect` (with `ast`, `dis` and `tokenize` under it) for one call:
+    the `__doc__` of a class that has none. That import was the largest piece of the
+    standard library the CLI loads, about 16 ms of every start, more than the whole of
+    `argparse` (`benchmarks/README.md`), and no command on the path of `check-pins` or
+    `properties` needs `inspect` otherwise. So `dataclasses` is imported while a stand-in
+    holds the name `inspect`, which it binds; the stand-in is then removed, so that every
+    other `import inspect` gets the real module, and the stand-in's first attribute lookup
+    imports the real one too. Nothing is done once either module is loaded.
+    """
+    if "dataclasses" in sys.modules or "inspect" in sys.modules:
+        return
+    sys.modules["inspect"] = _DeferredInspect("inspect")
+    try:
+        import dataclasses  # noqa: F401  # loaded for the package, with the stand-in bound
+    finally:
+        del sys.modules["inspect"]
 
 
 def _freeze_and_resume() -> None:
