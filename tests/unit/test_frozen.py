@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import pickle
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -203,55 +202,6 @@ def test_a_subclass_must_be_frozen_too() -> None:
         dataclass(frozen=True)(Plain)
     made = frozen(Plain)
     assert made(1) == made(1)
-
-
-def _fresh_pair() -> tuple[type, type]:
-    """The same fields under each decorator, defined anew: no instance made yet."""
-
-    @frozen
-    class Fresh:
-        """A record no test has made yet."""
-
-        x: int
-        y: tuple[str, ...] = field(default_factory=tuple)
-
-    @dataclass(frozen=True)
-    class FreshDataclass:
-        """`Fresh` as a dataclass."""
-
-        x: int
-        y: tuple[str, ...] = field(default_factory=tuple)
-
-    return Fresh, FreshDataclass
-
-
-def test_init_is_compiled_at_the_first_record_made() -> None:
-    """Defining the class compiles nothing; the first record made puts the dataclass's
-    `__init__` in place, with its signature."""
-    fresh, yardstick = _fresh_pair()
-    deferred = fresh.__dict__["__init__"]
-    assert deferred.__code__.co_filename.endswith("frozen.py")
-    assert fresh(1).y == ()
-    compiled = fresh.__dict__["__init__"]
-    assert compiled is not deferred
-    assert compiled.__code__.co_filename == yardstick.__dict__["__init__"].__code__.co_filename
-    assert inspect.signature(fresh) == inspect.signature(yardstick)
-    assert fresh(2, ("a",)) == fresh(x=2, y=("a",))
-
-
-@pytest.mark.parametrize(
-    ("args", "kwargs"), [((), {}), ((1, (), 3), {}), ((1,), {"x": 2}), ((1,), {"z": 0})]
-)
-def test_a_wrong_first_call_is_refused_as_the_dataclass_refuses_it(
-    args: tuple[object, ...], kwargs: dict[str, object]
-) -> None:
-    fresh, yardstick = _fresh_pair()
-    with pytest.raises(TypeError) as ours:
-        fresh(*args, **kwargs)
-    with pytest.raises(TypeError) as theirs:
-        yardstick(*args, **kwargs)
-    assert str(ours.value) == str(theirs.value).replace("FreshDataclass", "Fresh")
-    assert fresh(5).x == 5
 
 
 T = TypeVar("T")

@@ -55,7 +55,7 @@ def import_dataclasses_without_inspect() -> None:
 
     `dataclasses` imports `inspect` (with `ast`, `dis` and `tokenize` under it) for one call:
     the `__doc__` of a class that has none. That import was the largest piece of the
-    standard library the CLI loads, about 16 ms of every start, more than the whole of
+    standard library the CLI loads, 10 to 16 ms of every start, more than the whole of
     `argparse` (`benchmarks/README.md`), and no command on the path of `check-pins` or
     `properties` needs `inspect` otherwise. So `dataclasses` is imported while a stand-in
     holds the name `inspect`, which it binds; the stand-in is then removed, so that every
