@@ -102,3 +102,5 @@ balanced_by
 colour
 # xdist's option that lists the workers to start: the order plugin empties it for a rerun.
 tx
+# argparse calls it: the formatter of every argument added (cli/parser.py).
+_get_formatter

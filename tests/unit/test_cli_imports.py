@@ -59,19 +59,41 @@ def test_these_commands_load_no_inspect(command: str) -> None:
     assert done.stdout.strip() == "False"
 
 
-def test_the_cli_loads_dataclasses_so() -> None:
-    """A whole `check-pins` run through `cli.main` leaves `inspect` unloaded."""
+def test_a_check_pins_run_loads_neither_inspect_nor_shutil() -> None:
+    """A whole `check-pins` run through `cli.main`: `dataclasses` holds the stand-in, and
+    argparse's formatters get their width without `shutil`."""
     code = (
         "import sys\n"
         "from three_ledger.cli import main\n"
         f"code = main(['check-pins', '--pins-dir', {str(EXAMPLE / 'pins')!r}, "
         f"'--root', {str(EXAMPLE)!r}])\n"
         "import dataclasses\n"
-        "print(code, 'inspect' in sys.modules, type(dataclasses.inspect).__name__)\n"
+        "print(code, 'inspect' in sys.modules, 'shutil' in sys.modules, "
+        "type(dataclasses.inspect).__name__)\n"
     )
     done = _run_unmeasured(code)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1].split() == ["0", "False", "_DeferredInspect"]
+    assert done.stdout.splitlines()[-1].split() == ["0", "False", "False", "_DeferredInspect"]
+
+
+@pytest.mark.parametrize(("columns", "width"), [("60", 58), ("0", 78), ("wide", 78), (None, 78)])
+def test_help_is_as_wide_as_shutil_says(
+    columns: str | None, width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The width argparse would take: COLUMNS, else the terminal's (none here: 80), less 2."""
+    import argparse
+    import shutil
+
+    from three_ledger.cli.parser import build_parser
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    formatter = build_parser("check-pins")._get_formatter()
+    assert formatter._width == width
+    assert formatter._width == argparse.HelpFormatter("x")._width
+    assert shutil.get_terminal_size().columns - 2 == width
 
 
 def test_the_deferred_inspect_is_the_real_one_at_its_first_use() -> None:

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -45,6 +47,29 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix(PROG).strip()
         raise UsageError(f"{command}: {message}" if command else message)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter for every argument added (to check its metavar), and a
+        # formatter without a width imports `shutil` for the terminal's: 5 ms of a start
+        # that never prints help. The width is the one `shutil` would give.
+        # Every HelpFormatter takes `width`; typeshed's protocol names `prog` alone.
+        return self.formatter_class(prog=self.prog, width=_help_width())  # type: ignore[call-arg]
+
+
+def _help_width() -> int:
+    """What `argparse.HelpFormatter` takes when given no width: the terminal's columns (or
+    COLUMNS, or 80), less 2, found as `shutil.get_terminal_size` finds them."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    stdout = sys.__stdout__
+    if columns <= 0 and stdout is not None:
+        try:
+            columns = os.get_terminal_size(stdout.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
 
 
 def _positive_seconds(text: str) -> float:
