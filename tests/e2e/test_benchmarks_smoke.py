@@ -116,6 +116,18 @@ def test_startup_benchmark_runs() -> None:
     assert targets in result.stdout
 
 
+def test_imports_benchmark_times_a_command_and_a_compared_version() -> None:
+    result = run_script(
+        "bench_imports.py", "--command", "check-pins", "--runs", "1", "--warmup", "0",
+        "--compare-with", sys.executable,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| version |")
+    assert rows[1].startswith("| this checkout |")
+    assert rows[2].startswith(f"| {sys.executable} |")
+
+
 def test_properties_benchmark_runs_and_scores_every_test() -> None:
     result = run_script("bench_properties.py", "--tests", "5", "--runs", "1", "--decompose")
     assert result.returncode == 0, result.stderr

@@ -76,6 +76,22 @@ def test_a_check_pins_run_loads_neither_inspect_nor_shutil() -> None:
     assert done.stdout.splitlines()[-1].split() == ["0", "False", "False", "_DeferredInspect"]
 
 
+def test_version_imports_nothing_but_the_package() -> None:
+    """`--version` is answered before anything is imported: not `typing`, not `re`."""
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "from three_ledger.cli import main\n"
+        "main(['--version'])\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    done = _run_unmeasured(code)
+    assert done.returncode == 0, done.stderr
+    version, loaded = done.stdout.splitlines()
+    assert version.startswith("three-ledger ")
+    assert loaded == "['__future__', 'gc', 'three_ledger', 'three_ledger.cli']"
+
+
 @pytest.mark.parametrize(("columns", "width"), [("60", 58), ("0", 78), ("wide", 78), (None, 78)])
 def test_help_is_as_wide_as_shutil_says(
     columns: str | None, width: int, monkeypatch: pytest.MonkeyPatch

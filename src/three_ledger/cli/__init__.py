@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import TYPE_CHECKING
 
+# Not `typing.TYPE_CHECKING`: importing `typing` (and `re` under it) was most of what
+# `--version` cost. mypy reads any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
