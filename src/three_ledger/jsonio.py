@@ -424,8 +424,12 @@ def _compiled(schema_name: str) -> compiled_schema.Check | None:
 
 
 def load_validator_code() -> None:
-    """Import now what a validation that the compiled checks do not clear imports later."""
+    """Import now what a validation that the compiled checks do not clear imports later, and
+    the `inspect` that `dataclasses` imports at its first use
+    (`cli.import_dataclasses_without_inspect`)."""
     _validator("property-ledger")
+    import inspect  # noqa: F401
+
     from jsonschema.exceptions import best_match  # noqa: F401
 
 

@@ -130,6 +130,23 @@ def test_the_deferred_inspect_is_the_real_one_at_its_first_use() -> None:
     assert done.stdout.strip() == "Bare(size: int) True"
 
 
+def test_a_run_without_the_read_only_tree_loads_the_real_inspect_first() -> None:
+    """Without the mount layer, what the gate would import after the test command is
+    imported before it (`jsonio.load_validator_code`): the stand-in's `inspect` too."""
+    code = (
+        "import sys\n"
+        "from three_ledger.cli import import_dataclasses_without_inspect\n"
+        "import_dataclasses_without_inspect()\n"
+        "from three_ledger import jsonio\n"
+        "print('inspect' in sys.modules)\n"
+        "jsonio.load_validator_code()\n"
+        "print('inspect' in sys.modules)\n"
+    )
+    done = _run_unmeasured(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
+
+
 def test_nothing_is_deferred_once_dataclasses_is_loaded() -> None:
     import dataclasses
     import inspect
