@@ -112,6 +112,20 @@ def test_help_is_as_wide_as_shutil_says(
     assert shutil.get_terminal_size().columns - 2 == width
 
 
+def test_a_negative_columns_without_stdout_falls_back_to_80(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pythonw, or a closed stdout: no terminal to ask, so a negative COLUMNS means 80."""
+    import shutil
+
+    from three_ledger.cli.parser import build_parser
+
+    monkeypatch.setenv("COLUMNS", "-5")
+    monkeypatch.setattr(sys, "__stdout__", None)
+    assert build_parser("check-pins")._get_formatter()._width == 78
+    assert shutil.get_terminal_size().columns - 2 == 78
+
+
 def test_the_deferred_inspect_is_the_real_one_at_its_first_use() -> None:
     """A class without a docstring: `dataclasses` writes one from `inspect.signature`."""
     code = (

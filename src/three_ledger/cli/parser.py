@@ -69,7 +69,7 @@ def _help_width() -> int:
             columns = os.get_terminal_size(stdout.fileno()).columns
         except (AttributeError, ValueError, OSError):
             columns = 0
-    return (columns or 80) - 2
+    return (columns if columns > 0 else 80) - 2
 
 
 def _positive_seconds(text: str) -> float:
