@@ -10,14 +10,14 @@ import functools
 import importlib.util
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType
+from pathlib import Path, PurePosixPath
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
 
 from three_ledger.plugin import machinery
-from three_ledger.plugin.makers import Trust, stack
+from three_ledger.plugin.makers import Maker, Trust, stack
 
 PRODUCT = """def show_test_item(item):
     return None
@@ -198,3 +198,46 @@ def test_the_report_path_is_compared_after_each_report_and_the_rest_in_turns(
     cold: list[Any] = [ns.label for chunk in checks.cold for ns in chunk.namespaces]
     assert "_pytest.fixtures" in cold
     assert all(chunk.size() <= machinery.SLICE * 4 for chunk in checks.cold)
+
+
+class _Distribution:
+    """An installed plugin's metadata, as `importlib.metadata` gives it: entry points, and
+    files that count each time they are read."""
+
+    def __init__(self, entry_point: str, files: list[str]) -> None:
+        self.entry_points = [SimpleNamespace(group="pytest11", value=entry_point)]
+        self._files = [PurePosixPath(file) for file in files]
+        self.files_read = 0
+
+    @property
+    def files(self) -> list[PurePosixPath]:
+        self.files_read += 1
+        return self._files
+
+
+def test_installed_plugins_are_named_by_entry_point_or_files_read_only_when_needed(
+    pytestconfig: pytest.Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A maker's top-level package is an installed plugin's if an entry point names it or the
+    plugin's files install it; the files (a RECORD to parse) are read only for the latter."""
+    dist = _Distribution(
+        "speedy_plugin.hooks",
+        ["speedy_helpers/__init__.py", "speedy_single.py", "speedy-1.0.dist-info/RECORD"],
+    )
+    manager = pytestconfig.pluginmanager
+    monkeypatch.setattr(manager, "list_plugin_distinfo", lambda: [(object(), dist)])
+    trust = Trust(pytestconfig, [str(tmp_path)])
+
+    def maker(module: str) -> Maker:
+        return Maker(module, f"/site-packages/{module}.py", f"{module}.py")
+
+    assert trust.may_change(maker("speedy_plugin.hooks"))
+    assert dist.files_read == 0
+    assert trust.may_change(maker("speedy_helpers.patch"))
+    assert trust.may_change(maker("speedy_single"))
+    assert not trust.may_change(maker("speedy"))
+    assert not trust.may_change(maker("elsewhere.module"))
+    assert dist.files_read == 1
+    # pytest and pluggy judge their own changes elsewhere: never as a plugin, whatever lists them.
+    monkeypatch.setattr(dist, "_files", [PurePosixPath("pluggy/__init__.py")])
+    assert not trust.may_change(maker("pluggy.fake"))

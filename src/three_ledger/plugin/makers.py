@@ -119,7 +119,8 @@ class Trust:
         self.environment = _environment()
         self._reals: dict[str, str] = {}
         self._distributions_seen = -1
-        self._distribution_tops: set[str] = set()
+        self._entry_point_tops: frozenset[str] = frozenset()
+        self._file_tops: frozenset[str] | None = None
 
     # --- files -----------------------------------------------------------------------------
 
@@ -193,7 +194,7 @@ class Trust:
             return real in self._project_plugin_files()
         if value and real.startswith(self.stdlib) and _SITE_FOLDERS.isdisjoint(real.split(os.sep)):
             return False  # a partial, a mock: the standard library stands in for someone's code
-        return maker.module.split(".", 1)[0] in self._installed_plugin_packages()
+        return self._is_installed_plugin(maker.module.split(".", 1)[0])
 
     def _launcher(self, maker: Maker) -> bool:
         path = maker.file
@@ -215,28 +216,52 @@ class Trust:
             self._real(file) for file in files if isinstance(file, str) and self.is_project(file)
         )
 
-    def _installed_plugin_packages(self) -> frozenset[str]:
-        """Top-level packages of the installed pytest plugins (never the project's)."""
+    def _is_installed_plugin(self, top: str) -> bool:
+        """Whether TOP is a top-level package of an installed pytest plugin (never the
+        project's, nor pytest or pluggy): a module an entry point names, one registered as a
+        plugin from outside the project, or one its distribution's files install. The files
+        are read only for a TOP the first two do not name: a distribution lists them in its
+        RECORD, which costs more to parse than the rest of the run's judging together."""
+        if top in _MACHINERY_TOPS:
+            return False
         distributions = self.config.pluginmanager.list_plugin_distinfo()
         if len(distributions) != self._distributions_seen:
             # Entry points load before the plugin; reading their files once is enough.
             self._distributions_seen = len(distributions)
-            self._distribution_tops = set().union(*(_top_levels(d) for _, d in distributions))
-        tops = set(self._distribution_tops)
+            self._entry_point_tops = frozenset().union(
+                *(_entry_point_top_levels(d) for _, d in distributions)
+            )
+            self._file_tops = None
+        if top in self._entry_point_tops or top in self._registered_tops():
+            return True
+        if self._file_tops is None:
+            self._file_tops = frozenset().union(*(_file_top_levels(d) for _, d in distributions))
+        return top in self._file_tops
+
+    def _registered_tops(self) -> set[str]:
+        tops = set()
         for module in self._registered_modules():
             file = getattr(module, "__file__", None)
             if isinstance(file, str) and not self.is_project(file):
                 tops.add(module.__name__.split(".", 1)[0])
-        return frozenset(tops - {"pytest", "_pytest", "pluggy"})
+        return tops
 
 
-def _top_levels(dist: Any) -> set[str]:
-    """The top-level modules a distribution installs, from its entry points and its files."""
-    tops = {
+_MACHINERY_TOPS = frozenset({"pytest", "_pytest", "pluggy"})
+
+
+def _entry_point_top_levels(dist: Any) -> set[str]:
+    """The top-level modules of a distribution's pytest11 entry points."""
+    return {
         entry.value.split(":", 1)[0].split(".", 1)[0]
         for entry in dist.entry_points
         if entry.group == "pytest11"
     }
+
+
+def _file_top_levels(dist: Any) -> set[str]:
+    """The top-level modules a distribution's files install."""
+    tops = set()
     for file in dist.files or ():
         first = file.parts[0]
         if first.endswith((".dist-info", ".egg-info", ".data", ".pth")) or first == "..":
