@@ -87,6 +87,8 @@ BENCH_SUITES ?=
 bench: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_startup.py --runs 21
 	$(BIN)/python benchmarks/bench_imports.py --command properties --runs 21
+	if command -v valgrind >/dev/null; then $(BIN)/python benchmarks/count_instructions.py --tests 5; \
+	else echo "count_instructions.py: skipped, valgrind is not installed"; fi
 	$(BIN)/python benchmarks/bench_properties.py --tests 2000 --runs 5 --cpu
 	$(BIN)/python benchmarks/bench_real_suite.py --suite tomli --runs 3 $(if $(BENCH_SUITES),--suite-source $(BENCH_SUITES)/tomli)
 	$(BIN)/python benchmarks/bench_real_suite.py --suite markdown-it-py --runs 3 $(if $(BENCH_SUITES),--suite-source $(BENCH_SUITES)/markdown-it-py)

@@ -128,6 +128,25 @@ def test_imports_benchmark_times_a_command_and_a_compared_version() -> None:
     assert rows[2].startswith(f"| {sys.executable} |")
 
 
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_instruction_counts_see_the_gates_plugin_and_its_tripwire() -> None:
+    """The child's environment is the gate's: each layer of it executes more than the last."""
+    result = run_script("count_instructions.py", "--tests", "1", "--skip-gate")
+    assert result.returncode == 0, result.stderr
+    rows = dict(
+        line.strip("| ").split(" | ")[:2]
+        for line in result.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| process")
+    )
+    counts = [float(value.replace(",", "")) for value in rows.values()]
+    assert list(rows) == [
+        "plain pytest",
+        "pytest, the gate's environment without the tripwire",
+        "the gate's test child",
+    ]
+    assert counts[0] < counts[1] < counts[2]
+
+
 def test_properties_benchmark_runs_and_scores_every_test() -> None:
     result = run_script("bench_properties.py", "--tests", "5", "--runs", "1", "--decompose")
     assert result.returncode == 0, result.stderr

@@ -1,0 +1,123 @@
+"""Where the gate's cost goes, counted in instructions: steady where CPU time is not.
+
+    .venv/bin/python benchmarks/count_instructions.py [--tests 5] [--skip-gate]
+
+On a shared machine one command's CPU time moves by a third between runs, and a change of a
+few milliseconds cannot be seen. The instructions a process executes, as valgrind's
+cachegrind counts them (`--cache-sim=no`), repeat to a few parts in a million. They are not
+time (a cache miss costs more than an add), but a change that removes work shows in them
+at once.
+
+Builds bench_properties.py's project (one property over N trivial tests), asks the gate for
+the environment it gives its test command (a command that prints it), then counts:
+
+- plain pytest on the tests;
+- the same pytest with that environment, but without the tripwire (its two variables);
+- the same pytest with that environment whole: the gate's test child;
+- with `--skip-gate` left out, the gate's own process in one `properties` run (its children
+  run natively: git, the trampolines, pytest).
+
+The plugin is imported from the installed package rather than from the run's staged copy,
+and the run's files go to a fresh folder each time; nothing else changes. Needs valgrind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench_properties import build_repository, byte_compile, gate_argv, pytest_argv
+
+PYTHON = Path(sys.executable)
+_COUNT = re.compile(r"I\s+refs:\s+([\d,]+)")
+_TRIPWIRE = ("THREE_LEDGER_TRIPWIRE", "THREE_LEDGER_TRIPWIRE_SEED")
+_MARK = "THREE_LEDGER_BENCH_ENV="
+
+
+def count(argv: list[str], env: dict[str, str], cwd: Path) -> int:
+    """The instructions ARGV executes in its own process (not its children's)."""
+    done = subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+         *argv], env=env, cwd=cwd, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    found = _COUNT.findall(done.stderr)
+    if not found:
+        raise SystemExit(f"valgrind counted nothing for {argv[:3]}: {done.stderr[-400:]}")
+    return int(found[-1].replace(",", ""))
+
+
+def child_environment(root: Path, digest: str, scratch: Path) -> dict[str, str]:
+    """The environment the gate gives its test command, its files moved to SCRATCH."""
+    code = f"import json, os; print({_MARK!r} + json.dumps(dict(os.environ)))"
+    show = shlex.join([str(PYTHON), "-c", code])
+    argv = gate_argv(PYTHON, digest, "../environment.json")
+    argv[argv.index("--command") + 1] = show
+    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
+    if not lines:
+        raise SystemExit(f"the gate ran no command: {done.stderr.strip()[-400:]}")
+    env: dict[str, str] = json.loads(lines[-1].removeprefix(_MARK))
+    results = Path(env["THREE_LEDGER_RESULTS"])
+    written = results.parent  # the run's own folder: every file the child writes is in it
+    for key, value in env.items():
+        if value.startswith(str(written)):
+            env[key] = str(scratch / Path(value).relative_to(written))
+    # The staged copy of the plugin is gone with the run: the installed one is the same code.
+    env["PYTEST_PLUGINS"] = "three_ledger.plugin.hooks"
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def fresh(scratch: Path) -> None:
+    shutil.rmtree(scratch, ignore_errors=True)
+    (scratch / "caches").mkdir(parents=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tests", type=int, default=5)
+    parser.add_argument("--skip-gate", action="store_true", help="not the gate's own process")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        print("count_instructions.py: valgrind is not installed", file=sys.stderr)
+        return 2
+    byte_compile(PYTHON)
+    with tempfile.TemporaryDirectory(prefix="bench-instructions-") as workdir:
+        root = Path(workdir) / "project"
+        digest = build_repository(root, args.tests)
+        scratch = Path(workdir) / "written"
+        child = child_environment(root, digest, scratch)
+        without = {key: value for key, value in child.items() if key not in _TRIPWIRE}
+        contenders = {
+            "plain pytest": (pytest_argv(PYTHON), dict(os.environ)),
+            "pytest, the gate's environment without the tripwire": (pytest_argv(PYTHON), without),
+            "the gate's test child": (pytest_argv(PYTHON), child),
+        }
+        if not args.skip_gate:
+            gate = gate_argv(PYTHON, digest, "../property.json")
+            contenders["the gate's own process"] = (gate, dict(os.environ))
+        counts = {}
+        for label, (argv, env) in contenders.items():
+            fresh(scratch)
+            counts[label] = count(argv, env, root)
+    plain = counts["plain pytest"]
+    print(f"{args.tests} trivial tests; instructions (valgrind --tool=cachegrind), millions.\n")
+    print("| process | instructions | against plain pytest |")
+    print("|---|---|---|")
+    for label, value in counts.items():
+        print(f"| {label} | {value / 1e6:,.1f} | {value / plain:.3f}x |")
+    bare = count([str(PYTHON), "-c", "pass"], dict(os.environ), Path.cwd())
+    print(f"\n`python -c pass`: {bare / 1e6:,.1f} million.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
