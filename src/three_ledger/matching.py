@@ -21,6 +21,7 @@ from three_ledger.results import (
     PropertyScore,
     ResultIndex,
     TestResult,
+    indexed,
     score_properties,
 )
 from three_ledger.vocabulary import Outcome
@@ -88,10 +89,14 @@ class PinMatch:
 
 
 def match_pin(
-    pin: PropertiesPin, flake_selectors: Sequence[str], tests: Sequence[TestResult]
+    pin: PropertiesPin,
+    flake_selectors: Sequence[str],
+    results: Sequence[TestResult] | ResultIndex,
 ) -> PinMatch:
-    """Match every selector, marker and expected skip of PIN against TESTS."""
-    index = ResultIndex(tests)
+    """Match every selector, marker and expected skip of PIN against RESULTS (the tests of a
+    run or a collection, or their index)."""
+    index = indexed(results)
+    tests = index.results
     scores = score_properties(pin.selectors(), index, pin.expected_skips, pin.requirements())
     candidates = _Candidates([test.id for test in tests])
     kept = index.pinned_positions(pin.selectors(), flake_selectors)

@@ -584,7 +584,7 @@ def scored_fields(
     selectors: Mapping[str, Selectors],
     expected_skips: Sequence[ExpectedSkip],
     flake_selectors: Mapping[str, str],
-    results: Sequence[TestResult],
+    results: Sequence[TestResult] | ResultIndex,
     requirements: Mapping[str, TestsRequirement] | None = None,
 ) -> dict[str, Any]:
     """The property ledger's fields computed from the whole run's results under the pins.
@@ -594,7 +594,7 @@ def scored_fields(
     """
     from three_ledger.ledgers import UnpinnedFailures, ledger_text
 
-    index = ResultIndex(results)
+    index = indexed(results)
     scores = score_properties(selectors, index, expected_skips, requirements)
     unpinned = unpinned_failures(selectors, list(flake_selectors.values()), index)
     return {

@@ -13,6 +13,7 @@ from three_ledger.matching import closest_first, match_pin, warning_lines
 from three_ledger.pins import PropertiesPin, load_properties_pin
 from three_ledger.results import (
     ExpectedSkip,
+    ResultIndex,
     TestResult,
     score_properties,
     selects,
@@ -177,6 +178,8 @@ def test_match_pin_reports_what_each_selector_meets(tmp_path: Path) -> None:
         result("t.py::test_skipped", SKIP, "r"),
     ]
     match = match_pin(pin, [], tests)
+    # The run's own index, when it has one, gives the same match.
+    assert match_pin(pin, [], ResultIndex(tests)) == match
     total = match.properties[0]
     assert (total.score.matched, total.examples) == (
         2,
@@ -222,3 +225,19 @@ def test_a_typo_in_a_name_start_is_offered_as_a_wildcard(tmp_path: Path) -> None
     pin = properties_pin(tmp_path, properties=[prop("p.min", "t.py::TestDraft::test_minimun_*")])
     [selector] = match_pin(pin, [], [result(long_name)]).properties[0].selectors
     assert selector.did_you_mean[0] == "t.py::TestDraft::test_minimum_*"
+
+
+def test_a_run_scores_and_matches_its_results_through_one_index() -> None:
+    """The index the run built serves the ledger and the pin's match, only for its own list."""
+    from three_ledger.ledgers import Sandbox
+    from three_ledger.run.observation import Observed
+    from three_ledger.vocabulary import Tripwire
+
+    tests = [result("t.py::test_a"), result("t.py::test_b")]
+    index = ResultIndex(tests)
+    fields = (0, 1, None, Tripwire.SENTINELS, Sandbox({}, (), ()))
+    observed = Observed(index.results, *fields, index=index)
+    assert observed.results_index is index
+    copied = Observed(list(tests), *fields, index=index)
+    assert copied.results_index is not index
+    assert [t.id for t in copied.results_index.results] == ["t.py::test_a", "t.py::test_b"]

@@ -90,7 +90,7 @@ def properties(request: Request) -> int:
         observed = observe(run, checked, enforcement, probe.result())
         ledger = property_ledger(run, checked, enforcement, observed)
         ledger = write_with_order(request.out, ledger)
-    match = match_pin(checked.properties_pin, checked.flake_selectors(), observed.results)
+    match = match_pin(checked.properties_pin, checked.flake_selectors(), observed.results_index)
     warnings = [*warning_lines(match), *skip_suggestion_lines(match)]
     warnings += sandbox_warnings(ledger, log_path, request.root)
     return report(ledger, request.out, log_path, warnings)

@@ -9,6 +9,7 @@ must not have run, and the oracles are those `junit_oracles.py` names.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import field
@@ -86,6 +87,16 @@ class Observed:
     unscored_new_files: tuple[str, ...] = ()
     # The order its tests ran in, per worker (pytest runs; None from a JUnit report).
     run_order: RunOrder | None = None
+    # RESULTS indexed by the run that read them, if it did (see `results_index`).
+    index: ResultIndex | None = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def results_index(self) -> ResultIndex:
+        """RESULTS indexed once for every count made of them: the ledger's and the pin's. The
+        run's own index serves only when it indexes this very list."""
+        if self.index is not None and self.index.results is self.results:
+            return self.index
+        return ResultIndex(self.results)
 
 
 @frozen
@@ -177,7 +188,8 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
             )
             harness = read_harness(harness_path)
             order = run_order.recorded(results_path, order_path, (r.id for r in results))
-            kept = _scoring(results, checked)
+            index = ResultIndex(results)
+            kept = index.pinned(checked.properties_pin.selectors(), checked.flake_selectors())
             uses = {} if measuring is None else measurement.read_measured(measuring, run.root)
             uses, writable_reads = _writable_reads(uses, checked, confinement)
             if not closed:
@@ -201,7 +213,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
             raise
     model = OracleModel.CLOSED if closed else OracleModel.INFERRED
     return Observed(
-        results,
+        index.results,
         ran.exit_code,
         ran.duration_ms,
         None,
@@ -213,6 +225,7 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
         world.untracked_reads,
         tuple(path for path in unscored if path not in uses),
         order,
+        index,
     )
 
 
@@ -382,12 +395,6 @@ def _report_oracles(
     return junit_oracles.declared_product_changes(run.root, facts.before, pin, exempted)
 
 
-def _scoring(results: list[TestResult], checked: Preflight) -> list[TestResult]:
-    """The RESULTS that scored a pinned property or flake entry, in run order."""
-    index = ResultIndex(results)
-    return index.pinned(checked.properties_pin.selectors(), checked.flake_selectors())
-
-
 def unpinned_plugins(harness: Harness, plugins: tuple[str, ...] | None) -> dict[str, str]:
     """Plugins from a distribution that loaded although the pin does not list them.
 
@@ -447,7 +454,7 @@ def property_ledger(
             properties_pin.selectors(),
             properties_pin.expected_skips,
             flake_selectors,
-            observed.results,
+            observed.results_index,
             properties_pin.requirements(),
         ),
     )
