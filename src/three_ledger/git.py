@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -371,6 +371,15 @@ def changed_paths(root: Path, base: str, pathspecs: Sequence[str]) -> list[str]:
     untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *pathspecs)
     paths = set(_nul_split(tracked)) | set(_nul_split(untracked))
     return sorted(path for path in paths if not _is_cache(path))
+
+
+def under_pathspecs(paths: Iterable[str], pathspecs: Sequence[str]) -> list[str]:
+    """The PATHS that literal PATHSPECS select, as `changed_paths` would have git select them:
+    a pathspec is a clean path relative to ROOT (as pins hold them), and selects itself and
+    everything under it; with a trailing '/', only what is under it."""
+    exact = {spec for spec in pathspecs if not spec.endswith("/")}
+    folders = tuple(spec if spec.endswith("/") else spec + "/" for spec in pathspecs)
+    return sorted(path for path in paths if path in exact or path.startswith(folders))
 
 
 def changed_since(root: Path, base: str, path: Path) -> list[str]:

@@ -256,6 +256,35 @@ def test_pathspecs_are_literal_not_globs(repo: Repo, base: str) -> None:
     assert git.changed_paths(repo.root, base, ["test*"]) == []
 
 
+@pytest.mark.parametrize(
+    "pathspecs",
+    [
+        ["tests"],
+        ["tests/"],
+        ["tests", "properties"],
+        ["properties/test_props.py", "src/app.py"],
+        ["tests_extra", "test"],
+        ["properties/naïve_größe.py/"],
+        ["nowhere"],
+        [],
+    ],
+)
+def test_paths_under_pathspecs_are_what_git_selects(
+    repo: Repo, base: str, pathspecs: list[str]
+) -> None:
+    """Filtering every changed path by PATHSPECS gives what git gives when asked with them."""
+    repo.write("tests/test_orders.py", "changed\n")
+    (repo.root / "tests/test_old.py").unlink()
+    repo.write("tests/new/test_new.py", "new\n")
+    repo.write("tests/ignored.log", "ignored\n")
+    repo.write("tests_extra/test_x.py", "a sibling whose name begins like a folder's\n")
+    repo.write("testsfile", "a file whose name begins like a folder's\n")
+    repo.write("properties/naïve_größe.py", "x = 2\n")
+    repo.write("src/app.py", "APP = 2\n")
+    every = git.changed_paths(repo.root, base, ["."])
+    assert git.under_pathspecs(every, pathspecs) == git.changed_paths(repo.root, base, pathspecs)
+
+
 def test_changed_paths_with_bad_base_quotes_git(repo: Repo, base: str) -> None:
     with pytest.raises(Refused, match=r"git diff failed .*nope"):
         git.changed_paths(repo.root, "nope", ORACLES)

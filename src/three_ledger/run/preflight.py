@@ -213,8 +213,8 @@ def _against_base(
     oracle_paths = properties_pin.oracle_paths
     # The git questions below only read, and are independent: their children overlap.
     with Background() as pool:
+        # Every path that differs from the base; those under oracle_paths are taken from it.
         before = pool.submit(before_run, root, base_revision)
-        listed = pool.submit(git.changed_paths, root, base_revision, oracle_paths)
         unmatched = pool.submit(unmatched_oracle_paths, root, base_revision, oracle_paths)
         command = checks.command or ()
         reasons = {path: "runner configuration" for path in runner_oracle_changes(
@@ -222,7 +222,7 @@ def _against_base(
         )}  # fmt: skip
         differing = before.result()
         unscored = new_test_modules(root, base_revision, differing.differing, properties_pin)
-        for path in listed.result():
+        for path in git.under_pathspecs(differing.differing, oracle_paths):
             if path not in unscored:
                 reasons[path] = "listed in oracle_paths"
         return BaseFacts(
