@@ -11,14 +11,18 @@ at once.
 Builds bench_properties.py's project (one property over N trivial tests), asks the gate for
 the environment it gives its test command (a command that prints it), then counts:
 
-- plain pytest on the tests;
-- the same pytest with that environment, but without the tripwire (its two variables);
+- plain pytest in that environment, less the gate's own variables (its plugin, its files);
+- the same pytest with the plugin, but without the tripwire (its two variables);
 - the same pytest with that environment whole: the gate's test child;
 - with `--skip-gate` left out, the gate's own process in one `properties` run (its children
   run natively: git, the trampolines, pytest).
 
 The plugin is imported from the installed package rather than from the run's staged copy,
-and the run's files go to a fresh folder each time; nothing else changes. Needs valgrind.
+and the run's files go to a fresh folder each time; nothing else changes. Plain pytest runs
+in the gate's closed environment too, so that what the caller's environment holds (a
+coverage hook, an xdist worker's variables) weighs on no row. Each process runs once,
+uncounted, before it is counted, so that none pays for caches another one then finds
+written. Needs valgrind.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from pathlib import Path
 from bench_properties import build_repository, byte_compile, gate_argv, pytest_argv
 
 PYTHON = Path(sys.executable)
+# The caller's own pytest and coverage hooks (an xdist worker's name arms the tripwire; a
+# coverage start file measures every Python started): left out of every process counted.
+_CALLERS = ("PYTEST_", "COVERAGE_")
 _COUNT = re.compile(r"I\s+refs:\s+([\d,]+)")
 _TRIPWIRE = ("THREE_LEDGER_TRIPWIRE", "THREE_LEDGER_TRIPWIRE_SEED")
 _MARK = "THREE_LEDGER_BENCH_ENV="
@@ -54,13 +61,19 @@ def count(argv: list[str], env: dict[str, str], cwd: Path) -> int:
     return int(found[-1].replace(",", ""))
 
 
+def caller_environment() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if not key.startswith(_CALLERS)}
+
+
 def child_environment(root: Path, digest: str, scratch: Path) -> dict[str, str]:
     """The environment the gate gives its test command, its files moved to SCRATCH."""
     code = f"import json, os; print({_MARK!r} + json.dumps(dict(os.environ)))"
     show = shlex.join([str(PYTHON), "-c", code])
     argv = gate_argv(PYTHON, digest, "../environment.json")
     argv[argv.index("--command") + 1] = show
-    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        argv, env=caller_environment(), cwd=root, capture_output=True, text=True, check=False
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
     if not lines:
         raise SystemExit(f"the gate ran no command: {done.stderr.strip()[-400:]}")
@@ -96,14 +109,22 @@ def main() -> int:
         scratch = Path(workdir) / "written"
         child = child_environment(root, digest, scratch)
         without = {key: value for key, value in child.items() if key not in _TRIPWIRE}
+        plain = {
+            key: value
+            for key, value in child.items()
+            if not key.startswith("THREE_LEDGER_") and key != "PYTEST_PLUGINS"
+        }
         contenders = {
-            "plain pytest": (pytest_argv(PYTHON), dict(os.environ)),
+            "plain pytest": (pytest_argv(PYTHON), plain),
             "pytest, the gate's environment without the tripwire": (pytest_argv(PYTHON), without),
             "the gate's test child": (pytest_argv(PYTHON), child),
         }
         if not args.skip_gate:
             gate = gate_argv(PYTHON, digest, "../property.json")
-            contenders["the gate's own process"] = (gate, dict(os.environ))
+            contenders["the gate's own process"] = (gate, caller_environment())
+        for argv, env in contenders.values():
+            fresh(scratch)
+            subprocess.run(argv, env=env, cwd=root, capture_output=True, check=False)
         counts = {}
         for label, (argv, env) in contenders.items():
             fresh(scratch)
@@ -114,7 +135,7 @@ def main() -> int:
     print("|---|---|---|")
     for label, value in counts.items():
         print(f"| {label} | {value / 1e6:,.1f} | {value / plain:.3f}x |")
-    bare = count([str(PYTHON), "-c", "pass"], dict(os.environ), Path.cwd())
+    bare = count([str(PYTHON), "-c", "pass"], caller_environment(), Path.cwd())
     print(f"\n`python -c pass`: {bare / 1e6:,.1f} million.")
     return 0
 
