@@ -397,17 +397,24 @@ def is_real_directory(root: Path, relative: str) -> bool:
 
 
 def refuse_unreviewed(
-    root: Path, pin: FixturePin, live: LiveDigest, base: str | None, commit: str | None = None
+    root: Path,
+    pin: FixturePin,
+    live: LiveDigest,
+    base: str | None,
+    commit: str | None = None,
+    changed: Sequence[str] | None = None,
 ) -> None:
     """Refuse pinned bytes that are not the reviewed ones, naming the files that moved.
 
     The reviewed bytes are those of the pin's `digest`; for a pin without one, given BASE, the
     base's: pinned fixtures are left out of the oracles only because their pin binds them.
-    COMMIT is BASE's commit where the caller resolved it already (`git.resolve_base_commit`).
+    COMMIT is BASE's commit where the caller resolved it already (`git.resolve_base_commit`),
+    and CHANGED every path that differs from it (`git.changed_paths` of "."), where the caller
+    asked git for them already.
     """
     if pin.digest is None:
         if base is not None:
-            _refuse_moved_without_digest(root, pin, base, commit)
+            _refuse_moved_without_digest(root, pin, base, commit, changed)
         return
     if live.digest == pin.digest:
         return
@@ -427,7 +434,7 @@ def refuse_unreviewed(
 
 
 def _refuse_moved_without_digest(
-    root: Path, pin: FixturePin, base: str, commit: str | None
+    root: Path, pin: FixturePin, base: str, commit: str | None, changed: Sequence[str] | None
 ) -> None:
     """Without a reviewed `digest`, a pinned file that differs from BASE moved unreviewed.
 
@@ -436,9 +443,11 @@ def _refuse_moved_without_digest(
     """
     from three_ledger import git
 
-    commit = commit or git.resolve_base_commit(root, base)
     pinned = set(pin.files)
-    changed = git.changed_paths(root, commit, list(pin.fixtures_dirs))
+    if changed is None:
+        commit = commit or git.resolve_base_commit(root, base)
+        changed = git.changed_paths(root, commit, list(pin.fixtures_dirs))
+    # Every pinned file lies under fixtures_dirs (pins.py): the whole tree's list serves too.
     moved = [path for path in changed if path in pinned]
     if not moved:
         return

@@ -339,6 +339,8 @@ def test_properties_refuses_a_moved_fixture_without_a_reviewed_digest_before_run
     )
     pin = committed(root, {"fixtures/a.json": b"{}", "fixtures/b.json": b"[]"})
     (root / "fixtures/b.json").write_bytes(b"[0]")
+    # The gate asks git once for every changed path: only pinned fixtures among them moved.
+    (root / "product.py").write_text("VALUE = 2\n")
     monkeypatch.setenv("THREE_LEDGER_BASE", "HEAD")
     base = ["--base", "HEAD"] if base_from == "--base" else []
     live = seed_digest(root, ["fixtures/a.json", "fixtures/b.json"])
@@ -350,6 +352,8 @@ def test_properties_refuses_a_moved_fixture_without_a_reviewed_digest_before_run
     assert result.code == 2
     headline = f"{pin}: pinned fixture fixtures/b.json differs from HEAD, and"
     assert headline in result.first_error_line
+    assert "(and 1 more)" not in result.first_error_line
+    assert "product.py" not in result.err
     assert not (tmp_path / "p.json").exists()
     assert not (root / "ran").exists()
 

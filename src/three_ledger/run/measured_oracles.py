@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from three_ledger import git
@@ -49,8 +49,9 @@ class BeforeRun:
     differing: Mapping[str, str | None]
 
 
-def before_run(root: Path, base: str) -> BeforeRun:
-    paths = git.changed_paths(root, base, ["."])
+def before_run(root: Path, base: str, changed: Sequence[str] | None = None) -> BeforeRun:
+    """What differs from BASE now; CHANGED is every such path, where git was asked already."""
+    paths = git.changed_paths(root, base, ["."]) if changed is None else changed
     present = git.working_blob_ids(root, paths)
     return BeforeRun(base, {path: present.get(path) for path in paths})
 

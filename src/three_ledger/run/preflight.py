@@ -128,8 +128,13 @@ def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
     # The tests read the fixture tree: it must be the reviewed one, as for a real run (for a
     # pin without a reviewed digest, the base's bytes).
     given, used = (resolution.given, resolution.used) if resolution else (None, None)
-    refuse_unreviewed(checks.root, fixture_pin, live, given, used)
-    facts = _against_base(checks, properties_pin, *resolved) if resolved else None
+    # A pin without a reviewed digest is checked against what differs from the base, which
+    # the checks against the base ask git for anyway: asked once, for both.
+    changed = None
+    if used is not None and fixture_pin.digest is None:
+        changed = git.changed_paths(checks.root, used, ["."])
+    refuse_unreviewed(checks.root, fixture_pin, live, given, used, changed)
+    facts = _against_base(checks, properties_pin, *resolved, changed) if resolved else None
     # Bytecode the run could load in place of its source (bytecode.py). The run itself writes
     # none; without a base, only what the tree holds (sourceless, unchecked-hash) can be told.
     if facts is not None:
@@ -207,14 +212,18 @@ def moved_since_base(checks: Checks, fixture_pin: FixturePin, env: Mapping[str, 
 
 
 def _against_base(
-    checks: Checks, properties_pin: PropertiesPin, resolution: BaseResolution, head_revision: str
+    checks: Checks,
+    properties_pin: PropertiesPin,
+    resolution: BaseResolution,
+    head_revision: str,
+    changed: Sequence[str] | None = None,
 ) -> BaseFacts:
     root, base_revision = checks.root, resolution.used
     oracle_paths = properties_pin.oracle_paths
     # The git questions below only read, and are independent: their children overlap.
     with Background() as pool:
         # Every path that differs from the base; those under oracle_paths are taken from it.
-        before = pool.submit(before_run, root, base_revision)
+        before = pool.submit(before_run, root, base_revision, changed)
         unmatched = pool.submit(unmatched_oracle_paths, root, base_revision, oracle_paths)
         command = checks.command or ()
         reasons = {path: "runner configuration" for path in runner_oracle_changes(
