@@ -362,6 +362,29 @@ def test_plugin_is_inert_without_its_variables(tmp_path: Path) -> None:
     assert written == ["pytest.ini", "test_inner.py"]
 
 
+LIGHT_SUITE = """
+import sys
+
+import pytest
+
+
+@pytest.mark.property("orders.total")
+def test_hooks_are_not_loaded():
+    assert "three_ledger.plugin.hooks" not in sys.modules
+"""
+
+
+def test_without_its_variables_the_entry_point_imports_no_hooks(tmp_path: Path) -> None:
+    """A plain pytest run where three-ledger is installed pays for the marker alone; any
+    THREE_LEDGER_ variable brings the hooks."""
+    folder = write_suite(tmp_path, LIGHT_SUITE)
+    plain = run_pytest(folder, child_env(), "--strict-markers")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    asked = run_pytest(folder, child_env(THREE_LEDGER_PIN_ID="fixpin-x"), "--strict-markers")
+    assert asked.returncode == 1, asked.stdout + asked.stderr
+    assert "assert 'three_ledger.plugin.hooks' not in" in asked.stdout
+
+
 def test_recording_alone_does_not_install_the_guard(tmp_path: Path) -> None:
     folder = write_suite(tmp_path, INERT_SUITE)
     results = folder / "results.jsonl"

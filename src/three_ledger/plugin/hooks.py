@@ -27,6 +27,7 @@ from .wire import (
     PROPERTY_IDS_KEY,
     PROPERTY_KEY,
     PROPERTY_MARKER,
+    PROPERTY_MARKER_HELP,
     RESULTS_ENV,
     SEVERITY,
     SKIP_REASON_KEY,
@@ -61,10 +62,7 @@ _recorder_key = pytest.StashKey[_Recorder]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "property(id): the three-ledger property id this test checks (repeatable).",
-    )
+    config.addinivalue_line("markers", PROPERTY_MARKER_HELP)
     install_socket_guard_if_banned()
     shard.install(config)
     baseline_slice.install(config)

@@ -41,6 +41,8 @@ OUTSIDE_ROOT = "<outside ROOT>"
 
 # `@pytest.mark.property("id")`, and the user property that carries it on a report.
 PROPERTY_MARKER = "property"
+# How `pytest --markers` describes it; registered by the hooks and by an inert entry point.
+PROPERTY_MARKER_HELP = "property(id): the three-ledger property id this test checks (repeatable)."
 PROPERTY_KEY = "three_ledger.property"
 
 # The keys of the plugin's results, collection and reads files (one JSON object a line).
