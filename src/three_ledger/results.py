@@ -492,7 +492,7 @@ def read_results_file(path: Path) -> list[TestResult]:
     lines = _read_bytes(path, label).split(b"\n")
     # After the final newline, split leaves b"" or the unfinished tail of a killed write.
     complete = lines[:-1]
-    records = _parsed_together(complete)
+    records = parsed_together(complete)
     if records is None:
         results = [_record(label, number, raw) for number, raw in enumerate(complete, start=1)]
     else:
@@ -516,7 +516,7 @@ def _read_bytes(path: Path, label: str) -> bytes:
         raise InfraFailure(f"{label}: {error.strerror}, so no results could be read") from None
 
 
-def _parsed_together(lines: list[bytes]) -> list[dict[str, Any]] | None:
+def parsed_together(lines: list[bytes]) -> list[dict[str, Any]] | None:
     """Every line's object, parsed in one call as the items of one list (20,000 calls of
     json.loads cost some 40 ms); None where that does not give one object per line, and the
     lines are then read one by one, which names the first that is not a record."""

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from three_ledger import jsonio
 from three_ledger.errors import Refused
@@ -26,6 +26,7 @@ from three_ledger.ledgers import (
     ledger_text,
     write_ledger,
 )
+from three_ledger.results import parsed_together
 
 if TYPE_CHECKING:
     from three_ledger.other_ledgers import PropertyShardLedger
@@ -45,8 +46,7 @@ def recorded(results_path: Path, order_path: Path, kept: Iterable[str]) -> RunOr
     project's own items: the sentinels are not among them)."""
     wanted = set(kept)
     workers: dict[str, list[str]] = {}
-    for raw in results_path.read_bytes().split(b"\n"):
-        line = _line(raw)
+    for line in _lines(results_path):
         if line is None or line.get(ID_KEY) not in wanted:
             continue
         worker = line.get(WORKER_KEY)
@@ -61,7 +61,20 @@ def recorded(results_path: Path, order_path: Path, kept: Iterable[str]) -> RunOr
     )
 
 
-def _line(raw: bytes) -> dict[str, object] | None:
+def _lines(results_path: Path) -> list[dict[str, Any] | None]:
+    """Each line's object, None where a line is not one. The complete lines are parsed in one
+    call, as `results.read_results_file` parses them; one by one only where that fails."""
+    raw_lines = results_path.read_bytes().split(b"\n")
+    together = parsed_together(raw_lines[:-1])
+    if together is None:
+        return [_line(raw) for raw in raw_lines]
+    lines: list[dict[str, Any] | None] = list(together)
+    if raw_lines[-1]:
+        lines.append(_line(raw_lines[-1]))
+    return lines
+
+
+def _line(raw: bytes) -> dict[str, Any] | None:
     """One results line; None for a killed run's unfinished last line (results.py reads
     the file first, and refuses any other broken line)."""
     try:

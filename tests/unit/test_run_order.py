@@ -47,6 +47,19 @@ def test_lines_without_a_worker_are_the_main_process_and_no_seed_is_none(tmp_pat
     assert run_order.recorded(results, tmp_path / "absent.json", []).tests == 0
 
 
+@pytest.mark.parametrize("odd", [b"[1]", b"{not json", b"\xff"])
+def test_a_line_that_is_not_a_record_is_passed_over_and_the_others_kept(
+    tmp_path: Path, odd: bytes
+) -> None:
+    """The lines are parsed in one call; one that is not an object (results.py refuses such a
+    file before the order is read) sends the reading line by line, with the same order."""
+    path = tmp_path / "r.jsonl"
+    _results(path, [_line("t::a", "gw0")])
+    path.write_bytes(path.read_bytes() + odd + b"\n" + json.dumps(_line("t::b", "gw0")).encode())
+    order = run_order.recorded(path, tmp_path / "absent.json", ["t::a", "t::b"])
+    assert order.workers == {"gw0": ("t::a", "t::b")}
+
+
 def _with_order(count: int) -> PropertyLedger:
     ids = tuple(f"tests/test_x.py::test_{number}" for number in range(count))
     order = RunOrder(tests=count, seeds={}, workers={"main": ids})
