@@ -17,8 +17,13 @@ the environment it gives its test command (a command that prints it), then count
 - with `--skip-gate` left out, the gate's own process in one `properties` run (its children
   run natively: git, the trampolines, pytest).
 
-The plugin is imported from the installed package rather than from the run's staged copy,
-and the run's files go to a fresh folder each time; nothing else changes. Plain pytest runs
+The plugin is a copy staged as the gate stages it (`run/staging.py`: a package of a random
+name, with the installed bytecode beside it), made once for all the counts, and the run's
+files go to a fresh folder each time; nothing else changes. The installed package itself
+would not do: pytest rewrites the plugin module it is named (PYTEST_PLUGINS), and the
+rewritten bytecode an earlier pytest left in the source tree's `__pycache__` would be read
+or not as that tree was last edited; the staged copy is rewritten in every run, as in the
+gate's. Plain pytest runs
 in the gate's closed environment too, so that what the caller's environment holds (a
 coverage hook, an xdist worker's variables) weighs on no row. Each process runs once,
 uncounted, before it is counted, so that none pays for caches another one then finds
@@ -39,6 +44,8 @@ import tempfile
 from pathlib import Path
 
 from bench_properties import build_repository, byte_compile, gate_argv, pytest_argv
+
+from three_ledger.run.staging import stage_plugin
 
 PYTHON = Path(sys.executable)
 # The caller's own pytest and coverage hooks (an xdist worker's name arms the tripwire; a
@@ -65,8 +72,9 @@ def caller_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if not key.startswith(_CALLERS)}
 
 
-def child_environment(root: Path, digest: str, scratch: Path) -> dict[str, str]:
-    """The environment the gate gives its test command, its files moved to SCRATCH."""
+def child_environment(root: Path, digest: str, scratch: Path, staged: Path) -> dict[str, str]:
+    """The environment the gate gives its test command, its files moved to SCRATCH and its
+    plugin staged afresh under STAGED (the run's own copy is gone with the run)."""
     code = f"import json, os; print({_MARK!r} + json.dumps(dict(os.environ)))"
     show = shlex.join([str(PYTHON), "-c", code])
     argv = gate_argv(PYTHON, digest, "../environment.json")
@@ -83,9 +91,9 @@ def child_environment(root: Path, digest: str, scratch: Path) -> dict[str, str]:
     for key, value in env.items():
         if value.startswith(str(written)):
             env[key] = str(scratch / Path(value).relative_to(written))
-    # The staged copy of the plugin is gone with the run: the installed one is the same code.
-    env["PYTEST_PLUGINS"] = "three_ledger.plugin.hooks"
-    env.pop("PYTHONPATH", None)
+    plugin = stage_plugin(staged)
+    env["PYTEST_PLUGINS"] = plugin.module
+    env["PYTHONPATH"] = str(plugin.folder)
     return env
 
 
@@ -107,12 +115,12 @@ def main() -> int:
         root = Path(workdir) / "project"
         digest = build_repository(root, args.tests)
         scratch = Path(workdir) / "written"
-        child = child_environment(root, digest, scratch)
+        child = child_environment(root, digest, scratch, Path(workdir) / "staged")
         without = {key: value for key, value in child.items() if key not in _TRIPWIRE}
         plain = {
             key: value
             for key, value in child.items()
-            if not key.startswith("THREE_LEDGER_") and key != "PYTEST_PLUGINS"
+            if not key.startswith("THREE_LEDGER_") and key not in ("PYTEST_PLUGINS", "PYTHONPATH")
         }
         contenders = {
             "plain pytest": (pytest_argv(PYTHON), plain),
