@@ -202,11 +202,19 @@ def _entry_point_packages(distributions: Iterable[Any]) -> dict[str, str]:
     """The top-level package of each pytest11 entry point, with its distribution's source."""
     known: dict[str, str] = {}
     for dist in distributions:
-        for entry in dist.entry_points:
-            if entry.group == "pytest11":
-                top = entry.value.split(":", 1)[0].split(".", 1)[0]
-                known.setdefault(top, _source_of(dist))
+        for top in entry_point_tops(dist):
+            known.setdefault(top, _source_of(dist))
     return known
+
+
+def entry_point_tops(dist: Any) -> list[str]:
+    """The top-level package of each of a distribution's pytest11 entry points (the tripwire's
+    `makers.py` asks the same of the distributions it judges)."""
+    return [
+        entry.value.split(":", 1)[0].split(".", 1)[0]
+        for entry in dist.entry_points
+        if entry.group == "pytest11"
+    ]
 
 
 def _distribution_of(module_name: str, known: Mapping[str, str] | None = None) -> str:

@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from .harness import entry_point_tops
+
 # One frame of a stack, kept after the frame is gone: module name, file, line.
 FrameInfo = tuple[str, str, int]
 
@@ -229,7 +231,7 @@ class Trust:
             # Entry points load before the plugin; reading their files once is enough.
             self._distributions_seen = len(distributions)
             self._entry_point_tops = frozenset().union(
-                *(_entry_point_top_levels(d) for _, d in distributions)
+                *(entry_point_tops(d) for _, d in distributions)
             )
             self._file_tops = None
         if top in self._entry_point_tops or top in self._registered_tops():
@@ -248,15 +250,6 @@ class Trust:
 
 
 _MACHINERY_TOPS = frozenset({"pytest", "_pytest", "pluggy"})
-
-
-def _entry_point_top_levels(dist: Any) -> set[str]:
-    """The top-level modules of a distribution's pytest11 entry points."""
-    return {
-        entry.value.split(":", 1)[0].split(".", 1)[0]
-        for entry in dist.entry_points
-        if entry.group == "pytest11"
-    }
 
 
 def _file_top_levels(dist: Any) -> set[str]:
