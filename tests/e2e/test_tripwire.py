@@ -171,6 +171,35 @@ FORCING = {
             "_reports.TestReport.from_item_and_call = classmethod(_forced)\n"
         ),
     ),
+    # A look-alike of `os` in the runner: at the start of each phase the runner sets
+    # PYTEST_CURRENT_TEST through it, so it patches the report class for the call phase and
+    # takes the patch back at teardown, before the check after each test looks.
+    "module-look-alike-in-product": (
+        "orders.py",
+        (
+            "\n\nimport os as _os\n"
+            "import _pytest.reports as _reports\n"
+            "import _pytest.runner as _runner\n"
+            "_made = _reports.TestReport.from_item_and_call\n\n"
+            "def _forced(cls, item, call):\n"
+            "    report = _made.__func__(cls, item, call)\n"
+            "    report.outcome = 'passed'\n"
+            "    return report\n\n"
+            "class _Environ:\n"
+            "    def __setitem__(self, name, value):\n"
+            "        forced = value.endswith('(call)')\n"
+            "        _reports.TestReport.from_item_and_call = (\n"
+            "            classmethod(_forced) if forced else _made)\n"
+            "        _os.environ[name] = value\n\n"
+            "    def pop(self, name):\n"
+            "        return _os.environ.pop(name)\n\n"
+            "class _Os:\n"
+            "    environ = _Environ()\n\n"
+            "    def __getattr__(self, name):\n"
+            "        return getattr(_os, name)\n\n"
+            "_runner.os = _Os()\n"
+        ),
+    ),
     "logreport-hook-in-conftest": (
         "conftest.py",
         (
@@ -191,6 +220,8 @@ CAUGHT_BY = {
     "patched-report-class-in-product": r"the run's machinery was modified: "
     r"_pytest\.reports\.TestReport\.from_item_and_call replaced, by orders \(orders\.py:\d+\)",
     "logreport-hook-in-conftest": FORCED_SENTINEL,
+    "module-look-alike-in-product": r"the run's machinery was modified: "
+    r"_pytest\.runner\.os replaced, by orders \(orders\.py\)",
 }
 
 

@@ -39,6 +39,14 @@ def after(outcome, name, impls, kwargs):
 def frames():
     import sys
     return sys._getframe(0)
+
+
+class Lookalike:
+    def __init__(self, real):
+        self.real = real
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
 """
 
 
@@ -107,6 +115,38 @@ def test_what_a_value_is_decides(
     monkeypatch.setattr(sys.modules["_pytest.runner"], "show_test_item", value())
     checks.check_all()
     assert [finding.split(" ", 1)[1].rsplit(" (", 1)[0] for finding in found] == expected
+
+
+def test_a_module_a_namespace_binds_replaced_by_anything_is_found(
+    audit: Audited, product: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_pytest.runner.os` replaced by a look-alike of it, or by another module: every call
+    the runner makes through it would run the project's code, before and after each phase
+    of each test, so it is a change to the machinery as a replaced function is."""
+    checks, found = audit
+    runner = sys.modules["_pytest.runner"]
+    monkeypatch.setattr(runner, "os", product.Lookalike(runner.os))
+    # What the runner takes from it while this very test runs.
+    monkeypatch.setattr(product, "BdbQuit", runner.bdb.BdbQuit, raising=False)
+    monkeypatch.setattr(runner, "bdb", product)
+    checks.check_report()  # on the report path: compared after every report
+    assert sorted(found) == [
+        "_pytest.runner.bdb replaced, by product (product.py)",
+        "_pytest.runner.os replaced, by product (<product>)",
+    ]
+
+
+def test_a_pytest_module_bound_by_pytest_is_no_finding(
+    audit: Audited, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing a submodule binds it on its package: pytest's own module, put in place by
+    the import system, is judged by its file and let pass."""
+    checks, found = audit
+    package = sys.modules["_pytest"]
+    monkeypatch.setattr(package, "late_submodule", sys.modules["_pytest.runner"], raising=False)
+    monkeypatch.setattr(sys.modules["_pytest.runner"], "os", sys.modules["os"])  # the same
+    checks.check_all()
+    assert found == []
 
 
 def test_an_assignment_the_audit_hook_reports_is_judged_by_the_stack(

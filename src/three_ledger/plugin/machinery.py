@@ -10,11 +10,12 @@ function of `_pytest.runner`, a method of `TestReport`, a hook implementation, p
   an ordinary assignment to a class attribute it raises nothing (the call is commented out in
   CPython as too noisy). The hook notes each such event on a function or class of pytest or
   pluggy, and on the `__class__` of their instances, with the stack that made it;
-- identity checks, for the assignments no event reports: every callable in the `__dict__` of
-  every module and class of pytest and pluggy, and every registered hook implementation,
-  compared by identity (never by `==`, which the replacement could answer) with what was seen
-  before. What a report passes through is compared after each test (its teardown report):
-  the modules
+- identity checks, for the assignments no event reports: every callable, descriptor and
+  imported module in the `__dict__` of every module and class of pytest and pluggy (a
+  look-alike put in place of `_pytest.runner.os` would run before and after each phase of
+  each test), and every registered hook implementation, compared by identity (never by
+  `==`, which the replacement could answer) with what was seen before. What a report
+  passes through is compared after each test (its teardown report): the modules
   `_pytest.runner`, `_pytest.reports`, `_pytest.main`, `_pytest.python`, pluggy's `_hooks`,
   `_manager` and the modules that hold their code (`REPORT_PATH_MODULES`), the classes of
   theirs a report goes through (`TestReport`, `CallInfo`, `Function`, `HookCaller`, ...), and
@@ -107,11 +108,14 @@ class Finding:
         return self.what if self.maker is None else f"{self.what}, by {self.maker}"
 
 
-_DESCRIPTORS = (classmethod, staticmethod, property)
+# Besides callables, what the machinery's code calls through: descriptors (their code runs on
+# each access), and the modules it imported (whatever stands in for `os` in `_pytest.runner`
+# answers the runner's every `os.` before and after each phase of each test).
+_KINDS = (classmethod, staticmethod, property, types.ModuleType)
 
 
 def _watched(value: object) -> bool:
-    return callable(value) or isinstance(value, _DESCRIPTORS)
+    return callable(value) or isinstance(value, _KINDS)
 
 
 @dataclass
@@ -128,7 +132,7 @@ class _Namespace:
     def snapshot(self) -> None:
         items = list(self.mapping.items())
         self.values = tuple([value for _, value in items])
-        kinds = _DESCRIPTORS
+        kinds = _KINDS
         self.callables = {
             key: value for key, value in items if callable(value) or isinstance(value, kinds)
         }
@@ -139,13 +143,15 @@ class _Namespace:
         )
 
     def changes(self) -> list[tuple[str, object]]:
-        """(key, new value or _GONE) for each callable replaced, removed or added since; a
-        changed data attribute (a counter, a cache) is not a change to the machinery."""
+        """(key, new value or _GONE) for each callable or module replaced, removed or added
+        since; a changed data attribute (a counter, a cache) is not a change to the
+        machinery."""
         found: list[tuple[str, object]] = []
         for key, old in self.callables.items():
             new = self.mapping.get(key, _GONE)
-            # A callable set to data (pytest resets its assertion hook to None) calls nothing.
-            if new is not old and (new is _GONE or _watched(new)):
+            # A callable set to data (pytest resets its assertion hook to None) calls nothing;
+            # a module set to anything else answers every call made through it.
+            if new is not old and (new is _GONE or _watched(new) or isinstance(old, _MODULE)):
                 found.append((key, new))
         for key, value in list(self.mapping.items()):
             if key not in self.callables and _watched(value):
@@ -154,6 +160,7 @@ class _Namespace:
 
 
 _GONE = object()
+_MODULE = types.ModuleType
 
 
 class _Group:

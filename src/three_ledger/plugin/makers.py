@@ -166,7 +166,10 @@ class Trust:
         return None
 
     def value_maker(self, value: object) -> Maker:
-        """Where VALUE, a callable put in place of another, was defined."""
+        """Where VALUE, a callable or a module put in place of another, was defined."""
+        if isinstance(value, types.ModuleType):  # its own file, not the module type's
+            file = getattr(value, "__file__", None) or f"<{value.__name__}>"
+            return Maker(value.__name__, file, self.shown(file))
         code = _code_of(value)
         if code is not None:
             module = getattr(_unwrapped(value), "__module__", None) or "?"
