@@ -47,6 +47,17 @@ class Lookalike:
 
     def __getattr__(self, name):
         return getattr(self.real, name)
+
+
+class Relay:
+    def __init__(self, real):
+        self.real = real
+
+    def __get__(self, instance, owner=None):
+        return self.real.__get__(instance, owner)
+
+    def __set__(self, instance, value):
+        self.real.__set__(instance, value)
 """
 
 
@@ -134,6 +145,20 @@ def test_a_module_a_namespace_binds_replaced_by_anything_is_found(
         "_pytest.runner.bdb replaced, by product (product.py)",
         "_pytest.runner.os replaced, by product (<product>)",
     ]
+
+
+def test_a_descriptor_replaced_by_a_descriptor_of_the_project_is_found(
+    audit: Audited, product: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`HookImpl.function` is a slot: its descriptor answers every `impl.function` pluggy
+    reads to call a hook. One of the project's in its place (here one that relays to the
+    slot, so that this very run keeps working) could answer pluggy one function and the
+    audit another."""
+    checks, found = audit
+    impl = sys.modules["pluggy._impl"].HookImpl
+    monkeypatch.setattr(impl, "function", product.Relay(vars(impl)["function"]))
+    checks.check_report()  # on the report path: compared after every report
+    assert found == ["pluggy._impl.HookImpl.function replaced, by product (<product>)"]
 
 
 def test_a_pytest_module_bound_by_pytest_is_no_finding(

@@ -86,6 +86,7 @@ _ROOTS = frozenset({"_pytest", "pytest", "pluggy"})
 # How many values of the other modules and classes are compared after each test, in turn.
 SLICE = 64
 _is = operator.is_
+_MODULE = types.ModuleType
 _hookimpls = operator.attrgetter("_hookimpls")
 _function = operator.attrgetter("function")
 _hookexec = operator.attrgetter("_hookexec")
@@ -108,20 +109,19 @@ class Finding:
         return self.what if self.maker is None else f"{self.what}, by {self.maker}"
 
 
-# Besides callables, what the machinery's code calls through: descriptors (their code runs on
-# each access), and the modules it imported (whatever stands in for `os` in `_pytest.runner`
-# answers the runner's every `os.` before and after each phase of each test).
-_KINDS = (classmethod, staticmethod, property, types.ModuleType)
-
-
 def _watched(value: object) -> bool:
-    return callable(value) or isinstance(value, _KINDS)
+    """Whether the machinery's code calls through VALUE: a callable; a descriptor, whose
+    `__get__` answers each access (a property, a classmethod, a slot: `HookImpl.function`
+    is one); a module it imported (whatever stands in for `os` in `_pytest.runner` answers
+    the runner's every `os.` before and after each phase of each test)."""
+    return callable(value) or isinstance(value, _MODULE) or hasattr(type(value), "__get__")
 
 
 @dataclass
 class _Namespace:
     """One module's or class's `__dict__`: every value as seen last (for the fast comparison),
-    its callables as seen last (for judging), and its keys at load."""
+    the values code calls through (`_watched`) as seen last (for judging), and its keys at
+    load."""
 
     label: str
     mapping: Mapping[str, Any]
@@ -132,10 +132,7 @@ class _Namespace:
     def snapshot(self) -> None:
         items = list(self.mapping.items())
         self.values = tuple([value for _, value in items])
-        kinds = _KINDS
-        self.callables = {
-            key: value for key, value in items if callable(value) or isinstance(value, kinds)
-        }
+        self.callables = {key: value for key, value in items if _watched(value)}
 
     def unchanged(self) -> bool:
         return len(self.mapping) == len(self.values) and all(
@@ -143,9 +140,9 @@ class _Namespace:
         )
 
     def changes(self) -> list[tuple[str, object]]:
-        """(key, new value or _GONE) for each callable or module replaced, removed or added
-        since; a changed data attribute (a counter, a cache) is not a change to the
-        machinery."""
+        """(key, new value or _GONE) for each value code calls through (`_watched`) that was
+        replaced, removed or added since; a changed data attribute (a counter, a cache) is
+        not a change to the machinery."""
         found: list[tuple[str, object]] = []
         for key, old in self.callables.items():
             new = self.mapping.get(key, _GONE)
@@ -160,7 +157,6 @@ class _Namespace:
 
 
 _GONE = object()
-_MODULE = types.ModuleType
 
 
 class _Group:
