@@ -200,6 +200,32 @@ FORCING = {
             "_runner.os = _Os()\n"
         ),
     ),
+    # A descriptor of the product's in place of the slot `HookImpl.function`: pluggy, calling
+    # the runner's `makereport`, gets a forcing wrapper; anyone else gets the function.
+    "slot-descriptor-in-product": (
+        "orders.py",
+        (
+            "\n\nimport sys as _sys\n"
+            "import pluggy._impl as _impl\n"
+            "_slot = vars(_impl.HookImpl)['function']\n\n"
+            "class _Relay:\n"
+            "    def __get__(self, impl, owner=None):\n"
+            "        made = _slot.__get__(impl, owner)\n"
+            "        if impl is None or _sys._getframe(1).f_code.co_name != '_multicall':\n"
+            "            return made\n"
+            "        if getattr(made, '__name__', '') != 'pytest_runtest_makereport':\n"
+            "            return made\n\n"
+            "        def forced(*args):\n"
+            "            report = made(*args)\n"
+            "            if hasattr(report, 'outcome'):  # not a wrapper's generator\n"
+            "                report.outcome = 'passed'\n"
+            "            return report\n\n"
+            "        return forced\n\n"
+            "    def __set__(self, impl, value):\n"
+            "        _slot.__set__(impl, value)\n\n"
+            "_impl.HookImpl.function = _Relay()\n"
+        ),
+    ),
     "logreport-hook-in-conftest": (
         "conftest.py",
         (
@@ -220,6 +246,8 @@ CAUGHT_BY = {
     "patched-report-class-in-product": r"the run's machinery was modified: "
     r"_pytest\.reports\.TestReport\.from_item_and_call replaced, by orders \(orders\.py:\d+\)",
     "logreport-hook-in-conftest": FORCED_SENTINEL,
+    "slot-descriptor-in-product": r"the run's machinery was modified: "
+    r"pluggy\._impl\.HookImpl\.function replaced, by orders \(orders\.py\)",
     "module-look-alike-in-product": r"the run's machinery was modified: "
     r"_pytest\.runner\.os replaced, by orders \(orders\.py\)",
 }
