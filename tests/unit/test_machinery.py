@@ -161,6 +161,21 @@ def test_a_descriptor_replaced_by_a_descriptor_of_the_project_is_found(
     assert found == ["pluggy._impl.HookImpl.function replaced, by product (<product>)"]
 
 
+def test_an_object_whose_class_gains_a_get_is_a_descriptor_from_then_on() -> None:
+    """Whether a value is watched is asked afresh of a class defined in Python: it can be
+    given `__get__` after its instance was judged, and its instances are descriptors then."""
+
+    class Later:
+        pass
+
+    value = Later()
+    assert not machinery._watched(value)
+    Later.__get__ = lambda self, instance, owner=None: None  # type: ignore[attr-defined]
+    assert machinery._watched(value)
+    assert not machinery._watched(3)
+    assert machinery._watched(vars(sys.modules["pluggy._impl"].HookImpl)["function"])
+
+
 def test_a_pytest_module_bound_by_pytest_is_no_finding(
     audit: Audited, monkeypatch: pytest.MonkeyPatch
 ) -> None:

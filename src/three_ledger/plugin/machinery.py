@@ -114,7 +114,22 @@ def _watched(value: object) -> bool:
     `__get__` answers each access (a property, a classmethod, a slot: `HookImpl.function`
     is one); a module it imported (whatever stands in for `os` in `_pytest.runner` answers
     the runner's every `os.` before and after each phase of each test)."""
-    return callable(value) or isinstance(value, _MODULE) or hasattr(type(value), "__get__")
+    if callable(value) or isinstance(value, _MODULE):
+        return True
+    kind = type(value)
+    gets = _GETS.get(kind)
+    if gets is None:
+        gets = hasattr(kind, "__get__")
+        # Asked once for a type of C, which nothing can change: a miss raises inside
+        # `hasattr`, some 7,000 times at arming. A class of Python's could gain `__get__`.
+        if not kind.__flags__ & _HEAP_TYPE:
+            _GETS[kind] = gets
+    return gets
+
+
+# Whether the instances of a type defined in C are descriptors, by type.
+_GETS: dict[type, bool] = {}
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or type()
 
 
 @dataclass
