@@ -166,8 +166,9 @@ def results_line(
     """One results line, the text `json.dumps` makes of it, with its newline.
 
     Made from `json`'s own string encoder rather than by `json.dumps`: this runs once per test,
-    and `json.dumps` builds an encoder for every call, about 5 µs of a test's 6 µs here. The
-    property ids are sorted: marker order depends on decorator stacking and says nothing.
+    and `json.dumps` builds an encoder for every call, about 5 µs of the 7 µs the plugin's
+    writing took per test. The property ids are sorted: marker order depends on decorator
+    stacking and says nothing.
     """
     ids = ", ".join(map(_json_string, sorted(property_ids)))
     line = (
