@@ -20,6 +20,9 @@ pytest_collection_modifyitems
 pytest_plugin_registered
 pytest_sessionstart
 pytest_terminal_summary
+pytest_runtest_setup
+pytest_runtest_call
+pytest_runtest_teardown
 runtest
 reportinfo
 # ... and of the harness plugin.

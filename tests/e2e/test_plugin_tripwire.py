@@ -410,6 +410,187 @@ def test_in_an_xdist_worker_too(tmp_path: Path) -> None:
     ), record["findings"]
 
 
+# Product code a phase calls, which forces that phase's report once and takes its patch back
+# as it makes the report: nothing is left in place for the check after the test to find.
+SELF_RESTORING = """import sys
+_reports = sys.modules["_pytest.reports"]
+_made = vars(_reports.TestReport)["from_item_and_call"]
+
+def _once(cls, item, call):
+    _reports.TestReport.from_item_and_call = _made
+    report = _made.__func__(cls, item, call)
+    report.outcome = "passed"
+    report.longrepr = None
+    return report
+
+def price():
+    _reports.TestReport.from_item_and_call = classmethod(_once)
+    return -1
+"""
+# The same broken product, reached from each phase of one test.
+PHASES = {
+    "setup": (
+        "import pytest, product\n\n@pytest.fixture\ndef priced():\n"
+        "    assert product.price() > 0\n\ndef test_price(priced):\n    pass\n"
+    ),
+    "call": "import product\n\ndef test_price():\n    assert product.price() > 0\n",
+    "teardown": (
+        "import pytest, product\n\n@pytest.fixture\ndef priced():\n    yield\n"
+        "    assert product.price() > 0\n\ndef test_price(priced):\n    pass\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("phase", sorted(PHASES))
+def test_a_report_that_says_passed_after_its_phase_raised_is_a_finding(
+    tmp_path: Path, phase: str
+) -> None:
+    folder = write(tmp_path, {"product.py": SELF_RESTORING, "test_p.py": PHASES[phase]})
+    done, record = run(folder, "-q", "-p", "no:randomly")
+    # The patch is gone before the machinery is compared: only the witness sees it. The
+    # sentinels made beside the test share its fixture, so theirs may be forced too.
+    expected = (
+        f"the report of test_p.py::test_price says its {phase} passed, "
+        "but an exception came out of it, by None"
+    )
+    assert expected in record["findings"], done.stdout[-2000:]
+    pattern = expected.replace("test_price", r"test_price\w*").replace(".", r"\.")
+    assert all(re.fullmatch(pattern, finding) for finding in record["findings"])
+
+
+def test_a_forced_outcome_that_answers_the_witness_differently_is_still_found(
+    tmp_path: Path,
+) -> None:
+    # A string that is "passed" to everyone but the witness.
+    sly = SELF_RESTORING.replace(
+        'report.outcome = "passed"',
+        "report.outcome = _Sly('passed')",
+    ) + (
+        "\nclass _Sly(str):\n    def __eq__(self, other):\n"
+        "        if sys._getframe(1).f_code.co_name == '_check_witness':\n"
+        "            return False\n"
+        "        return str.__eq__(self, other)\n\n"
+        "    __hash__ = str.__hash__\n"
+    )
+    assert sly != SELF_RESTORING
+    folder = write(tmp_path, {"product.py": sly, "test_p.py": PHASES["call"]})
+    done, record = run(folder, "-q", "-p", "no:randomly")
+    assert (
+        "the report of test_p.py::test_price says its call passed, "
+        "but an exception came out of it, by None"
+    ) in record["findings"], done.stdout[-2000:]
+
+
+# Every way pytest reports a phase that raised, and a pass that raised nothing after one that
+# did: none is a finding.
+HONEST_OUTCOMES = """
+import unittest
+import pytest
+
+def test_skipped():
+    pytest.skip("not here")
+
+def test_import_skipped():
+    pytest.importorskip("no_such_module_anywhere")
+
+@pytest.mark.xfail(reason="known")
+def test_expected_failure():
+    assert False
+
+@pytest.mark.xfail(reason="fixed since", strict=False)
+def test_unexpected_pass():
+    pass
+
+@pytest.mark.xfail(reason="fixed since", strict=True)
+def test_strict_unexpected_pass():
+    pass
+
+def test_imperative_xfail():
+    pytest.xfail("not yet")
+
+def test_failed():
+    pytest.fail("no")
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("no fixture")
+
+def test_setup_error(broken):
+    pass
+
+@pytest.fixture
+def leaky():
+    yield
+    raise RuntimeError("no teardown")
+
+def test_teardown_error(leaky):
+    pass
+
+def test_passes_after_the_errors():
+    pass
+
+class Case(unittest.TestCase):
+    def test_unittest_fails(self):
+        self.assertEqual(1, 2)
+
+    def test_unittest_skips(self):
+        self.skipTest("not here")
+
+    def test_unittest_sub_tests(self):
+        for n in range(2):
+            with self.subTest(n=n):
+                self.assertEqual(n, 0)
+"""
+
+
+def test_no_honest_outcome_after_a_raise_is_a_finding(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"test_p.py": HONEST_OUTCOMES})
+    done, record = run(folder, "-q", "-p", "no:randomly")
+    assert done.returncode == 1, done.stdout[-2000:]
+    assert record["findings"] == [], done.stdout[-2000:]
+    lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    outcomes = {line["id"].removeprefix("test_p.py::"): line["outcome"] for line in lines}
+    assert {name: outcomes.get(name) for name in HONEST_EXPECTED} == HONEST_EXPECTED
+
+
+# What the results file says of each (an expected failure is a failure, an unexpected pass
+# an error: plugin/hooks.py's report_outcome).
+HONEST_EXPECTED = {
+    "test_skipped": "skip",
+    "test_import_skipped": "skip",
+    "test_expected_failure": "fail",
+    "test_unexpected_pass": "error",
+    "test_strict_unexpected_pass": "error",
+    "test_imperative_xfail": "fail",
+    "test_failed": "fail",
+    "test_setup_error": "error",
+    "test_teardown_error": "error",
+    "test_passes_after_the_errors": "pass",
+    "Case::test_unittest_fails": "fail",
+    "Case::test_unittest_skips": "skip",
+    "Case::test_unittest_sub_tests": "fail",
+}
+
+
+def test_a_class_given_get_after_its_object_was_put_in_place_is_found(tmp_path: Path) -> None:
+    """At import the object is data on `TestReport`; the test then gives its class `__get__`,
+    which no pytest namespace shows. The class is watched from the check that saw the object."""
+    product = (
+        "import sys\n"
+        "_reports = sys.modules['_pytest.reports']\n"
+        "class Outcome:\n    pass\n"
+        "_reports.TestReport.spare = Outcome()\n"
+        "def _get(self, report, owner=None):\n    return self\n"
+        "def arm():\n    Outcome.__get__ = _get\n"
+    )
+    tests = "import product\n\ndef test_a():\n    product.arm()\n"
+    folder = write(tmp_path, {"product.py": product, "test_p.py": tests})
+    done, record = run(folder, "-q", "-p", "no:randomly")
+    assert record["findings"] == ["product.Outcome.__get__ added, by product (product.py:6)"], (
+        done.stdout[-2000:]
+    )
+
+
 # A helper of the project that registers a plugin, and a conftest that calls it.
 HELPER = """
 class Timings:

@@ -155,8 +155,11 @@ def test_nested_pytest_runs_grow_no_sentinels(run_cli: RunCli, orders_repo: Path
 
 
 # Blanket ways to force outcomes from inside the run: each must trip the wire. A hook in a
-# conftest is legitimate pytest (the conftest is an oracle, compared with the base): the
-# sentinels catch it. Product code that patches pytest is caught by the machinery audit first.
+# conftest is legitimate pytest (the conftest is an oracle, compared with the base): a report
+# it rewrites to passed after the test raised is caught by the phase's witness, and one that
+# keeps the test from raising by the sentinels. Product code that patches pytest is caught
+# by the machinery audit first.
+NEUTER = "def pytest_runtest_setup(item):\n    item.runtest = lambda: None\n"
 FORCING = {
     "hookwrapper-in-conftest": ("conftest.py", FORCE_PASS),
     "patched-report-class-in-product": (
@@ -226,6 +229,25 @@ FORCING = {
             "_impl.HookImpl.function = _Relay()\n"
         ),
     ),
+    # The broken function arms a patch of the report class each time a test calls it; the
+    # patch forces the report it makes and takes itself back at once. Nothing is left in place
+    # for the check after the test, and the sentinels, which do not call it, are not forced.
+    "self-restoring-patch-in-product": (
+        "orders.py",
+        (
+            "\n\nimport _pytest.reports as _reports\n"
+            "_made = vars(_reports.TestReport)['from_item_and_call']\n"
+            "_total = order_total\n\n"
+            "def _once(cls, item, call):\n"
+            "    _reports.TestReport.from_item_and_call = _made\n"
+            "    report = _made.__func__(cls, item, call)\n"
+            "    report.outcome = 'passed'\n"
+            "    return report\n\n"
+            "def order_total(order):\n"
+            "    _reports.TestReport.from_item_and_call = classmethod(_once)\n"
+            "    return _total(order)\n"
+        ),
+    ),
     "logreport-hook-in-conftest": (
         "conftest.py",
         (
@@ -236,20 +258,29 @@ FORCING = {
             "        report.outcome = 'passed'\n"
         ),
     ),
+    # Every item's test replaced by one that does nothing: no exception comes out of any
+    # phase, no report is rewritten, and a conftest may register hooks. The sentinels see it.
+    "neutered-runtest-in-conftest": ("conftest.py", NEUTER),
 }
 FORCED_SENTINEL = (
     r"tripwire: sentinel properties/test_orders\.py::test_\w+(\[.*\])? "
     r"must fail but was recorded as pass"
 )
+FORCED_REPORT = (
+    r"the run's machinery was modified: the report of properties/test_orders\.py::\w+(\[.*\])? "
+    r"says its call passed, but an exception came out of it"
+)
 CAUGHT_BY = {
-    "hookwrapper-in-conftest": FORCED_SENTINEL,
+    "hookwrapper-in-conftest": FORCED_REPORT,
+    "neutered-runtest-in-conftest": FORCED_SENTINEL,
     "patched-report-class-in-product": r"the run's machinery was modified: "
     r"_pytest\.reports\.TestReport\.from_item_and_call replaced, by orders \(orders\.py:\d+\)",
-    "logreport-hook-in-conftest": FORCED_SENTINEL,
+    "logreport-hook-in-conftest": FORCED_REPORT,
     "slot-descriptor-in-product": r"the run's machinery was modified: "
     r"pluggy\._impl\.HookImpl\.function replaced, by orders \(orders\.py\)",
     "module-look-alike-in-product": r"the run's machinery was modified: "
     r"_pytest\.runner\.os replaced, by orders \(orders\.py\)",
+    "self-restoring-patch-in-product": FORCED_REPORT,
 }
 
 
@@ -433,7 +464,7 @@ def test_the_basic_sentinels_still_catch_blanket_forcing(
     (orders_repo / "properties/test_a_legacy.py").write_text(UNITTEST_FIRST)
     git(orders_repo, "add", "-A")
     git(orders_repo, "commit", "-qm", "a legacy unittest case")
-    (orders_repo / "conftest.py").write_text(FORCE_PASS)
+    (orders_repo / "conftest.py").write_text(NEUTER)
     break_total(orders_repo)
     result = score(run_cli, orders_repo, f"{PYTEST} -x properties")
     assert result.code == 4, result.err

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from helpers import FORCE_PASS, RunCli, git, write_json
+from helpers import FORCE_PASS, FORCED_PASS_SEEN, RunCli, git, write_json
 from helpers.patches import PYTEST, Repo, break_total, example_repo, posture
 
 pytestmark = pytest.mark.pytest_child
@@ -77,7 +77,7 @@ def test_a_dot_pytest_toml_loading_a_forcing_plugin_is_caught(repo: Repo) -> Non
     if pytest.version_tuple >= (9,):
         # The tripwire refuses the forced run: no property ledger, so merge's row 2.
         assert decision["row"] == 2
-        assert "tripwire: sentinel" in repo.properties_stderr()
+        assert FORCED_PASS_SEEN in repo.properties_stderr()
     else:
         assert decision["row"] == 7
 
@@ -108,7 +108,7 @@ def test_a_root_pytest_py_that_wraps_pytest_is_caught(repo: Repo) -> None:
     assert decision["posture"] == "reject"
     assert decision["row"] in (2, 5)
     err = repo.properties_stderr()
-    assert "tripwire: sentinel" in err or "pytest.py" in err
+    assert FORCED_PASS_SEEN in err or "pytest.py" in err
 
 
 def test_a_root_module_shadowing_the_standard_library_is_caught(repo: Repo) -> None:
@@ -158,7 +158,7 @@ def test_an_autoloaded_entry_point_plugin_is_caught(
     repo.commit("orders tools")
     decision = repo.ci()
     assert (decision["posture"], decision["row"]) == ("reject", 2)
-    assert "tripwire: sentinel" in repo.properties_stderr()
+    assert FORCED_PASS_SEEN in repo.properties_stderr()
 
 
 # Puts a correct order_total into each test module: the sentinels' outcomes are untouched.

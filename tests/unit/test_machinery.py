@@ -58,6 +58,23 @@ class Relay:
 
     def __set__(self, instance, value):
         self.real.__set__(instance, value)
+
+
+class Plain:
+    pass
+
+
+def answer(self, instance, owner=None):
+    return "passed"
+
+
+class Swallow(str):
+    def __set__(self, instance, value):
+        pass
+
+
+def home(cls):
+    return cls("/nowhere")
 """
 
 
@@ -174,6 +191,43 @@ def test_an_object_whose_class_gains_a_get_is_a_descriptor_from_then_on() -> Non
     assert machinery._watched(value)
     assert not machinery._watched(3)
     assert machinery._watched(vars(sys.modules["pluggy._impl"].HookImpl)["function"])
+
+
+def test_an_object_whose_class_is_given_get_after_it_was_put_in_place_is_found(
+    audit: Audited, product: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object of the project's put on `TestReport` while its class has no `__get__` is
+    data; its class is watched from then on, and the `__get__` given to it later, which
+    would make the object answer every report's `outcome`, is a finding."""
+    checks, found = audit
+    report = sys.modules["_pytest.reports"].TestReport
+    monkeypatch.setattr(report, "outcome", product.Plain(), raising=False)
+    checks.check_all()
+    assert found == []  # data, for now
+    monkeypatch.setattr(product.Plain, "__get__", product.answer, raising=False)
+    checks.check_all()
+    assert found == ["product.Plain.__get__ added, by product (product.py:46)"]
+
+
+def test_a_descriptor_without_get_is_watched(product: ModuleType) -> None:
+    """An object whose class has `__set__` alone takes every write of its name from the
+    instances, and every read then gives the object itself: a `str` of the project's that
+    says "passed" in place of `TestReport.outcome` would force every report."""
+    assert machinery._watched(product.Swallow("passed"))
+    assert not machinery._watched(product.Plain())
+    assert not machinery._watched("passed")
+
+
+def test_a_class_watched_for_its_objects_is_judged_on_the_descriptor_protocol_alone(
+    audit: Audited, product: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pathlib.Path` is watched because pytest holds paths as data: a test of the project
+    that replaces `Path.home` changes no pytest object and is no finding."""
+    checks, found = audit
+    assert any(ns.label == "pathlib.Path" for ns in checks.namespaces.values())
+    monkeypatch.setattr(Path, "home", classmethod(product.home))
+    checks.check_all()
+    assert found == []
 
 
 def test_a_pytest_module_bound_by_pytest_is_no_finding(

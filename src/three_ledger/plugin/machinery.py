@@ -112,37 +112,71 @@ class Finding:
 def _watched(value: object) -> bool:
     """Whether the machinery's code calls through VALUE: a callable; a descriptor, whose
     `__get__` answers each access (a property, a classmethod, a slot: `HookImpl.function`
-    is one); a module it imported (whatever stands in for `os` in `_pytest.runner` answers
-    the runner's every `os.` before and after each phase of each test)."""
+    is one) or whose `__set__` or `__delete__` takes every write of the attribute from the
+    instances, so that reading it gives the descriptor itself; a module it imported
+    (whatever stands in for `os` in `_pytest.runner` answers the runner's every `os.` before
+    and after each phase of each test)."""
     if callable(value) or isinstance(value, _MODULE):
         return True
     kind = type(value)
     gets = _GETS.get(kind)
     if gets is None:
-        gets = hasattr(kind, "__get__")
-        # Asked once for a type of C, which nothing can change: a miss raises inside
-        # `hasattr`, some 7,000 times at arming. A class of Python's could gain `__get__`.
-        if not kind.__flags__ & _HEAP_TYPE:
+        gets = _has_protocol(kind)
+        # Asked once for a type that nothing can change (one of C's, or an immutable one):
+        # a miss raises inside `hasattr`, some 7,000 times at arming. A class of Python's
+        # could gain `__get__` (and its objects are watched for that: `_mutable_classes`).
+        if not _mutable(kind):
             _GETS[kind] = gets
     return gets
 
 
-# Whether the instances of a type defined in C are descriptors, by type.
+# The names that make an object a descriptor.
+_PROTOCOL = ("__get__", "__set__", "__delete__")
+# Whether the instances of a type that cannot change are descriptors, by type.
 _GETS: dict[type, bool] = {}
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or type()
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: re.Pattern, functools.partial, ...
+# Read from `type` itself: a metaclass of the project's could answer `kind.__mro__`.
+_flags = type.__dict__["__flags__"].__get__
+_mro = type.__dict__["__mro__"].__get__
+_names = type.__dict__["__dict__"].__get__
+
+
+def _has_protocol(kind: type) -> bool:
+    """Whether KIND's objects are descriptors: looked up where CPython looks, in the classes
+    of KIND's MRO (never its metaclass), by dictionary, which a miss does not make raise."""
+    for base in _mro(kind):
+        names = _names(base)
+        if "__get__" in names or "__set__" in names or "__delete__" in names:
+            return True
+    return False
+
+
+def _mutable(kind: type) -> bool:
+    """Whether code can still set attributes of KIND: a class defined in Python."""
+    flags = _flags(kind)
+    return bool(flags & _HEAP_TYPE and not flags & _IMMUTABLE_TYPE)
+
+
+def _mutable_classes(kind: type) -> list[type]:
+    """The classes whose `__get__`, `__set__` or `__delete__` would make an object of KIND a
+    descriptor, where code can still give them one: KIND and every base defined in Python."""
+    return [base for base in _mro(kind) if _mutable(base)]
 
 
 @dataclass
 class _Namespace:
     """One module's or class's `__dict__`: every value as seen last (for the fast comparison),
     the values code calls through (`_watched`) as seen last (for judging), and its keys at
-    load."""
+    load. A class watched only because an object of it is data in pytest's namespaces
+    (`protocol_only`) is judged only on what would make that object a descriptor."""
 
     label: str
     mapping: Mapping[str, Any]
     at_load: frozenset[str]
     values: tuple[Any, ...] = ()
     callables: dict[str, Any] = field(default_factory=dict)
+    protocol_only: bool = False
 
     def snapshot(self) -> None:
         items = list(self.mapping.items())
@@ -168,6 +202,9 @@ class _Namespace:
         for key, value in list(self.mapping.items()):
             if key not in self.callables and _watched(value):
                 found.append((key, value))
+        if self.protocol_only:
+            # `monkeypatch.setattr(pathlib.Path, "home", ...)` changes no pytest object.
+            return [(key, value) for key, value in found if key in _PROTOCOL]
         return found
 
 
@@ -277,6 +314,7 @@ class Audit:
         self.namespaces: dict[int, _Namespace] = {}
         self.watched_ids: set[int] = set()
         self.keep: list[object] = []  # what watched_ids name, kept alive so ids stay unique
+        self.types_seen: set[int] = set()  # the types of pytest's data, their classes watched
         self.events: list[tuple[str, tuple[FrameInfo, ...]]] = []
         self.hooks: _Hooks | None = None
         # Plugins whose registration was judged (legitimate, or reported once), kept alive.
@@ -299,16 +337,22 @@ class Audit:
         for name, module in list(sys.modules.items()):
             if is_machinery(name) and isinstance(module, types.ModuleType):
                 added += self._watch(name, module, vars(module))
-        return added
+        return added + self._watch_classes_of(added)
 
     def _watch(self, label: str, owner: object, mapping: Mapping[str, Any]) -> list[_Namespace]:
-        if id(owner) in self.namespaces:
+        namespace = self.namespaces.get(id(owner))
+        if namespace is None:
+            namespace = _Namespace(label, mapping, frozenset(mapping))
+            namespace.snapshot()
+            self.namespaces[id(owner)] = namespace
+            self._remember(owner)
+            added = [namespace]
+        elif namespace.protocol_only:
+            # A class of pytest's met first as a data object's class: watched whole now.
+            namespace.protocol_only = False
+            added = []
+        else:
             return []
-        namespace = _Namespace(label, mapping, frozenset(mapping))
-        namespace.snapshot()
-        self.namespaces[id(owner)] = namespace
-        self._remember(owner)
-        added = [namespace]
         # `_remember(_unwrapped(value))` for each, inlined: some 4,000 values at arming.
         watched_ids, keep = self.watched_ids, self.keep
         for value in namespace.callables.values():
@@ -322,6 +366,39 @@ class Audit:
             if isinstance(value, type) and is_machinery(value.__module__):
                 label = f"{value.__module__}.{value.__qualname__}"
                 added += self._watch(label, value, value.__dict__)
+        return added
+
+    def _watch_classes_of(self, namespaces: list[_Namespace]) -> list[_Namespace]:
+        """Watch the classes of NAMESPACES' values that code could still make descriptors of.
+
+        An object put in pytest's namespaces while its class has no `__get__` is data, and
+        no namespace changes when its class is given one later: from then on the object
+        answers every read of its name (a `TestReport.outcome` would answer every report's).
+        So each such class is watched from here on, and a `__get__`, `__set__` or `__delete__`
+        given to it is a change judged by who made it; giving the object another class, or
+        the class other bases, raises an audit event on a watched class.
+        """
+        added = []
+        # Each type once (a class's bases change only through `__bases__`, an audit event),
+        # found in C: some 6,500 values at arming. The types of callables count too: a class
+        # whose metaclass is given `__get__` is a descriptor, with no namespace changing.
+        kinds = list(map(type, itertools.chain.from_iterable(ns.values for ns in namespaces)))
+        by_id = dict(zip(map(id, kinds), kinds, strict=True))
+        seen = self.types_seen
+        for key in by_id.keys() - seen:
+            kind = by_id[key]
+            seen.add(key)
+            self.keep.append(kind)
+            for base in _mutable_classes(kind):
+                if id(base) in self.namespaces:
+                    continue
+                mapping = base.__dict__
+                label = f"{base.__module__}.{base.__qualname__}"
+                watched = _Namespace(label, mapping, frozenset(mapping), protocol_only=True)
+                watched.snapshot()
+                self.namespaces[id(base)] = watched
+                self._remember(base)
+                added.append(watched)
         return added
 
     def _remember(self, value: object) -> None:
@@ -372,6 +449,7 @@ class Audit:
         self.namespaces.clear()
         self.keep.clear()
         self.watched_ids.clear()
+        self.types_seen.clear()
         self.hot, self.per_test, self.cold = _Group(()), _Group(()), []
 
     def watch_hooks(self, manager: Any) -> None:
@@ -429,13 +507,19 @@ class Audit:
         self._judge_events()
 
     def _judge(self, group: _Group) -> None:
+        changed: list[_Namespace] = []
         for namespace in group.namespaces:
             if namespace.unchanged():
                 continue
             for key, value in namespace.changes():
                 self._judge_value(namespace, key, value)
             namespace.snapshot()
+            if not namespace.protocol_only:
+                changed.append(namespace)
         group.flatten()
+        watched = self._watch_classes_of(changed)
+        if watched:
+            self.cold += _chunks(watched, SLICE)
 
     def _judge_value(self, namespace: _Namespace, key: str, value: object) -> None:
         assert self.trust is not None
@@ -510,6 +594,10 @@ class Audit:
             maker = self.trust.frame_maker(frames)
             if not self.trust.may_change(maker):
                 self._found(what, maker)
+
+    def found_outside(self, what: str) -> None:
+        """A change to the machinery seen by its effect, with no maker to name."""
+        self._found(what, None)
 
     def _found(self, what: str, maker: Maker | None) -> None:
         finding = Finding(what, maker)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -121,6 +121,26 @@ class Record:
             os.close(descriptor)
 
 
+def _witness(when: str) -> Callable[[Tripwire, pytest.Item], Generator[None, None, None]]:
+    """The tripwire's wrapper of the phase WHEN: whether an exception came out of it, as
+    pytest's `CallInfo` will see it. pytest reports a phase that raised as failed or skipped,
+    never as passed; a report that says passed after one was made by something else, such as
+    a patch of the report path that takes itself back before the machinery's next check."""
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def wrapper(self: Tripwire, item: pytest.Item) -> Generator[None, None, None]:
+        __tracebackhide__ = True
+        self.raised = None
+        try:
+            return (yield)
+        except BaseException:
+            self.raised = (item.nodeid, when)
+            raise
+
+    wrapper.__name__ = wrapper.__qualname__ = f"pytest_runtest_{when}"
+    return wrapper
+
+
 class Tripwire:
     """The tripwire's hooks, in the controller and in each xdist worker."""
 
@@ -136,6 +156,9 @@ class Tripwire:
         self.mechanism: str | None = None
         self.session: pytest.Session | None = None
         self.findings: list[str] = []
+        # (node id, phase) of the last phase an exception came out of, as the outermost
+        # wrapper saw it; None once the next phase starts.
+        self.raised: tuple[str, str] | None = None
 
     def found(self, finding: machinery.Finding) -> None:
         self.findings.append(str(finding))
@@ -168,6 +191,12 @@ class Tripwire:
             return
         placed = sentinels.place(session, session.items, bytes.fromhex(self.setup.seed))
         self.musts, self.mechanism = placed.musts, placed.mechanism
+
+    # The witness of each phase (`_witness`), outermost: tryfirst, and registered after the
+    # initial conftests.
+    pytest_runtest_setup = _witness("setup")
+    pytest_runtest_call = _witness("call")
+    pytest_runtest_teardown = _witness("teardown")
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, Any, Any]:
@@ -209,11 +238,25 @@ class Tripwire:
         return results
 
     def _check(self, report: pytest.TestReport) -> None:
-        """Once a test, after its teardown report: a patch made during a test and left in
-        place is found there. One applied and taken back within one test is not; nor, at
-        every report, is one taken back within the report that used it."""
+        """After every hook saw REPORT: a report that says passed for a phase an exception
+        came out of. Once a test, after its teardown report, the machinery: a patch made
+        during a test and left in place is found there. One applied and taken back within
+        one test is not, unless it made such a report."""
+        if self.raised is not None:
+            self._check_witness(report, *self.raised)
         if report.when == "teardown":
             self.audit.check_report()
+
+    def _check_witness(self, report: pytest.TestReport, nodeid: str, when: str) -> None:
+        """REPORT is the first one logged since the phase WHEN of NODEID raised, and so that
+        phase's: pytest logs it as soon as it is made. It must not say passed. Nothing of it
+        but its outcome is read, and that only as a plain string, which no subclass's `__eq__`
+        can answer."""
+        self.raised = None
+        outcome: object = report.outcome  # typed a literal string; the project may set any
+        if type(outcome) is not str or outcome == "passed":
+            what = f"the report of {nodeid} says its {when} passed, but an exception came out of it"
+            self.audit.found_outside(what)
 
     def _must(self, report: pytest.TestReport) -> str | None:
         """What REPORT's item must do, if it is a sentinel; tags a worker's sentinel reports
