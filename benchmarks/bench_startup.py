@@ -35,13 +35,15 @@ BARE = "python -c pass"
 # it that no change to three-ledger's own modules can go below. `dataclasses` is loaded as
 # the command line loads it, with `inspect` deferred (`cli.import_dataclasses_without_inspect`).
 FLOOR_MODULES = (
-    "argparse, bisect, dataclasses, datetime, enum, hashlib, importlib, json, locale, numbers, "
+    "argparse, bisect, dataclasses, datetime, enum, importlib, json, locale, numbers, "
     "pathlib, re, string, threading, typing, unicodedata"
 )
+# A pin's hash comes from CPython's own SHA-256 (`pins.small_sha256`), not OpenSSL's.
 FLOOR_CODE = (
     "from three_ledger.cli import import_dataclasses_without_inspect\n"
     "import_dataclasses_without_inspect()\n"
-    f"import {FLOOR_MODULES}"
+    f"import {FLOOR_MODULES}\n"
+    "try:\n    import _sha2\nexcept ImportError:\n    import _sha256"
 )
 FLOOR = "python importing check-pins' standard library"
 TARGETS = {VERSION: 2.0, CHECK_PINS: 4.0}

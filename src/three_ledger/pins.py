@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import hashlib
+import importlib
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
@@ -341,7 +341,9 @@ def utc_today() -> datetime.date:
 
 
 def load_fixture_pin(path: Path) -> FixturePin:
-    document, _ = _load(path, "fixture-pin")
+    # Not hashed: nothing records a fixture pin's own digest, and one of 500,000 paths is
+    # tens of megabytes.
+    document, _ = _load(path, "fixture-pin", hashed=False)
     return FixturePin.from_json(document, path)
 
 
@@ -359,10 +361,12 @@ def load_flake_pin(path: Path) -> FlakePin:
 _PIN_FLAGS = {"fixture-pin": "--pin", "properties-pin": "--properties", "flake-pin": "--flake-pin"}
 
 
-def _load(path: Path, schema_name: str) -> tuple[dict[str, Any], str]:
+def _load(path: Path, schema_name: str, *, hashed: bool = True) -> tuple[dict[str, Any], str]:
+    """The pin at PATH, checked against its schema, and the SHA-256 of its bytes (empty when
+    not HASHED)."""
     what = schema_name.replace("-", " ")
     data = jsonio.read_bytes_capped(path, what)
-    sha256 = hashlib.sha256(data).hexdigest()
+    sha256 = small_sha256(data) if hashed else ""
     text = jsonio.utf8_text(data, path, what)
     # The text alone is parsed: a pin of 500,000 paths is not held three times over.
     del data
@@ -380,6 +384,23 @@ def _load(path: Path, schema_name: str) -> tuple[dict[str, Any], str]:
             f"{path}: this is a {found}; {_PIN_FLAGS[schema_name]} takes a {what}"
         ) from refusal
     return document, sha256
+
+
+def small_sha256(data: bytes) -> str:
+    """The SHA-256 of DATA, a properties or a flake pin: small. From CPython's own
+    implementation where the interpreter has one (`_sha2` since 3.12, `_sha256` before), the
+    same digest as `hashlib`'s: importing `hashlib` loads OpenSSL, some 11 million
+    instructions, more than a quarter of a bare Python's start, which `check-pins` pays for
+    nothing else. `hashlib` where the interpreter was built without them."""
+    for name in ("_sha2", "_sha256"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        return str(module.sha256(data).hexdigest())
+    import hashlib  # only where the interpreter has no hash of its own
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def _refuse_both_folder_keys(document: Any, path: Path) -> None:

@@ -76,6 +76,21 @@ def test_a_check_pins_run_loads_neither_inspect_nor_shutil() -> None:
     assert done.stdout.splitlines()[-1].split() == ["0", "False", "False", "_DeferredInspect"]
 
 
+def test_a_check_pins_run_loads_no_openssl() -> None:
+    """`hashlib` loads OpenSSL at import, more than a quarter of a bare Python's start: a
+    `check-pins` run hashes its small pins without it (`pins.small_sha256`)."""
+    code = (
+        "import sys\n"
+        "from three_ledger.cli import main\n"
+        f"code = main(['check-pins', '--pins-dir', {str(EXAMPLE / 'pins')!r}, "
+        f"'--root', {str(EXAMPLE)!r}])\n"
+        "print(code, 'hashlib' in sys.modules, '_hashlib' in sys.modules)\n"
+    )
+    done = _run_unmeasured(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].split() == ["0", "False", "False"]
+
+
 def test_version_imports_nothing_but_the_package() -> None:
     """`--version` is answered before anything is imported: not `typing`, not `re`."""
     code = (

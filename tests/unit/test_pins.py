@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
+import importlib
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helpers import RunCli, fixture_pin, make_tree, write_json
 from three_ledger.errors import Refused
@@ -14,6 +19,7 @@ from three_ledger.pins import (
     load_fixture_pin,
     load_flake_pin,
     load_properties_pin,
+    small_sha256,
 )
 from three_ledger.results import TestsRequirement
 
@@ -314,3 +320,23 @@ def test_repeated_flake_id_is_refused(tmp_path: Path) -> None:
     document["flakes"] *= 2
     with pytest.raises(Refused, match="is repeated"):
         load_flake_pin(write_json(tmp_path / "pins/flakes.json", document))
+
+
+@given(st.binary(max_size=4096))
+def test_a_small_pins_sha256_is_hashlibs(data: bytes) -> None:
+    assert small_sha256(data) == hashlib.sha256(data).hexdigest()
+
+
+def test_without_cpythons_own_hashes_hashlib_gives_the_same_digest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An interpreter built without `_sha2`/`_sha256` (`--without-builtin-hashlib-hashes`)."""
+    real = importlib.import_module
+
+    def without_builtin(name: str, package: str | None = None) -> ModuleType:
+        if name in ("_sha2", "_sha256"):
+            raise ModuleNotFoundError(name)
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", without_builtin)
+    assert small_sha256(b"pin") == hashlib.sha256(b"pin").hexdigest()
