@@ -123,8 +123,8 @@ def _watched(value: object) -> bool:
     if gets is None:
         gets = _has_protocol(kind)
         # Asked once for a type that nothing can change (one of C's, or an immutable one):
-        # a miss raises inside `hasattr`, some 7,000 times at arming. A class of Python's
-        # could gain `__get__` (and its objects are watched for that: `_mutable_classes`).
+        # some 7,000 values at arming. A class of Python's could gain `__get__`, and is asked
+        # afresh (its objects are watched for that: `Audit._watch_classes_of`).
         if not _mutable(kind):
             _GETS[kind] = gets
     return gets
