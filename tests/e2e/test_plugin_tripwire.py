@@ -553,6 +553,21 @@ def test_no_honest_outcome_after_a_raise_is_a_finding(tmp_path: Path) -> None:
     assert {name: outcomes.get(name) for name in HONEST_EXPECTED} == HONEST_EXPECTED
 
 
+def test_a_session_ended_from_inside_a_test_is_no_finding(tmp_path: Path) -> None:
+    """`pytest.exit` raises out of the call, and pytest makes no report of it: the witness
+    waits for a report that never comes, and no later one is taken for it. (Under xdist,
+    `pytest.exit` in a test is an internal error of xdist's own, with or without the gate.)"""
+    tests = (
+        "import pytest\n\ndef test_a():\n    pass\n\n"
+        "def test_b():\n    pytest.exit('enough', returncode=0)\n\n"
+        "def test_c():\n    pass\n"
+    )
+    folder = write(tmp_path, {"test_p.py": tests})
+    done, record = run(folder, "-q", "-p", "no:randomly")
+    assert "Exit: enough" in done.stdout, done.stdout[-2000:]
+    assert record["findings"] == [], done.stdout[-2000:]
+
+
 # What the results file says of each (an expected failure is a failure, an unexpected pass
 # an error: plugin/hooks.py's report_outcome).
 HONEST_EXPECTED = {
