@@ -365,13 +365,14 @@ def _load(path: Path, schema_name: str, *, hashed: bool = True) -> tuple[dict[st
     """The pin at PATH, checked against its schema, and the SHA-256 of its bytes (empty when
     not HASHED)."""
     what = schema_name.replace("-", " ")
-    data = jsonio.read_bytes_capped(path, what)
-    sha256 = small_sha256(data) if hashed else ""
-    text = jsonio.utf8_text(data, path, what)
-    # The text alone is parsed: a pin of 500,000 paths is not held three times over.
-    del data
-    document = jsonio.parse_json_text(text, path, what)
-    del text
+    if hashed:
+        data = jsonio.read_bytes_capped(path, what)
+        sha256 = small_sha256(data)
+        document = jsonio.parse_json(data, path, what)
+        del data
+    else:
+        sha256 = ""
+        document = jsonio.read_json_object(path, what)
     if schema_name == "fixture-pin":
         _refuse_both_folder_keys(document, path)
     try:
