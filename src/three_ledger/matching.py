@@ -17,13 +17,13 @@ from collections.abc import Iterable, Sequence
 from three_ledger.frozen import frozen
 from three_ledger.pins import PropertiesPin
 from three_ledger.results import (
-    ExpectedSkip,
     PropertyScore,
     ResultIndex,
     TestResult,
     indexed,
     score_properties,
 )
+from three_ledger.selection import ExpectedSkip
 from three_ledger.vocabulary import Outcome
 
 # How many matched ids `plan` shows per property, and how many close ids it suggests.

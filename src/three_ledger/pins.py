@@ -14,8 +14,8 @@ from three_ledger import env_policy, jsonio
 from three_ledger.errors import Refused
 from three_ledger.frozen import frozen
 from three_ledger.paths import all_plain_under, casefold_twins, glob_matches, is_under, path_problem
-from three_ledger.results import ExpectedSkip, TestsRequirement, selector_tuple
-from three_ledger.vocabulary import Network, SandboxPolicy
+from three_ledger.pin_policy import Network, SandboxPolicy
+from three_ledger.selection import ExpectedSkip, TestsRequirement, selector_tuple
 
 DEFAULT_FIXTURES_DIR = "fixtures"
 DEFAULT_ORACLE_PATHS = ("properties", "tests")

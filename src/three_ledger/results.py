@@ -6,9 +6,7 @@ SPEC section 4.2 steps 6-7 and section 6 are the contract for everything here.
 from __future__ import annotations
 
 import bisect
-import functools
 import json
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,13 +14,21 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from three_ledger.errors import InfraFailure
 from three_ledger.frozen import frozen
+from three_ledger.selection import (
+    ExpectedSkip,
+    Selectors,
+    TestsRequirement,
+    count_matched,
+    selector_tuple,
+    selects,
+)
 from three_ledger.vocabulary import Outcome, Status, status_of, worst
 
 if TYPE_CHECKING:
     from three_ledger.ledgers import FailingTest
 
-# `ledgers` is imported where a score is written, not here: reading a pin (check-pins, and
-# every command's start) uses the selectors below and needs no ledger.
+# `ledgers` is imported where a score is written, not here: a command that reads results
+# but writes no score (`plan`) needs no ledger.
 
 _OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
 _OUTCOME_BY_NAME = {outcome.value: outcome for outcome in Outcome}
@@ -30,8 +36,6 @@ _OUTCOME_BY_NAME = {outcome.value: outcome for outcome in Outcome}
 FAILING_SHOWN = 3
 # How many ids of failing tests outside every property the ledger keeps.
 UNPINNED_SHOWN = 20
-# What a property's `test` may be in a pin: one selector, several, or none (markers only).
-Selectors = str | Sequence[str] | None
 
 
 # One per test, so a dataclass: its compiled `__init__` makes one in a third of `@frozen`'s
@@ -206,34 +210,6 @@ class _SortedNames:
                 yield self._positions[at]
 
 
-def selects(selector: str, test_id: str) -> bool:
-    """Whether SELECTOR selects the test TEST_ID (SPEC 4.2 step 7, with `*`).
-
-    It selects an id equal to it, or that begins with it followed by `[` (a parametrised
-    instance) or `::` (what a file or class selector holds). A `*` stands for any run of
-    characters, `/` and `::` included; it is the only wildcard, since `[` already starts a
-    parametrisation suffix.
-    """
-    if "*" not in selector:
-        return test_id == selector or test_id.startswith((selector + "[", selector + "::"))
-    return _wildcard(selector).fullmatch(test_id) is not None
-
-
-@functools.lru_cache(maxsize=4096)
-def _wildcard(selector: str) -> re.Pattern[str]:
-    body = ".*".join(re.escape(part) for part in selector.split("*"))
-    return re.compile(rf"{body}(?:\[.*|::.*)?", re.DOTALL)
-
-
-def selector_tuple(selectors: Selectors) -> tuple[str, ...]:
-    """A pin's `test` value as a tuple: one selector, several, or none."""
-    if selectors is None:
-        return ()
-    if isinstance(selectors, str):
-        return (selectors,)
-    return tuple(selectors)
-
-
 def _parametrised(selector: str, name: str) -> bool:
     return name.startswith(selector + "[") and name.endswith("]")
 
@@ -276,78 +252,6 @@ def _merge_pair(earlier: TestResult, later: TestResult) -> TestResult:
 
 def _united(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*first, *second)))
-
-
-@frozen
-class ExpectedSkip:
-    """A skip the properties pin accepts: a test (no `*`) and the start of its skip reason."""
-
-    test: str
-    reason: str
-
-    def covers(self, result: TestResult) -> bool:
-        """A skip of a listed test whose recorded reason begins with the pinned one."""
-        return (
-            result.outcome is Outcome.SKIP
-            and result.skip_reason is not None
-            and result.skip_reason.startswith(self.reason)
-            and result.matches(self.test)
-        )
-
-
-@frozen
-class TestsRequirement:
-    """What a properties pin asks of the tests a property counts: at least `min_tests` of
-    them and, with `tests_sha256`, exactly the ids that hash to it (see `ids_sha256`)."""
-
-    __test__: ClassVar[bool] = False  # a record, not a test class for pytest to collect
-
-    min_tests: int | None = None
-    tests_sha256: str | None = None
-
-    def unmet(self, tests: Sequence[str], left_out: int) -> list[str]:
-        """Why TESTS (the counted ids) fall short, one reason per key; none when they do not.
-
-        LEFT_OUT is how many results were left out as expected skips, named with the count.
-        """
-        reasons = []
-        if self.min_tests is not None and len(tests) < self.min_tests:
-            reasons.append(
-                f"{_count_matched(len(tests), left_out)}, the pin asks for at least "
-                f"{self.min_tests}"
-            )
-        pinned = self.tests_sha256
-        if tests and pinned is not None and (found := ids_sha256(tests)) != pinned:
-            reasons.append(
-                f"the {_tests(len(tests))} it matched hash to {found}, the pin's tests_sha256 "
-                f"is {pinned} (`three-ledger plan --json` lists the ids: counted_ids)"
-            )
-        return reasons
-
-
-def hashed_ids(tests: Iterable[str]) -> list[str]:
-    """The ids `tests_sha256` is taken over: distinct, each as a ledger writes it, sorted by
-    code point."""
-    from three_ledger.ledgers import ledger_text
-
-    return sorted(set(ledger_text(list(tests))))
-
-
-def ids_sha256(ids: Iterable[str]) -> str:
-    """The sha256 a pin's `tests_sha256` holds: of the `hashed_ids` joined by one LF, UTF-8,
-    with no trailing LF."""
-    import hashlib  # here: `check-pins` reads this module, and loads no OpenSSL
-
-    return hashlib.sha256("\n".join(hashed_ids(ids)).encode("utf-8")).hexdigest()
-
-
-def _tests(count: int) -> str:
-    return "1 test" if count == 1 else f"{count} tests"
-
-
-def _count_matched(count: int, left_out: int) -> str:
-    matched = "no test matched" if count == 0 else f"{_tests(count)} matched"
-    return f"{matched} once {left_out} expected skip(s) were left out" if left_out else matched
 
 
 @frozen
@@ -432,7 +336,7 @@ def _score(
     unmet = wanted.unmet(tests, left_out)
     reason = None
     if status is Status.MISSING:
-        reason = "; ".join(unmet) or _count_matched(0, left_out)
+        reason = "; ".join(unmet) or count_matched(0, left_out)
     elif unmet and status in _REQUIREMENT_MISSES:
         status, reason = Status.MISSING, "; ".join(unmet)
     return PropertyScore(

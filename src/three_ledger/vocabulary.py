@@ -1,7 +1,8 @@
 """The words the ledgers are written in: outcomes, statuses, postures, what guarded a run.
 
 Each is a `StrEnum` whose value is what the ledger holds. A test's `Outcome` is the plugin's
-word (`plugin/wire.py`), so it is defined there and only named here.
+word (`plugin/wire.py`), and a pin's policies are the pin's (`pin_policy.py`), so they are
+defined there and only named here.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
+from three_ledger.pin_policy import Network as Network
+from three_ledger.pin_policy import SandboxPolicy as SandboxPolicy
 from three_ledger.plugin.wire import SEVERITY as SEVERITY
 from three_ledger.plugin.wire import Outcome as Outcome
 
@@ -35,13 +38,6 @@ def status_of(outcomes: Iterable[Outcome]) -> Status:
     return Status(worst(matched)) if matched else Status.MISSING
 
 
-class Network(enum.StrEnum):
-    """A properties pin's network policy (SPEC 3.2)."""
-
-    BANNED = "banned"
-    ALLOWED = "allowed"
-
-
 class Enforcement(enum.StrEnum):
     """What enforced the policy in one run, as the property ledger records it."""
 
@@ -58,15 +54,6 @@ LAYER_HELD = "held"
 def layer_missing(why: str) -> str:
     """The ledger's word for a sandbox layer that could not be made, and why."""
     return f"missing: {why}"
-
-
-class SandboxPolicy(enum.StrEnum):
-    """A properties pin's `sandbox`: whether a run may go on with a layer missing."""
-
-    # Each layer that can be made is; a missing one is recorded, and the run goes on.
-    BEST_EFFORT = "best_effort"
-    # A run with any layer missing is an infrastructure failure (exit 4) before it starts.
-    REQUIRED = "required"
 
 
 class Tripwire(enum.StrEnum):

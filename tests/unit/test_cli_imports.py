@@ -91,6 +91,23 @@ def test_a_check_pins_run_loads_no_openssl() -> None:
     assert done.stdout.splitlines()[-1].split() == ["0", "False", "False"]
 
 
+def test_a_check_pins_run_reads_pins_without_the_results_or_the_ledger_words() -> None:
+    """Reading a pin needs its selectors (`selection.py`) and its policies (`pin_policy.py`);
+    `results` and `vocabulary`, which a run's results need, were 14 million instructions of a
+    `check-pins` of 207 million."""
+    code = (
+        "import sys\n"
+        "from three_ledger.cli import main\n"
+        f"code = main(['check-pins', '--pins-dir', {str(EXAMPLE / 'pins')!r}, "
+        f"'--root', {str(EXAMPLE)!r}])\n"
+        "print(code, *(name in sys.modules for name in "
+        "('three_ledger.results', 'three_ledger.vocabulary', 'three_ledger.selection')))\n"
+    )
+    done = _run_unmeasured(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].split() == ["0", "False", "False", "True"]
+
+
 def test_version_imports_nothing_but_the_package() -> None:
     """`--version` is answered before anything is imported: not `typing`, not `re`."""
     code = (

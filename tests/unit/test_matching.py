@@ -12,13 +12,12 @@ from three_ledger.errors import Refused
 from three_ledger.matching import closest_first, match_pin, warning_lines
 from three_ledger.pins import PropertiesPin, load_properties_pin
 from three_ledger.results import (
-    ExpectedSkip,
     ResultIndex,
     TestResult,
     score_properties,
-    selects,
     unpinned_failures,
 )
+from three_ledger.selection import ExpectedSkip, selects
 from three_ledger.vocabulary import Outcome
 
 PASS, FAIL, ERROR, SKIP = Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.SKIP

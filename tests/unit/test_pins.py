@@ -21,7 +21,7 @@ from three_ledger.pins import (
     load_properties_pin,
     small_sha256,
 )
-from three_ledger.results import TestsRequirement
+from three_ledger.selection import TestsRequirement
 
 GOOD_FIXTURE_PIN = {
     "pin_id": "fixpin-a",

@@ -17,19 +17,16 @@ from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
 from three_ledger.junit_report import MAX_JUNIT_BYTES, read_junit_xml
 from three_ledger.results import (
-    ExpectedSkip,
     PropertyScore,
     TestResult,
-    TestsRequirement,
     flake_outcomes,
-    hashed_ids,
-    ids_sha256,
     merge_worst,
     property_statuses,
     read_results_file,
     score_properties,
     scored_fields,
 )
+from three_ledger.selection import ExpectedSkip, TestsRequirement, hashed_ids, ids_sha256
 from three_ledger.vocabulary import Outcome, worst
 
 PASS, FAIL, ERROR, SKIP = Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.SKIP

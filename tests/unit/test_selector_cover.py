@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from three_ledger.commands.check_pins import selector_covers
-from three_ledger.results import selects
+from three_ledger.selection import selects
 
 IDS = [
     "t/test_a.py",

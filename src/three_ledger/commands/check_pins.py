@@ -36,7 +36,7 @@ from three_ledger.pins import (
     load_properties_pin,
     utc_today,
 )
-from three_ledger.results import selects
+from three_ledger.selection import selects
 
 PinT = TypeVar("PinT", FixturePin, PropertiesPin, FlakePin)
 

@@ -33,12 +33,13 @@ from three_ledger.outputs import Output, refuse_unwritable
 from three_ledger.paths import glob_matches
 from three_ledger.pins import FixturePin
 from three_ledger.product_guess import Proposal, propose
-from three_ledger.results import TestResult, hashed_ids, ids_sha256, merge_worst
+from three_ledger.results import TestResult, merge_worst
 from three_ledger.run import measurement, network_namespace
 from three_ledger.run.child import Child, exit_meaning, run_child
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import Checks, Preflight, new_tests_left_out, preflight
 from three_ledger.run.staging import stage_plugin
+from three_ledger.selection import hashed_ids, ids_sha256
 from three_ledger.vocabulary import Enforcement, Outcome
 
 # How much of the command's output a failed collection shows when no --log keeps it.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from three_ledger.ledgers import PropertyLedger
-from three_ledger.results import selects
+from three_ledger.selection import selects
 from three_ledger.vocabulary import Outcome
 
 
