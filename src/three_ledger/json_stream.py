@@ -22,7 +22,7 @@ _CHUNK_BYTES = 1 << 20
 _WHITESPACE = json.decoder.WHITESPACE  # type: ignore[attr-defined]
 # What may follow the first characters of a number and still be part of it.
 _NUMBER_GOES_ON = frozenset("0123456789.eE+-")
-# A \\uD800-\\uDFFF escape: valid JSON, but a lone one is not Unicode and cannot be written back.
+# A \uD800-\uDFFF escape: valid JSON, but a lone one is not Unicode and cannot be written back.
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -171,8 +171,8 @@ class _Reader:
         value longer than a piece costs reads that double, not a scan per piece."""
         if self._ended:
             raise _Declined
-        parsed = SURROGATE_ESCAPE.search(self.text, 0, self.at)
-        self._escapes = self._escapes or parsed is not None
+        escape = SURROGATE_ESCAPE.search(self.text, 0, self.at)
+        self._escapes = self._escapes or escape is not None
         left = self.text[self.at :]
         data = self._stream.read(min(max(self._chunk_bytes, len(left)), self._bytes_left + 1))
         self._bytes_left -= len(data)
