@@ -27,8 +27,8 @@ from three_ledger.vocabulary import Outcome, Status, status_of, worst
 if TYPE_CHECKING:
     from three_ledger.ledgers import FailingTest
 
-# `ledgers` is imported where a score is written, not here: a command that reads results
-# but writes no score (`plan`) needs no ledger.
+# `ledgers`, whose records are costly to make at import, is imported only where a score or
+# a ledger's text is made.
 
 _OUTCOME_NAMES = ", ".join(outcome.value for outcome in Outcome)
 _OUTCOME_BY_NAME = {outcome.value: outcome for outcome in Outcome}
