@@ -9,6 +9,7 @@ import bisect
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -106,19 +107,24 @@ class ResultIndex:
 
     def __init__(self, results: Iterable[TestResult]) -> None:
         self.results = list(results)
-        self._plugin = _SortedNames()
-        self._junit = _SortedNames()
+        plugin: list[tuple[str, int]] = []
+        junit: list[tuple[str, int]] = []
         self._junit_groups: dict[str, list[int]] = {}
         self._by_marker: dict[str, list[int]] = {}
         for position, result in enumerate(self.results):
-            for property_id in set(result.property_ids):
-                self._by_marker.setdefault(property_id, []).append(position)
-            names = self._plugin if result.groups is None else self._junit
-            names.add(position, (result.id, *result.aliases))
-            for group in result.groups or ():
+            if result.property_ids:
+                for property_id in set(result.property_ids):
+                    self._by_marker.setdefault(property_id, []).append(position)
+            if result.groups is None:
+                plugin.append((result.id, position))
+                plugin += [(alias, position) for alias in result.aliases]
+                continue
+            junit.append((result.id, position))
+            junit += [(alias, position) for alias in result.aliases]
+            for group in result.groups:
                 self._junit_groups.setdefault(group, []).append(position)
-        self._plugin.sort()
-        self._junit.sort()
+        self._plugin = _SortedNames(plugin)
+        self._junit = _SortedNames(junit)
         self._selected: dict[str, frozenset[int]] = {}
 
     def selected(self, selector: str) -> frozenset[int]:
@@ -181,18 +187,12 @@ def indexed(results: Sequence[TestResult] | ResultIndex) -> ResultIndex:
 class _SortedNames:
     """Names, each with the position of its result, sorted for lookup by bisection."""
 
-    def __init__(self) -> None:
-        self._pairs: list[tuple[str, int]] = []
-        self._names: list[str] = []
-        self._positions: list[int] = []
-
-    def add(self, position: int, names: Iterable[str]) -> None:
-        self._pairs.extend((name, position) for name in names)
-
-    def sort(self) -> None:
-        self._pairs.sort()
-        self._names = [name for name, _ in self._pairs]
-        self._positions = [position for _, position in self._pairs]
+    def __init__(self, pairs: list[tuple[str, int]]) -> None:
+        """PAIRS (name, position), in rising positions: sorted by name alone, each name's
+        positions stay in that order (the sort is stable), as sorting the pairs would."""
+        pairs.sort(key=itemgetter(0))
+        self._names = [name for name, _ in pairs]
+        self._positions = [position for _, position in pairs]
 
     def equal_to(self, name: str) -> Iterator[int]:
         """The positions under NAME itself."""

@@ -11,9 +11,6 @@ from three_ledger.errors import Refused
 from three_ledger.pins import PropertiesPin
 from three_ledger.results import ResultIndex, TestResult
 
-# What a test without a recorded duration weighs: the mean of the recorded ones.
-DEFAULT_SECONDS = 1.0
-
 
 def planned_ids(
     pin: PropertiesPin, flake_selectors: Sequence[str], tests: Sequence[TestResult]
@@ -29,7 +26,11 @@ def split(ids: Sequence[str], shards: int, seconds: Mapping[str, float]) -> list
     the same, so the slices differ in size by one at most.
     """
     known = [seconds[test_id] for test_id in ids if test_id in seconds]
-    default = sum(known) / len(known) if known else DEFAULT_SECONDS
+    if not known:
+        # Every test weighs the same: the lightest slice is the next one in turn.
+        return [list(ids[k::shards]) for k in range(shards)]
+    # A test without a recorded duration weighs the mean of the recorded ones.
+    default = sum(known) / len(known)
     weight = {test_id: seconds.get(test_id, default) for test_id in ids}
     position = {test_id: number for number, test_id in enumerate(ids)}
     slices: list[list[str]] = [[] for _ in range(shards)]

@@ -108,6 +108,20 @@ def test_a_check_pins_run_reads_pins_without_the_results_or_the_ledger_words() -
     assert done.stdout.splitlines()[-1].split() == ["0", "False", "False", "True"]
 
 
+def test_shard_plan_collects_without_what_only_plans_report_needs() -> None:
+    """`shard-plan` writes the slices, not `plan`'s report: it loads neither the JUnit reader
+    nor the pin matching nor the product proposal (`run/collection.py`)."""
+    code = (
+        "import sys\n"
+        "import three_ledger.commands.shard_plan\n"
+        "print(*(f'three_ledger.{name}' in sys.modules for name in "
+        "('junit_report', 'matching', 'product_guess', 'run.collection')))\n"
+    )
+    done = _run_unmeasured(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "False", "True"]
+
+
 def test_version_imports_nothing_but_the_package() -> None:
     """`--version` is answered before anything is imported: not `typing`, not `re`."""
     code = (

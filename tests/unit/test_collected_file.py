@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from three_ledger.commands.plan import read_collected
 from three_ledger.errors import InfraFailure
+from three_ledger.run.collection import read_collected
 from three_ledger.vocabulary import Outcome
 
 

@@ -80,7 +80,8 @@ def _ci_base_for_messages(root: Path) -> str | None:
 
 
 def _run_plan(args: argparse.Namespace) -> int:
-    from three_ledger.commands.plan import PlanRequest, plan
+    from three_ledger.commands.plan import plan
+    from three_ledger.run.collection import PlanRequest
 
     from_report = args.junit_xml is not None or args.from_report
     if from_report and not (args.junit_xml is not None and args.from_report):

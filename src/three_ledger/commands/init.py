@@ -35,7 +35,6 @@ from three_ledger.commands.draft_pin import (
     git_warnings,
     untracked_states,
 )
-from three_ledger.commands.plan import PlanRequest, run_collection
 from three_ledger.data_folders import data_folders, project_files
 from three_ledger.draft_properties import PropertiesDraft, draft_properties, test_modules
 from three_ledger.env_policy import refuse_keep_env
@@ -47,6 +46,7 @@ from three_ledger.pins import FixturePin
 from three_ledger.product_guess import propose
 from three_ledger.results import TestResult
 from three_ledger.run import network_namespace
+from three_ledger.run.collection import PlanRequest, run_collection
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.vocabulary import Network
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from three_ledger import git
-from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
 from three_ledger.frozen import frozen
 from three_ledger.junit_report import read_junit_xml
@@ -31,51 +29,13 @@ from three_ledger.matching import (
 )
 from three_ledger.outputs import Output, refuse_unwritable
 from three_ledger.paths import glob_matches
-from three_ledger.pins import FixturePin
 from three_ledger.product_guess import Proposal, propose
-from three_ledger.results import TestResult, merge_worst
-from three_ledger.run import measurement, network_namespace
-from three_ledger.run.child import Child, exit_meaning, run_child
+from three_ledger.results import TestResult
+from three_ledger.run import network_namespace
+from three_ledger.run.collection import Collection, PlanRequest, collect_measured
 from three_ledger.run.network_ban import choose_enforcement
-from three_ledger.run.preflight import Checks, Preflight, new_tests_left_out, preflight
-from three_ledger.run.staging import stage_plugin
+from three_ledger.run.preflight import Preflight, new_tests_left_out, preflight
 from three_ledger.selection import hashed_ids, ids_sha256
-from three_ledger.vocabulary import Enforcement, Outcome
-
-# How much of the command's output a failed collection shows when no --log keeps it.
-LOG_TAIL_LINES = 15
-
-
-@frozen
-class PlanRequest:
-    pin_path: Path
-    properties_path: Path
-    command: list[str] | None
-    root: Path
-    flake_pin_path: Path | None
-    timeout_s: float
-    log_path: Path | None
-    as_json: bool
-    # A JUnit report from an earlier run, read instead of collecting (`--from-report`).
-    report: Path | None = None
-    # New test modules against this base are left out of the collection, as in `properties`.
-    base: str | None = None
-    # --keep-env: names of the job's environment the child keeps for this run.
-    keep_env: tuple[str, ...] = ()
-
-    def checks(self) -> Checks:
-        """The checks `properties` makes before it runs, but those of the base and digest:
-        the tests collect from the fixture tree, which must be the pinned one. plan writes
-        no ledger, so the gate's own code in ROOT is no refusal here."""
-        return Checks(
-            root=self.root,
-            pin_path=self.pin_path,
-            properties_path=self.properties_path,
-            flake_pin_path=self.flake_pin_path,
-            own_code=False,
-            runs_suite=self.report is None,
-            keep_env=self.keep_env,
-        )
 
 
 def plan(request: PlanRequest) -> int:
@@ -144,171 +104,6 @@ def ambiguous_titles(tests: Sequence[TestResult]) -> list[str]:
                 f"boundary: select it by its whole id, or by {owner!r} for the whole file"
             )
     return lines
-
-
-@frozen
-class Collection:
-    """What a collection found, and what it executed or read under ROOT (when measured)."""
-
-    tests: list[TestResult]
-    uses: Mapping[str, str]
-    # Why the collection's reads are not known, when they are not.
-    unmeasured: str | None = None
-
-
-def collect(
-    request: PlanRequest,
-    pins: Preflight,
-    enforcement: Enforcement,
-    ignore: tuple[str, ...] = (),
-) -> list[TestResult]:
-    """Run the command with `--collect-only`; the collected tests, one per node id. The new
-    test modules IGNORE names are left out, as the scored run leaves them out."""
-    keep_env = (*pins.properties_pin.env, *request.keep_env)
-    return run_collection(request, pins.fixture_pin, keep_env, enforcement, ignore).tests
-
-
-def collect_measured(
-    request: PlanRequest,
-    pins: Preflight,
-    enforcement: Enforcement,
-    ignore: tuple[str, ...] = (),
-) -> Collection:
-    """`collect`, with the audit hook of the closed oracle set armed in every process."""
-    keep_env = (*pins.properties_pin.env, *request.keep_env)
-    return run_collection(request, pins.fixture_pin, keep_env, enforcement, ignore, measure=True)
-
-
-def run_collection(
-    request: PlanRequest,
-    fixture_pin: FixturePin,
-    keep_env: tuple[str, ...],
-    enforcement: Enforcement,
-    ignore: tuple[str, ...] = (),
-    *,
-    measure: bool = False,
-) -> Collection:
-    """The command run with `--collect-only` on FIXTURE_PIN's tree, keeping KEEP_ENV of the
-    job's environment (the properties pin's `env` and `--keep-env`)."""
-    with (
-        tempfile.TemporaryDirectory(prefix="three-ledger-plan-") as private,
-        open(os.devnull, "wb") as quiet,
-    ):
-        folder = Path(private)
-        collected = folder / "collected.jsonl"
-        log_path = request.log_path or folder / "plan.log"
-        measuring = measurement.prepare(folder) if measure else None
-        child = Child(
-            command=request.command or (),
-            root=request.root,
-            fixture_pin=fixture_pin,
-            enforcement=enforcement,
-            timeout_s=request.timeout_s,
-            log_path=log_path,
-            plugin=stage_plugin(folder),
-            results_path=folder / "unused.jsonl",
-            collect_into=collected,
-            console=quiet,
-            ignore=ignore,
-            measurement=measuring,
-            keep_env=keep_env,
-        )
-        run = run_child(child)
-        failure = run.failure()
-        if failure is None and run.exit_code != 0:
-            assert run.exit_code is not None  # no failure means the command exited
-            failure = exit_meaning(run.exit_code, enforcement)
-        if failure is not None:
-            raise _collection_failed(failure, log_path, request)
-        tests = read_collected(collected, log_path)
-        if measuring is None:
-            return Collection(tests, {})
-        try:
-            return Collection(tests, measurement.read_measured(measuring, request.root))
-        except InfraFailure as unmeasured:
-            return Collection(tests, {}, unmeasured.message)
-
-
-def _collection_failed(failure: str, log_path: Path, request: PlanRequest) -> InfraFailure:
-    """The failure; without --log, the end of the command's output goes to stdout first."""
-    if request.log_path is not None:
-        return InfraFailure(f"collection failed: {failure} (log: {log_path})")
-    if request.as_json:
-        return InfraFailure(f"collection failed: {failure}; give --log PATH to see its output")
-    tail = _log_tail(log_path)
-    sys.stdout.write("".join(f"{line}\n" for line in tail))
-    return InfraFailure(
-        f"collection failed: {failure}; the last {len(tail)} lines of its output are on "
-        "stdout (give --log PATH to keep all of it)"
-    )
-
-
-def _log_tail(log_path: Path) -> list[str]:
-    try:
-        text = log_path.read_bytes().decode("utf-8", "replace")
-    except OSError:
-        return []
-    return text.splitlines()[-LOG_TAIL_LINES:]
-
-
-def read_collected(path: Path, log_path: Path) -> list[TestResult]:
-    """The plugin's collection lines as tests: `skip` where the skip is known, else `pass`."""
-    label = f"collection file {path.name}"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InfraFailure(
-            f"{label}: the plugin wrote nothing: is the command pytest, and does it keep the "
-            "environment (PYTHONPATH, PYTEST_PLUGINS, PYTEST_ADDOPTS)? plan needs pytest",
-            [f"log: {log_path}"],
-        ) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InfraFailure(f"{label}: cannot be read ({error})") from None
-    records = _parsed(label, lines)
-    return merge_worst(
-        _collected_test(label, number, record) for number, record in enumerate(records, 1)
-    )
-
-
-def _parsed(label: str, lines: list[str]) -> list[Any]:
-    """Each line's JSON value. All lines are parsed in one call, as the items of one list (a
-    shard plan's 20,000 lines took 20,000 calls of json.loads: about 40 ms); where that does
-    not give one object per line, line by line, which names the line that is not JSON. (A
-    file made to join into as many objects as it has lines reads as those objects: the
-    plugin writes one per line, and a run that can write this file can write any lines.)"""
-    try:
-        records = json.loads(f"[{','.join(lines)}]")
-    except ValueError:
-        records = None
-    if (
-        isinstance(records, list)
-        and len(records) == len(lines)
-        and all(type(record) is dict for record in records)
-    ):
-        return records
-    parsed = []
-    for number, raw in enumerate(lines, 1):
-        try:
-            parsed.append(json.loads(raw))
-        except ValueError:
-            raise InfraFailure(f"{label}: line {number}: not valid JSON") from None
-    return parsed
-
-
-def _collected_test(label: str, number: int, record: Any) -> TestResult:
-    if type(record) is dict:  # as JSON makes them: no subclass to look past
-        test_id = record.get("id")
-        property_ids = record.get("property_ids")
-        reason = record.get("skip_reason")
-        if (
-            type(test_id) is str
-            and type(property_ids) is list
-            and all(type(p) is str for p in property_ids)
-            and (reason is None or type(reason) is str)
-        ):
-            outcome = Outcome.PASS if reason is None else Outcome.SKIP
-            return TestResult(test_id, tuple(property_ids), outcome, skip_reason=reason)
-    raise InfraFailure(f"{label}: line {number}: not a collected test")
 
 
 def plan_text(match: PinMatch, command: Sequence[str]) -> str:

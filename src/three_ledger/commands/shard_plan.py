@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from three_ledger import git
-from three_ledger.commands.plan import PlanRequest, collect
 from three_ledger.exit_codes import ExitCode
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import fresh_recorded_at, new_ledger_id, write_ledger
@@ -21,6 +20,7 @@ from three_ledger.other_ledgers import ShardPlan
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.progress import progress
 from three_ledger.run import network_namespace
+from three_ledger.run.collection import PlanRequest, collect
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import new_tests_left_out, preflight
 from three_ledger.shards import planned_ids, read_durations, split

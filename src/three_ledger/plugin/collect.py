@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections.abc import Iterable, Iterator
+from json.encoder import encode_basestring_ascii as _json_string
 
 import pytest
 
@@ -34,46 +35,91 @@ class _CollectionRecorder:
         self.path = path
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        text = "".join(collected_lines(session.items))
         # Append: a command that runs pytest twice must not erase the first run's items.
-        classes: dict[tuple[type, int], str | None] = {}
         with open(self.path, "a", encoding="utf-8") as stream:
-            for item in session.items:
-                stream.write(json.dumps(collected_line(item, classes)) + "\n")
+            stream.write(text)
 
 
-def collected_line(
-    item: pytest.Item, classes: dict[tuple[type, int], str | None]
-) -> dict[str, Any]:
-    """ITEM's line. CLASSES holds, per kind of item and parent collector already seen, the
-    skip its test class gives: looking the class up walks the chain again for every item."""
-    # One walk up the item's chain for every marker: each `iter_markers(name=...)` walks it
-    # again, and a collection of 20,000 items made three walks each.
-    markers: dict[str, list[pytest.Mark]] = {}
-    for marker in item.iter_markers():
-        markers.setdefault(marker.name, []).append(marker)
+def collected_lines(items: Iterable[pytest.Item]) -> Iterator[str]:
+    """Each item's line, with its newline.
+
+    What lies above an item is the same for every item of one parent: its parents' markers
+    and, for one kind of item, the skip its test class gives. Items come in runs of one
+    parent, so each run looks them up once. A walk up the chain for every item
+    (`iter_markers`) and a class lookup for each were most of the cost of 20,000 lines.
+    """
+    parent: object = _BY_CLASS  # no item's parent: each run starts with a lookup
+    above: list[pytest.Mark] = []
+    kind: type | None = None
+    class_known = False
+    class_skip: str | None = None
+    for item in items:
+        if item.parent is not parent:
+            parent = item.parent
+            above = [] if item.parent is None else list(item.parent.iter_markers())
+            kind = None
+        if type(item) is not kind:
+            kind = type(item)
+            class_known = False
+        # The item's own markers, then its parents', closest first (`iter_markers`).
+        markers = [*item.own_markers, *above]
+        reason = skip_known_at_collection(item, markers)
+        if isinstance(reason, _ByClass):
+            if not class_known:
+                class_skip, class_known = _class_skip(item), True
+            reason = class_skip
+        yield collected_line(item.nodeid, markers, reason)
+
+
+class _ByClass:
+    """What `skip_known_at_collection` returns where only the test class may skip the item."""
+
+
+_BY_CLASS = _ByClass()
+
+
+def collected_line(nodeid: str, markers: list[pytest.Mark], reason: str | None) -> str:
+    """One item's line, the text `json.dumps` makes of it, with its newline.
+
+    Made from `json`'s own string encoder, as a results line is (`hooks.results_line`):
+    `json.dumps` builds an encoder for every call. Property ids that are not all strings
+    (`@pytest.mark.property(3)`) go through `json.dumps`, and the gate refuses the line.
+    """
     property_ids = sorted(
-        {arg for marker in markers.get(PROPERTY_MARKER, ()) for arg in marker.args}
+        {arg for marker in markers if marker.name == PROPERTY_MARKER for arg in marker.args}
     )
-    line: dict[str, Any] = {ID_KEY: item.nodeid, PROPERTY_IDS_KEY: property_ids}
-    reason = skip_known_at_collection(item, markers, classes)
+    if not all(type(property_id) is str for property_id in property_ids):
+        line: dict[str, object] = {ID_KEY: nodeid, PROPERTY_IDS_KEY: property_ids}
+        if reason is not None:
+            line[SKIP_REASON_KEY] = reason
+        return json.dumps(line) + "\n"
+    ids = ", ".join(map(_json_string, property_ids))
+    text = f"{{{_ID}: {_json_string(nodeid)}, {_PROPERTY_IDS}: [{ids}]"
     if reason is not None:
-        line[SKIP_REASON_KEY] = reason
-    return line
+        text += f", {_SKIP_REASON}: {_json_string(reason)}"
+    return text + "}\n"
+
+
+_ID, _PROPERTY_IDS, _SKIP_REASON = map(_json_string, (ID_KEY, PROPERTY_IDS_KEY, SKIP_REASON_KEY))
 
 
 def skip_known_at_collection(
-    item: pytest.Item,
-    markers: dict[str, list[pytest.Mark]],
-    classes: dict[tuple[type, int], str | None],
-) -> str | None:
-    """The reason ITEM will skip with, when that is decided before it runs; else None.
+    item: pytest.Item, markers: list[pytest.Mark]
+) -> str | _ByClass | None:
+    """The reason ITEM will skip with, when its markers or its function decide it before it
+    runs; `_BY_CLASS` where only its test class may (`_class_skip`).
 
-    MARKERS are the item's own and its parents' by name, closest first (`iter_markers`).
+    MARKERS are the item's own and its parents', closest first (`iter_markers`). A reason
+    that is not a string reads as None, or as "unconditional skip" for a `skip` marker.
     """
-    for marker in markers.get("skip", ()):
-        reason = marker.kwargs.get("reason", marker.args[0] if marker.args else None)
-        return reason if isinstance(reason, str) else "unconditional skip"
-    for marker in markers.get("skipif", ()):
+    for marker in markers:
+        if marker.name == "skip":
+            reason = marker.kwargs.get("reason", marker.args[0] if marker.args else None)
+            return reason if isinstance(reason, str) else "unconditional skip"
+    for marker in markers:
+        if marker.name != "skipif":
+            continue
         conditions = marker.args or (marker.kwargs.get("condition"),)
         reason = marker.kwargs.get("reason")
         # A string condition is evaluated by pytest only when the test runs.
@@ -82,14 +128,13 @@ def skip_known_at_collection(
     function = getattr(item, "obj", None)
     if getattr(function, "__unittest_skip__", False):
         return _unittest_reason(function)
-    # The test class is the same for every item of one kind under one parent.
-    parent = (type(item), id(item.parent))
-    if parent not in classes:
-        owner = getattr(item, "cls", None)
-        classes[parent] = (
-            _unittest_reason(owner) if getattr(owner, "__unittest_skip__", False) else None
-        )
-    return classes[parent]
+    return _BY_CLASS
+
+
+def _class_skip(item: pytest.Item) -> str | None:
+    """The skip ITEM's test class gives (`unittest.skip` on a TestCase), or None."""
+    owner = getattr(item, "cls", None)
+    return _unittest_reason(owner) if getattr(owner, "__unittest_skip__", False) else None
 
 
 def _unittest_reason(owner: object) -> str | None:
