@@ -365,7 +365,9 @@ def _bulk_checked(document: Any, schema_name: str) -> Any:
             continue
         if unique and not _no_repeats(items):
             continue
-        document = {**document, key: items[:1]}
+        # A shard plan's slice is itself long: its first id stands for the rest.
+        first = items[0][:1] if type(items[0]) is list else items[0]
+        document = {**document, key: [first]}
     return document
 
 

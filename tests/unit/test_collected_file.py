@@ -47,6 +47,11 @@ def test_each_line_is_a_test_in_collection_order(tmp_path: Path) -> None:
          "line 1: not valid JSON"),
         ([line("t.py::a"), '{"id": "t.py::b", "property_ids": "p"}'],
          "line 2: not a collected test"),
+        ([line("t.py::a"), '{"id": "t.py::b", "property_ids": ["p", 3]}'],
+         "line 2: not a collected test"),
+        (['{"id": 1, "property_ids": []}'], "line 1: not a collected test"),
+        ([line("t.py::a"), '{"id": "t.py::b", "property_ids": [], "skip_reason": 3}'],
+         "line 2: not a collected test"),
     ],
 )  # fmt: skip
 def test_a_line_that_is_not_a_test_is_named(tmp_path: Path, lines: list[str], refusal: str) -> None:

@@ -181,9 +181,7 @@ def read_collected(path: Path, log_path: Path) -> list[TestResult]:
     except (OSError, UnicodeDecodeError) as error:
         raise InfraFailure(f"{label}: cannot be read ({error})") from None
     records = _parsed(label, lines)
-    return merge_worst(
-        _collected_test(label, number, record) for number, record in enumerate(records, 1)
-    )
+    return merge_worst(_collected_tests(label, records))
 
 
 def _parsed(label: str, lines: list[str]) -> list[Any]:
@@ -211,17 +209,27 @@ def _parsed(label: str, lines: list[str]) -> list[Any]:
     return parsed
 
 
-def _collected_test(label: str, number: int, record: Any) -> TestResult:
-    if type(record) is dict:  # as JSON makes them: no subclass to look past
-        test_id = record.get("id")
-        property_ids = record.get("property_ids")
-        reason = record.get("skip_reason")
-        if (
-            type(test_id) is str
-            and type(property_ids) is list
-            and all(type(p) is str for p in property_ids)
-            and (reason is None or type(reason) is str)
-        ):
-            outcome = Outcome.PASS if reason is None else Outcome.SKIP
-            return TestResult(test_id, tuple(property_ids), outcome, skip_reason=reason)
-    raise InfraFailure(f"{label}: line {number}: not a collected test")
+def _collected_tests(label: str, records: list[Any]) -> list[TestResult]:
+    """Each record as a test; the first that is not the plugin's collection line is refused.
+
+    One loop, no call per record: this runs for every collected test of a `shard-plan`."""
+    tests = []
+    for number, record in enumerate(records, 1):
+        if type(record) is dict:  # as JSON makes them: no subclass to look past
+            test_id = record.get("id")
+            property_ids = record.get("property_ids")
+            reason = record.get("skip_reason")
+            if (
+                type(test_id) is str
+                and type(property_ids) is list
+                and (not property_ids or all(type(p) is str for p in property_ids))
+            ):
+                ids = tuple(property_ids)
+                if reason is None:
+                    tests.append(TestResult(test_id, ids, Outcome.PASS))
+                    continue
+                if type(reason) is str:
+                    tests.append(TestResult(test_id, ids, Outcome.SKIP, (), None, reason))
+                    continue
+        raise InfraFailure(f"{label}: line {number}: not a collected test")
+    return tests
