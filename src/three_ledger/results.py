@@ -401,10 +401,7 @@ def read_results_file(path: Path) -> list[TestResult]:
     if records is None:
         results = [_record(label, number, raw) for number, raw in enumerate(complete, start=1)]
     else:
-        results = [
-            _result_from_json(label, number, record)
-            for number, record in enumerate(records, start=1)
-        ]
+        results = _results_from_json(label, records)
     if lines[-1]:
         results.extend(_unfinished_record(label, len(lines), lines[-1]))
     if not results:
@@ -459,6 +456,32 @@ def _decoded_json(label: str, number: int, raw: bytes) -> object:
         raise InfraFailure(f"{where}: not valid JSON (a number is too long)") from None
     except RecursionError:
         raise InfraFailure(f"{where}: not valid JSON (nested too deeply)") from None
+
+
+def _results_from_json(label: str, records: list[dict[str, Any]]) -> list[TestResult]:
+    """Each record as a result. A record as the plugin writes it is read in one loop, with no
+    call per record (this runs for every test of a run); any other goes to
+    `_result_from_json`, which names what is wrong with it."""
+    results = []
+    for number, record in enumerate(records, start=1):
+        test_id = record.get("id")
+        property_ids = record.get("property_ids")
+        name = record.get("outcome")
+        outcome = _OUTCOME_BY_NAME.get(name) if type(name) is str else None
+        reason = record.get("skip_reason")
+        if (
+            type(test_id) is str
+            and test_id
+            and type(property_ids) is list
+            and (not property_ids or all(type(p) is str for p in property_ids))
+            and outcome is not None
+            and (reason is None or type(reason) is str)
+        ):
+            kept = reason if outcome is Outcome.SKIP else None
+            results.append(TestResult(test_id, tuple(property_ids), outcome, (), None, kept))
+        else:
+            results.append(_result_from_json(label, number, record))
+    return results
 
 
 def _result_from_json(label: str, number: int, record: object) -> TestResult:

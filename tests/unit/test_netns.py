@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -270,6 +271,16 @@ def test_a_probe_that_fails_otherwise_gives_its_exit_and_last_line(
     assert network_namespace.namespace_available() == (
         "the network namespace probe exited 9: no message"
     )
+
+
+def test_the_probe_execs_true_not_a_second_python(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    asked = tmp_path / "argv"
+    fake_unshare(tmp_path, monkeypatch, f'printf "%s\\n" "$@" > {asked}')
+    assert network_namespace.namespace_available() is None
+    argv = asked.read_text().splitlines()
+    assert argv[argv.index("--", 4) + 1 :] == [shutil.which("true")]
 
 
 def trampoline_in_a_bare_namespace(*command: str) -> subprocess.CompletedProcess[str]:

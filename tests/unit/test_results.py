@@ -50,6 +50,21 @@ def test_results_file_is_read_in_order(tmp_path: Path) -> None:
     assert read_results_file(path) == [result("t.py::a", PASS, "p.one"), result("t.py::b", SKIP)]
 
 
+def test_a_skip_reason_is_kept_on_a_skip_alone(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    records = [
+        {"id": "t.py::a", "property_ids": [], "outcome": "pass", "skip_reason": "stray"},
+        {"id": "t.py::b", "property_ids": ["p.one"], "outcome": "skip", "skip_reason": "why"},
+        {"id": "t.py::c", "property_ids": [], "outcome": "skip", "skip_reason": None},
+    ]
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert [(r.id, r.outcome, r.skip_reason) for r in read_results_file(path)] == [
+        ("t.py::a", PASS, None),
+        ("t.py::b", SKIP, "why"),
+        ("t.py::c", SKIP, None),
+    ]
+
+
 def test_results_file_merges_repeated_ids_worst_first(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     path.write_text(line("t.py::a", "fail", ["p.one"]) + line("t.py::a", "pass", ["p.two"]))
@@ -70,6 +85,10 @@ def test_results_file_merges_repeated_ids_worst_first(tmp_path: Path) -> None:
         (
             '{"id": "x", "property_ids": [], "outcome": "passed"}\n',
             "line 2: 'outcome' must be one of pass, fail, error, skip",
+        ),
+        (
+            '{"id": "x", "property_ids": [], "outcome": "skip", "skip_reason": 3}\n',
+            "line 2: 'skip_reason' must be a string",
         ),
         ("\n", "line 2: not valid JSON"),
     ],
