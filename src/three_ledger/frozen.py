@@ -1,12 +1,14 @@
-"""`@frozen`: an immutable dataclass that is three times cheaper to define.
+"""`@frozen`: an immutable dataclass that compiles nothing when it is defined.
 
 `@dataclass(frozen=True)` compiles six methods for every class it decorates (`__init__`,
 `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`), 0.6 to 1.2 ms a class
 with Python 3.11 as the machine goes. The gate defines some sixty records before its test
 run starts, and making them was two fifths of its imports (issue 25). `@frozen` lets
-`dataclasses` compile `__init__` only, and gives the class the other five as closures
-over its fields, which cost nothing to compile:
+`dataclasses` read the fields and gives the class all six as closures over them, which
+cost nothing to compile:
 
+- `__init__` takes what a dataclass's takes (positional fields, then keyword-only ones,
+  defaults and factories, `__post_init__`) and sets the fields in their order;
 - `__eq__` and `__hash__` compare and hash the fields a dataclass would (`compare=True`,
   and `hash=` where it is set), between instances of the same class only;
 - `__repr__` prints what a dataclass prints;
@@ -14,17 +16,18 @@ over its fields, which cost nothing to compile:
   assignment with `dataclasses.FrozenInstanceError`; `__delattr__` always refuses.
 
 Everything else is the dataclass's: fields, defaults, `field()`, `kw_only`,
-`__post_init__`, `dataclasses.replace`, `asdict` and `fields`. Type checkers read
-`@frozen` as a frozen dataclass (`dataclass_transform`), so an assignment to a field is
-an error before it runs. A method the class defines itself is kept, as a dataclass keeps
-it. `tests/unit/test_frozen.py` holds `@frozen` to `@dataclass(frozen=True)`.
+`__post_init__`, `dataclasses.replace`, `asdict` and `fields` (not `InitVar`, which no
+record uses). Type checkers read `@frozen` as a frozen dataclass (`dataclass_transform`),
+so an assignment to a field, or a call with a wrong argument, is an error before it runs.
+A method the class defines itself is kept, as a dataclass keeps it.
+`tests/unit/test_frozen.py` holds `@frozen` to `@dataclass(frozen=True)`.
 
 A subclass of a `@frozen` record is `@frozen` too: `dataclasses` refuses to make a frozen
 dataclass of it, since it reads the base as a dataclass that is not frozen.
 
-The price is paid when a record is made: each field's first assignment goes through the
-write-once `__setattr__`, about three times the dataclass's cost. A record made once per
-test or per file (`TestResult`, `FileEntry`) stays a `@dataclass(frozen=True, slots=True)`.
+The price is paid when a record is made: the arguments are matched to the fields in a
+Python loop, a few times the compiled `__init__`'s cost. A record made once per test or per
+file (`TestResult`, `FileEntry`) stays a `@dataclass(frozen=True, slots=True)`.
 """
 
 from __future__ import annotations
@@ -58,13 +61,67 @@ def frozen(cls: type | None = None, /, *, kw_only: bool = False) -> Any:
         keep = {name for name in ("__eq__", "__repr__") if name in own}
         if explicit_hash:
             keep.add("__hash__")
-        cls = dataclasses.dataclass(cls, eq=False, repr=False, kw_only=kw_only)
-        for name, method in _methods(dataclasses.fields(cls)).items():
+        if "__init__" in own:
+            keep.add("__init__")
+        cls = dataclasses.dataclass(cls, init=False, eq=False, repr=False, kw_only=kw_only)
+        fields = dataclasses.fields(cls)
+        methods = _methods(fields)
+        methods["__init__"] = _init(cls.__qualname__, fields, hasattr(cls, "__post_init__"))
+        for name, method in methods.items():
             if name not in keep:
                 setattr(cls, name, method)
         return cls
 
     return wrap if cls is None else wrap(cls)
+
+
+def _init(
+    qualname: str, fields: tuple[dataclasses.Field[Any], ...], post_init: bool
+) -> Callable[..., None]:
+    """The `__init__` a dataclass would compile, as one closure over the fields: positional
+    parameters, then keyword-only ones; defaults and factories; a field left out of `__init__`
+    set from its factory (its default stays the class attribute); then `__post_init__`.
+    Fields are set in their order."""
+    missing = dataclasses.MISSING
+    positional = tuple(f.name for f in fields if f.init and not f.kw_only)
+    accepted = frozenset(f.name for f in fields if f.init)
+    # (name, taken from the arguments, default, factory) in field order.
+    steps = [(f.name, f.init, f.default, f.default_factory) for f in fields]
+    set_field = object.__setattr__
+
+    def __init__(self: object, *args: object, **kwargs: object) -> None:
+        if len(args) > len(positional):
+            raise TypeError(
+                f"{qualname}.__init__() takes {len(positional)} positional arguments but "
+                f"{len(args)} were given"
+            )
+        given = dict(zip(positional, args, strict=False))
+        for name, value in kwargs.items():
+            if name not in accepted:
+                raise TypeError(
+                    f"{qualname}.__init__() got an unexpected keyword argument {name!r}"
+                )
+            if name in given:
+                raise TypeError(f"{qualname}.__init__() got multiple values for argument {name!r}")
+            given[name] = value
+        for name, from_arguments, default, factory in steps:
+            if from_arguments and name in given:
+                value = given[name]
+            elif factory is not missing:
+                value = factory()
+            elif not from_arguments:
+                # As a dataclass leaves it: its default is the class attribute, and
+                # `__post_init__` may set it.
+                continue
+            elif default is not missing:
+                value = default
+            else:
+                raise TypeError(f"{qualname}.__init__() missing required argument: {name!r}")
+            set_field(self, name, value)
+        if post_init:
+            self.__post_init__()  # type: ignore[attr-defined]
+
+    return __init__
 
 
 def _values(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:

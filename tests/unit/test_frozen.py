@@ -227,3 +227,65 @@ def test_a_generic_record_with_an_inherited_post_init() -> None:
     assert box.item == 3
     assert box.seen
     assert Box("x") == Box("x")
+
+
+# Calls to the two classes' `__init__`: positional values, then keyword ones.
+CALLS = st.tuples(
+    st.lists(st.integers() | st.text(max_size=2), max_size=5),
+    st.dictionaries(st.sampled_from(["x", "y", "note", "secret", "z"]), st.text(max_size=2)),
+)
+
+
+def made(cls: type, args: list[object], kwargs: dict[str, object]) -> object:
+    """The fields of `cls(*args, **kwargs)`, or the kind of error it raised."""
+    try:
+        return dataclasses.astuple(cls(*args, **kwargs))
+    except TypeError:
+        return TypeError
+
+
+@given(CALLS)
+def test_init_takes_what_the_dataclass_s_takes(call: tuple) -> None:  # type: ignore[type-arg]
+    args, kwargs = call
+    assert made(Point, args, kwargs) == made(PointDataclass, args, kwargs)
+
+
+@frozen(kw_only=True)
+class Config:
+    """Keyword-only fields, a factory, and one field left out of `__init__`."""
+
+    name: str
+    tags: list[str] = field(default_factory=list)
+    origin: str = field(default="pin", init=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigDataclass:
+    name: str
+    tags: list[str] = field(default_factory=list)
+    origin: str = field(default="pin", init=False)
+
+
+@given(CALLS)
+def test_keyword_only_init_takes_what_the_dataclass_s_takes(call: tuple) -> None:  # type: ignore[type-arg]
+    args, kwargs = call
+    kwargs = {
+        ("name" if key == "x" else "tags" if key == "y" else key): v for key, v in kwargs.items()
+    }
+    assert made(Config, args, kwargs) == made(ConfigDataclass, args, kwargs)
+
+
+def test_a_factory_makes_a_fresh_value_for_each_record() -> None:
+    first, second = Config(name="a"), Config(name="b")
+    assert first.tags == []
+    assert first.tags is not second.tags
+    assert first.origin == "pin"
+    assert "origin" not in vars(first)
+    with pytest.raises(TypeError, match=r"Config.__init__\(\) missing required argument: 'name'"):
+        Config()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="takes 0 positional arguments but 1 were given"):
+        Config("a")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'origin'"):
+        Config(name="a", origin="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for argument 'x'"):
+        Point(1, x=2)  # type: ignore[misc]
