@@ -91,21 +91,25 @@ _AS_IS = frozenset({str, int, float, bool, type(None)})
 
 
 def _encode_items(items: tuple[Any, ...] | list[Any]) -> list[Any]:
-    """Each item encoded. Records of one type whose fields hold only plain values (a
-    fixture ledger's 100,000 files) are converted field by field, in C loops."""
-    plain = _plain_columns(items)
+    """Each item encoded. Plain values (a shard plan's 20,000 ids) are kept as they are, and
+    records of one type whose fields hold only plain values (a fixture ledger's 100,000
+    files) are converted field by field, in C loops."""
+    kinds = set(map(type, items))
+    if kinds <= _AS_IS:
+        return list(items)
+    plain = _plain_columns(items, kinds)
     if plain is None:
         return [encode(item) for item in items]
     return jsonio.Rows(*plain).objects()
 
 
 def _plain_columns(
-    items: tuple[Any, ...] | list[Any],
+    items: tuple[Any, ...] | list[Any], kinds: set[type] | None = None
 ) -> tuple[tuple[str, ...], tuple[list[Any], ...]] | None:
-    """Field names and one list of values per field, for records of one type whose fields
-    hold only plain values; None for anything else."""
-    kinds = set(map(type, items))
-    record_type = kinds.pop() if len(kinds) == 1 else None
+    """Field names and one list of values per field, for records of one type (KINDS, the
+    items' types, where known) whose fields hold only plain values; None for anything else."""
+    kinds = set(map(type, items)) if kinds is None else kinds
+    record_type = next(iter(kinds)) if len(kinds) == 1 else None
     if record_type is None or not dataclasses.is_dataclass(record_type):
         return None
     names = _field_names(record_type)

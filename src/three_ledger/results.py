@@ -201,13 +201,18 @@ class _SortedNames:
         return iter(self._positions[start:stop])
 
     def beginning_with(self, prefix: str, ending: str = "") -> Iterator[int]:
-        """The positions under names that begin with PREFIX (and end with ENDING)."""
-        for at in range(bisect.bisect_left(self._names, prefix), len(self._names)):
-            name = self._names[at]
-            if not name.startswith(prefix):
-                return
-            if name.endswith(ending):
-                yield self._positions[at]
+        """The positions under names that begin with PREFIX (and end with ENDING).
+
+        The names that begin with PREFIX are those from PREFIX up to, not including, PREFIX
+        with its last character one higher: a run found by two bisections (PREFIX ends with
+        `[` or `:`, so that character exists)."""
+        start = bisect.bisect_left(self._names, prefix)
+        past = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        stop = bisect.bisect_left(self._names, past, lo=start)
+        if not ending:
+            return iter(self._positions[start:stop])
+        names, positions = self._names, self._positions
+        return (positions[at] for at in range(start, stop) if names[at].endswith(ending))
 
 
 def _parametrised(selector: str, name: str) -> bool:

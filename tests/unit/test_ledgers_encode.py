@@ -74,7 +74,11 @@ records = (
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(st.lists(records, max_size=8) | st.lists(file_entries, max_size=8).map(tuple))
+@given(
+    st.lists(records, max_size=8)
+    | st.lists(file_entries, max_size=8).map(tuple)
+    | st.lists(plain, max_size=8).map(tuple)
+)
 def test_encode_is_item_by_item_whatever_the_items(items: list[Any] | tuple[Any, ...]) -> None:
     assert encode(items) == one_by_one(items)
     assert encode({"files": items}) == one_by_one({"files": items})

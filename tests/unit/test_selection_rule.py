@@ -98,10 +98,11 @@ def test_a_marker_alone_makes_a_result_answer_for_its_property() -> None:
 
 
 # Ids built from the characters the rule cuts at, so that beginnings, overlapping `::`,
-# parametrisations, wildcards and whitespace that JUnit normalises all come up.
-TRICKY = st.lists(st.sampled_from(["a", ":", "::", "[", "]", "*", " ", "\t"]), max_size=6).map(
-    "".join
-)
+# parametrisations, wildcards and whitespace that JUnit normalises all come up; with the
+# characters just past `[` and `:`, where the index's runs of one beginning end.
+TRICKY = st.lists(
+    st.sampled_from(["a", ":", "::", "[", "]", "*", " ", "\t", "\\", ";"]), max_size=6
+).map("".join)
 
 
 @st.composite
