@@ -48,9 +48,12 @@ def collected_lines(items: Iterable[pytest.Item]) -> Iterator[str]:
     and, for one kind of item, the skip its test class gives. Items come in runs of one
     parent, so each run looks them up once. A walk up the chain for every item
     (`iter_markers`) and a class lookup for each were most of the cost of 20,000 lines.
+    An item none of whose markers names a property or a skip (most of them) takes a
+    shorter road to the same line: only a `unittest.skip` can skip it.
     """
     parent: object = _BY_CLASS  # no item's parent: each run starts with a lookup
     above: list[pytest.Mark] = []
+    above_says = False
     kind: type | None = None
     class_known = False
     class_skip: str | None = None
@@ -58,25 +61,43 @@ def collected_lines(items: Iterable[pytest.Item]) -> Iterator[str]:
         if item.parent is not parent:
             parent = item.parent
             above = [] if item.parent is None else list(item.parent.iter_markers())
+            above_says = any(marker.name in _SAYING for marker in above)
             kind = None
         if type(item) is not kind:
             kind = type(item)
             class_known = False
+        own = item.own_markers
+        says = above_says
+        for marker in own:
+            if marker.name in _SAYING:
+                says = True
+                break
         # The item's own markers, then its parents', closest first (`iter_markers`).
-        markers = [*item.own_markers, *above]
-        reason = skip_known_at_collection(item, markers)
-        if isinstance(reason, _ByClass):
+        markers = [*own, *above] if says else []
+        reason = _marker_skip(markers) if says else _BY_FUNCTION
+        if reason is _BY_FUNCTION:
+            reason = _function_skip(item)
+        if isinstance(reason, _Undecided):
             if not class_known:
                 class_skip, class_known = _class_skip(item), True
             reason = class_skip
-        yield collected_line(item.nodeid, markers, reason)
+        if says or reason is not None:
+            yield collected_line(item.nodeid, markers, reason)
+        else:
+            yield f"{{{_ID}: {_json_string(item.nodeid)}, {_PROPERTY_IDS}: []}}\n"
 
 
-class _ByClass:
-    """What `skip_known_at_collection` returns where only the test class may skip the item."""
+# The markers a line says something about: its property ids, a skip known at collection.
+_SAYING = frozenset({PROPERTY_MARKER, "skip", "skipif"})
 
 
-_BY_CLASS = _ByClass()
+class _Undecided:
+    """A skip lookup that decided nothing: the next one decides (the markers', then the
+    function's, then the test class's)."""
+
+
+_BY_FUNCTION = _Undecided()
+_BY_CLASS = _Undecided()
 
 
 def collected_line(nodeid: str, markers: list[pytest.Mark], reason: str | None) -> str:
@@ -104,15 +125,8 @@ def collected_line(nodeid: str, markers: list[pytest.Mark], reason: str | None) 
 _ID, _PROPERTY_IDS, _SKIP_REASON = map(_json_string, (ID_KEY, PROPERTY_IDS_KEY, SKIP_REASON_KEY))
 
 
-def skip_known_at_collection(
-    item: pytest.Item, markers: list[pytest.Mark]
-) -> str | _ByClass | None:
-    """The reason ITEM will skip with, when its markers or its function decide it before it
-    runs; `_BY_CLASS` where only its test class may (`_class_skip`).
-
-    MARKERS are the item's own and its parents', closest first (`iter_markers`). A reason
-    that is not a string reads as None, or as "unconditional skip" for a `skip` marker.
-    """
+def _marker_skip(markers: list[pytest.Mark]) -> str | _Undecided | None:
+    """The skip MARKERS decide at collection; `_BY_FUNCTION` where they decide none."""
     for marker in markers:
         if marker.name == "skip":
             reason = marker.kwargs.get("reason", marker.args[0] if marker.args else None)
@@ -125,6 +139,11 @@ def skip_known_at_collection(
         # A string condition is evaluated by pytest only when the test runs.
         if all(isinstance(c, bool) for c in conditions) and any(conditions):
             return reason if isinstance(reason, str) else None
+    return _BY_FUNCTION
+
+
+def _function_skip(item: pytest.Item) -> str | _Undecided | None:
+    """The skip ITEM's function gives (`unittest.skip`); `_BY_CLASS` where it gives none."""
     function = getattr(item, "obj", None)
     if getattr(function, "__unittest_skip__", False):
         return _unittest_reason(function)
