@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
+import inspect
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +43,63 @@ def result(test_id: str, outcome: Outcome, *property_ids: str) -> TestResult:
 def line(test_id: str, outcome: str, property_ids: list[str] | None = None) -> str:
     record = {"id": test_id, "property_ids": property_ids or [], "outcome": outcome}
     return json.dumps(record) + "\n"
+
+
+# --- TestResult ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CompiledResult:
+    """`TestResult` as the dataclass would make it: the yardstick of its own `__init__`."""
+
+    id: str
+    property_ids: tuple[str, ...]
+    outcome: Outcome
+    aliases: tuple[str, ...] = ()
+    groups: tuple[str, ...] | None = None
+    skip_reason: str | None = None
+
+
+def test_a_result_s_init_takes_the_fields_in_their_order() -> None:
+    parameters = list(inspect.signature(TestResult.__init__).parameters)[1:]
+    assert parameters == [field.name for field in dataclasses.fields(TestResult)]
+    assert parameters == [field.name for field in dataclasses.fields(CompiledResult)]
+
+
+RESULT_VALUES = st.tuples(
+    st.text(max_size=3),
+    st.lists(st.text(max_size=2), max_size=2).map(tuple),
+    st.sampled_from(list(Outcome)),
+    st.lists(st.text(max_size=2), max_size=2).map(tuple),
+    st.none() | st.lists(st.text(max_size=2), max_size=2).map(tuple),
+    st.none() | st.text(max_size=2),
+)
+
+
+@given(RESULT_VALUES)
+def test_a_result_is_what_the_frozen_dataclass_would_make(values: tuple) -> None:  # type: ignore[type-arg]
+    ours, theirs = TestResult(*values), CompiledResult(*values)
+    assert dataclasses.astuple(ours) == dataclasses.astuple(theirs) == values
+    named = dict(zip((f.name for f in dataclasses.fields(TestResult)), values, strict=True))
+    assert TestResult(**named) == ours
+    assert hash(TestResult(**named)) == hash(ours)
+    for twin in (copy.copy(ours), copy.deepcopy(ours), pickle.loads(pickle.dumps(ours))):
+        assert twin == ours
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ours.id = "changed"  # type: ignore[misc]
+    assert dataclasses.replace(ours, outcome=Outcome.FAIL).outcome is Outcome.FAIL
+    assert ours.id == values[0]
+
+
+def test_a_result_takes_the_dataclass_s_defaults() -> None:
+    assert dataclasses.astuple(TestResult("t.py::a", (), PASS)) == (
+        "t.py::a",
+        (),
+        PASS,
+        (),
+        None,
+        None,
+    )
 
 
 # --- read_results_file -------------------------------------------------------------------------
