@@ -63,8 +63,16 @@ def frozen(cls: type | None = None, /, *, kw_only: bool = False) -> Any:
             keep.add("__hash__")
         if "__init__" in own:
             keep.add("__init__")
+        documented = bool(own.get("__doc__"))
+        if not documented:
+            # `dataclasses` would write one from `inspect.signature`: importing `inspect`
+            # (with `ast`, `dis` and `tokenize`) for a docstring nobody reads.
+            cls.__doc__ = cls.__name__
         cls = dataclasses.dataclass(cls, init=False, eq=False, repr=False, kw_only=kw_only)
         fields = dataclasses.fields(cls)
+        if not documented:
+            shown = ", ".join(f"{field.name}: {field.type}" for field in fields if field.init)
+            cls.__doc__ = f"{cls.__name__}({shown})"
         methods = _methods(fields)
         methods["__init__"] = _init(cls.__qualname__, fields, hasattr(cls, "__post_init__"))
         for name, method in methods.items():

@@ -40,7 +40,9 @@ def _run_unmeasured(code: str) -> subprocess.CompletedProcess[str]:
 
 # The commands whose module, and everything it imports, needs no `inspect`.
 WITHOUT_INSPECT = ["properties", "check_pins", "digest", "combine", "explain", "dual_pin",
-                   "property_shard", "flake_observe", "draft_pin"]  # fmt: skip
+                   "property_shard", "flake_observe", "draft_pin", "plan", "shard_plan", "vet",
+                   "gate", "init", "merge", "flake_evidence", "flake_audit", "selftest",
+                   "demo"]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", WITHOUT_INSPECT)

@@ -289,3 +289,21 @@ def test_a_factory_makes_a_fresh_value_for_each_record() -> None:
         Config(name="a", origin="x")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="multiple values for argument 'x'"):
         Point(1, x=2)  # type: ignore[misc]
+
+
+def test_an_undocumented_record_is_documented_by_its_fields() -> None:
+    """Without a docstring, `dataclasses` would import `inspect` to write one."""
+
+    @frozen
+    class Bare:
+        x: int
+        y: str = "a"
+
+    @frozen
+    class Told:
+        """Its own words."""
+
+        x: int
+
+    assert Bare.__doc__ == "Bare(x: int, y: str)"
+    assert Told.__doc__ == "Its own words."

@@ -139,6 +139,8 @@ class Broken:
 
 @dataclass
 class Session:
+    """One selftest: its request, the scratch copy it works in, and the plan of its runs."""
+
     request: Request
     scratch: Scratch
     work: Path
