@@ -107,3 +107,6 @@ colour
 tx
 # argparse calls it: the formatter of every argument added (cli/parser.py).
 _get_formatter
+
+# The docstring `@frozen` gives a record without one (frozen.py): `help()` and `pydoc` read it.
+__doc__
