@@ -51,7 +51,7 @@ def collected_lines(items: Iterable[pytest.Item]) -> Iterator[str]:
     An item none of whose markers names a property or a skip (most of them) takes a
     shorter road to the same line: only a `unittest.skip` can skip it.
     """
-    parent: object = _BY_CLASS  # no item's parent: each run starts with a lookup
+    parent: object = _NO_PARENT  # each run of one parent starts with a lookup
     above: list[pytest.Mark] = []
     above_says = False
     kind: type | None = None
@@ -98,6 +98,8 @@ class _Undecided:
 
 _BY_FUNCTION = _Undecided()
 _BY_CLASS = _Undecided()
+# No item's parent: the first item starts a run.
+_NO_PARENT = object()
 
 
 def collected_line(nodeid: str, markers: list[pytest.Mark], reason: str | None) -> str:
