@@ -61,6 +61,25 @@ def test_these_commands_load_no_inspect(command: str) -> None:
     assert done.stdout.strip() == "False"
 
 
+# The commands that start without `concurrent.futures`, which imports `logging` with it: their
+# work in the background (the namespace probe) runs in a `background.Background`.
+WITHOUT_FUTURES = ["properties", "check_pins", "digest", "combine", "explain", "dual_pin",
+                   "property_shard", "flake_observe", "draft_pin", "plan", "shard_plan",
+                   "init", "merge", "flake_audit", "selftest"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", WITHOUT_FUTURES)
+def test_these_commands_load_no_thread_pool(command: str) -> None:
+    code = (
+        "import sys\n"
+        f"import three_ledger.cli.dispatch, three_ledger.commands.{command}\n"
+        "print(*(name in sys.modules for name in ('concurrent.futures', 'logging')))\n"
+    )
+    done = _run_unmeasured(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+
+
 def test_a_check_pins_run_loads_neither_inspect_nor_shutil() -> None:
     """A whole `check-pins` run through `cli.main`: `dataclasses` holds the stand-in, and
     argparse's formatters get their width without `shutil`."""

@@ -133,3 +133,35 @@ def test_a_junit_child_gets_no_results_file_and_others_no_presence_file(tmp_path
     )
     assert plugin[RESULTS_ENV] == str(tmp_path / "r")
     assert PYTEST_SEEN_ENV not in plugin
+
+
+TRIPWIRE_MODULES = ("tripwire", "machinery", "makers", "sentinels")
+
+
+@pytest.mark.parametrize(
+    ("asked", "loaded"),
+    [
+        ({}, False),  # a collection (`plan`, `shard-plan`), or pytest outside the gate
+        ({"THREE_LEDGER_TRIPWIRE": "record.jsonl"}, True),  # a run the gate scores
+        ({"PYTEST_XDIST_WORKER": "gw0"}, True),  # a worker learns at configure time
+    ],
+)
+def test_the_tripwire_is_imported_only_where_it_may_be_asked_for(
+    tmp_path: Path, asked: dict[str, str], loaded: bool
+) -> None:
+    """Its import arms the audit before any conftest, so it happens with the hooks' import;
+    where nothing can ask for it, its modules (most of the plugin's import) are not loaded."""
+    staged = stage_plugin(tmp_path / "private")
+    package = staged.module.rpartition(".")[0]
+    names = ", ".join(repr(f"{package}.{name}") for name in TRIPWIRE_MODULES)
+    code = f"import sys, {staged.module}\nprint([name in sys.modules for name in ({names})])"
+    unasked = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("THREE_LEDGER_TRIPWIRE", "PYTEST_XDIST_WORKER")
+    }
+    env = {**unasked, **asked, "PYTHONPATH": str(staged.folder)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == repr([loaded] * len(TRIPWIRE_MODULES))

@@ -11,11 +11,11 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from three_ledger import run_order
+from three_ledger.background import Background
 from three_ledger.commands.vet import raising_on_interrupt
 from three_ledger.errors import Refused
 from three_ledger.flake.bench import Bench, Rerun, Setting
@@ -108,7 +108,7 @@ def flake_evidence(request: Request) -> int:
     with (
         raising_on_interrupt(),
         nothing_left_on_failure(request.out),
-        ThreadPoolExecutor(max_workers=1) as background,
+        Background() as background,
     ):
         probe = background.submit(sandbox.probe_namespaces)
         fixture = read_ledger(request.fixture_ledger, FixtureLedger)

@@ -11,11 +11,11 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from three_ledger import git
+from three_ledger.background import Background
 from three_ledger.exit_codes import ExitCode
 from three_ledger.frozen import frozen
 from three_ledger.junit_report import read_junit_xml
@@ -50,7 +50,7 @@ def plan(request: PlanRequest) -> int:
         source = ["JUnit report", str(request.report)]
     else:
         assert request.command is not None  # the CLI gives one or the other
-        with ThreadPoolExecutor(max_workers=1) as background:
+        with Background() as background:
             probe = background.submit(network_namespace.namespace_available)
             pins = preflight(request.checks())
             network = pins.properties_pin.network

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from three_ledger.background import Background
 from three_ledger.commands.properties import Request
 from three_ledger.errors import Refused, UsageError
 from three_ledger.exit_codes import ExitCode
@@ -42,7 +42,7 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
         pins=request.pins(),
         inputs=[plan_path],
     )
-    with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
+    with Background() as background, nothing_left_on_failure(request.out):
         probe = background.submit(sandbox.probe_namespaces)
         scored = preflight(request.checks())
         refuse_other_plan(plan, plan_file.path, scored, request)

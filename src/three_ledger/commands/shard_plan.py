@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from three_ledger import git
+from three_ledger.background import Background
 from three_ledger.exit_codes import ExitCode
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import fresh_recorded_at, new_ledger_id, write_ledger
@@ -64,7 +64,7 @@ def shard_plan(request: ShardPlanRequest) -> int:
         as_json=True,
         keep_env=request.keep_env,
     )
-    with ThreadPoolExecutor(max_workers=1) as background, nothing_left_on_failure(request.out):
+    with Background() as background, nothing_left_on_failure(request.out):
         probe = background.submit(network_namespace.namespace_available)
         pins = preflight(collecting.checks())
         enforcement = choose_enforcement(pins.properties_pin.network, request.command, probe.result)

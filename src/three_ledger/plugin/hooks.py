@@ -16,7 +16,7 @@ import pytest
 
 # Relative: the gate runs a private copy of this package under a random name
 # (run/staging.py), and the copy must import the copy.
-from . import baseline_slice, harness, order, reads, shard, tripwire
+from . import baseline_slice, harness, order, reads, shard
 from .collect import register_collection_recorder, skip_reason
 from .presence import record_presence
 from .socket_guard import install_socket_guard_if_banned
@@ -33,7 +33,16 @@ from .wire import (
     SKIP_REASON_KEY,
     WORKER_KEY,
     Outcome,
+    tripwire_may_arm,
 )
+
+# The tripwire (with `machinery`, `makers` and `sentinels`) arms at its import, before any
+# conftest, so it is imported here; but only where it may be asked for, since a collection
+# run never arms it and its import is most of the plugin's (some 25 million instructions).
+if tripwire_may_arm():
+    from . import tripwire as _tripwire
+else:
+    _tripwire = None  # type: ignore[assignment]  # checked before each use
 
 # The user_properties name that carries a marker's property id from an xdist worker to the
 # controller, which never sees the item itself, only its serialised reports.
@@ -67,7 +76,8 @@ def pytest_configure(config: pytest.Config) -> None:
     shard.install(config)
     baseline_slice.install(config)
     order.install(config)
-    tripwire.install(config)
+    if _tripwire is not None:
+        _tripwire.install(config)
     harness.install(config)
     reads.configure(config)  # which pinned files each item opens, when `vet` asks
     # xdist workers only forward reports; the controller alone owns the results file.
@@ -96,7 +106,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
     # Called for every registration, and at this module's own for every one before it.
-    tripwire.plugin_registered(plugin, manager)
+    if _tripwire is not None:
+        _tripwire.plugin_registered(plugin, manager)
 
 
 @pytest.hookimpl(tryfirst=True)

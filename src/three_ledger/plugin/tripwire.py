@@ -31,6 +31,7 @@ from .wire import (
     SENTINELS_KEY,
     TRIPWIRE_ENV,
     TRIPWIRE_SEED_ENV,
+    tripwire_may_arm,
 )
 
 # How the controller hands the run's tripwire to each xdist worker it starts.
@@ -41,11 +42,9 @@ _REPORT_ATTRIBUTE = "three_ledger_sentinel"
 
 
 def _arm() -> machinery.Audit | None:
-    """Arm the audit at import, before any conftest: under the gate, or in an xdist worker,
-    which learns at configure time whether the gate asked for it (else it is disarmed)."""
-    if os.environ.get(TRIPWIRE_ENV) or os.environ.get("PYTEST_XDIST_WORKER"):
-        return machinery.start()
-    return None
+    """Arm the audit at import, before any conftest, where it may be asked for (an xdist
+    worker's is disarmed at configure time when the gate did not ask)."""
+    return machinery.start() if tripwire_may_arm() else None
 
 
 # Process-wide on purpose, like reads.py's log: an audit hook cannot be removed, so the audit

@@ -8,6 +8,7 @@ module inside every test run, and the gate imports it without pytest.
 from __future__ import annotations
 
 import enum
+import os
 
 # The measurement's variables live with the hook, which runs as a module of its own.
 from .measure import MEASURE_ENV as MEASURE_ENV
@@ -64,6 +65,13 @@ MACHINERY_KEY = "machinery"
 MADE_BY_KEY = "by"
 SENTINELS_KEY = "sentinels"
 MECHANISM_KEY = "mechanism"
+
+
+def tripwire_may_arm() -> bool:
+    """Whether this process may be asked for the tripwire: under the gate, which names its
+    record, or in an xdist worker, which learns at configure time whether the gate asked.
+    Elsewhere (a collection, a run outside the gate) its modules are not even imported."""
+    return bool(os.environ.get(TRIPWIRE_ENV) or os.environ.get("PYTEST_XDIST_WORKER"))
 
 
 class Outcome(enum.StrEnum):
