@@ -9,14 +9,20 @@ from pathlib import Path
 from three_ledger import jsonio
 from three_ledger.errors import Refused
 from three_ledger.pins import PropertiesPin
-from three_ledger.results import ResultIndex, TestResult
+from three_ledger.results import CollectedIndex
 
 
 def planned_ids(
-    pin: PropertiesPin, flake_selectors: Sequence[str], tests: Sequence[TestResult]
+    pin: PropertiesPin,
+    flake_selectors: Sequence[str],
+    ids: Sequence[str],
+    property_ids: Sequence[tuple[str, ...]],
 ) -> list[str]:
-    """The node ids a pinned property or a flake entry matches, in collection order."""
-    return [test.id for test in ResultIndex(tests).pinned(pin.selectors(), flake_selectors)]
+    """Of the collected IDS (each with its PROPERTY_IDS), those a pinned property or a flake
+    entry matches, in collection order."""
+    index = CollectedIndex(ids, property_ids)
+    chosen = index.pinned_positions(pin.selectors(), flake_selectors)
+    return [ids[position] for position in sorted(chosen)]
 
 
 def split(ids: Sequence[str], shards: int, seconds: Mapping[str, float]) -> list[list[str]]:

@@ -6,12 +6,13 @@ its line, as a parse line by line would."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from three_ledger.errors import InfraFailure
-from three_ledger.run.collection import read_collected
+from three_ledger.run.collection import read_collected, read_collected_ids
 from three_ledger.vocabulary import Outcome
 
 
@@ -54,6 +55,27 @@ def test_each_line_is_a_test_in_collection_order(tmp_path: Path) -> None:
          "line 2: not a collected test"),
     ],
 )  # fmt: skip
-def test_a_line_that_is_not_a_test_is_named(tmp_path: Path, lines: list[str], refusal: str) -> None:
+@pytest.mark.parametrize("reader", [read_collected, read_collected_ids])
+def test_a_line_that_is_not_a_test_is_named(
+    tmp_path: Path, lines: list[str], refusal: str, reader: Callable[[Path, Path], object]
+) -> None:
     with pytest.raises(InfraFailure, match=refusal):
-        read_collected(collected(tmp_path, *lines), tmp_path / "log")
+        reader(collected(tmp_path, *lines), tmp_path / "log")
+
+
+def test_shard_plans_reading_gives_the_ids_and_property_ids_of_the_tests(tmp_path: Path) -> None:
+    """`read_collected_ids` (shard-plan) makes no result per test, but gives what the results
+    of `read_collected` (plan, init) hold: an id repeated is one test, its markers united."""
+    path = collected(
+        tmp_path,
+        line("t.py::b", "p.b"),
+        line("t.py::a", skip="x"),
+        line("t.py::b", "p.a", "p.b"),
+        line("t.py::c"),
+        line("t.py::a", "p.c"),
+    )
+    tests = read_collected(path, tmp_path / "log")
+    found = read_collected_ids(path, tmp_path / "log")
+    assert found.ids == [t.id for t in tests] == ["t.py::b", "t.py::a", "t.py::c"]
+    assert found.property_ids == [t.property_ids for t in tests]
+    assert found.property_ids == [("p.b", "p.a"), ("p.c",), ()]

@@ -1,9 +1,10 @@
 """The one rule of which tests a property answers for, and every consumer that counts by it.
 
 `results.answers_for` and `results.pinned` are the only definition. `shard-plan`, `plan`,
-`properties`, `combine` and `vet` each count through `results.ResultIndex`, which finds the
-same results by lookup; these tests hold the index and each consumer's count to the rule on
-generated ids, markers and selectors, so that none can drift.
+`properties`, `combine` and `vet` each count through `results.ResultIndex` (`shard-plan`
+through `results.CollectedIndex`, made from ids alone), which finds the same results by
+lookup; these tests hold the index and each consumer's count to the rule on generated ids,
+markers and selectors, so that none can drift.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from three_ledger import shards
 from three_ledger.matching import match_pin
 from three_ledger.pins import PropertiesPin, Property
 from three_ledger.results import (
+    CollectedIndex,
     ResultIndex,
     TestResult,
     answers_for,
@@ -73,7 +75,8 @@ def test_every_consumer_counts_by_the_one_rule(
     pin = properties_pin(chosen)
     kept = [t for t in tests if pinned(t, pin.selectors(), flake_selectors)]
     # shard-plan runs exactly the pinned tests; plan counts the rest as outside every entry.
-    assert shards.planned_ids(pin, flake_selectors, tests) == [t.id for t in kept]
+    ids, marked = [t.id for t in tests], [t.property_ids for t in tests]
+    assert shards.planned_ids(pin, flake_selectors, ids, marked) == [t.id for t in kept]
     assert match_pin(pin, flake_selectors, tests).outside == len(tests) - len(kept)
     # properties and combine score a property on exactly the results that answer for it.
     scores = score_properties(pin.selectors(), tests)
@@ -143,6 +146,26 @@ def test_the_index_chooses_exactly_what_the_rule_chooses(data: st.DataObject) ->
     properties = {property_id: chosen_selectors}
     flakes = data.draw(st.lists(tricky_selectors(tests), max_size=2))
     assert index.pinned(properties, flakes) == [t for t in tests if pinned(t, properties, flakes)]
+
+
+@given(st.data())
+def test_the_index_of_collected_ids_chooses_what_the_rule_chooses(data: st.DataObject) -> None:
+    """`shard-plan`'s index, made from the ids and property ids alone, chooses what the rule
+    chooses of the plugin results they stand for (no alias, no group; ids may repeat)."""
+    tests = [
+        TestResult(test.id, test.property_ids, test.outcome)
+        for test in data.draw(st.lists(tricky_results(), max_size=8))
+    ]
+    index = CollectedIndex([t.id for t in tests], [t.property_ids for t in tests])
+    for _ in range(6):
+        selector = data.draw(tricky_selectors(tests))
+        chosen = {position for position, test in enumerate(tests) if test.matches(selector)}
+        assert index.selected(selector) == chosen, selector
+    properties = {data.draw(PROPERTY_IDS): tuple(data.draw(st.lists(tricky_selectors(tests))))}
+    flakes = data.draw(st.lists(tricky_selectors(tests), max_size=2))
+    assert index.pinned_positions(properties, flakes) == {
+        position for position, test in enumerate(tests) if pinned(test, properties, flakes)
+    }
 
 
 def test_the_index_finds_every_beginning_the_rule_cuts_at() -> None:

@@ -72,11 +72,12 @@ def shard_plan(request: ShardPlanRequest) -> int:
         head = git.head_revision(request.root)
         ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)
         with progress("shard-plan").running("the collection"):
-            tests = collect(collecting, pins, enforcement, ignore)
-        if request.all_tests:
-            ids = [test.id for test in tests]
-        else:
-            ids = planned_ids(pins.properties_pin, pins.flake_selectors(), tests)
+            collected = collect(collecting, pins, enforcement, ignore)
+        ids = collected.ids
+        if not request.all_tests:
+            ids = planned_ids(
+                pins.properties_pin, pins.flake_selectors(), ids, collected.property_ids
+            )
         slices = split(ids, request.shards, seconds)
         flake_text = None
         flake_sha = None
@@ -101,7 +102,7 @@ def shard_plan(request: ShardPlanRequest) -> int:
         write_ledger(request.out, plan)
     sizes = ", ".join(str(len(chosen)) for chosen in slices)
     print(
-        f"three-ledger: {len(ids)} of {len(tests)} collected tests in {request.shards} "
+        f"three-ledger: {len(ids)} of {len(collected.ids)} collected tests in {request.shards} "
         f"slices ({sizes}) written to {request.out}",
         file=sys.stderr,
     )

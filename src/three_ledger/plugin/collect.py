@@ -46,8 +46,9 @@ def collected_lines(items: Iterable[pytest.Item]) -> Iterator[str]:
 
     What lies above an item is the same for every item of one parent: its parents' markers
     and, for one kind of item, the skip its test class gives. Items come in runs of one
-    parent, so each run looks them up once. A walk up the chain for every item
-    (`iter_markers`) and a class lookup for each were most of the cost of 20,000 lines.
+    parent, so each run looks them up once; so is the skip of each run of items of one
+    function (a parametrised test's). A walk up the chain for every item (`iter_markers`)
+    and a class lookup for each were most of the cost of 20,000 lines.
     An item none of whose markers names a property or a skip (most of them) takes a
     shorter road to the same line: only a `unittest.skip` can skip it.
     """
@@ -57,6 +58,9 @@ def collected_lines(items: Iterable[pytest.Item]) -> Iterator[str]:
     kind: type | None = None
     class_known = False
     class_skip: str | None = None
+    # The items of one parametrised function share it: its skip is looked up once a run.
+    function: object = _NO_PARENT
+    function_skip: str | _Undecided | None = _BY_CLASS
     for item in items:
         if item.parent is not parent:
             parent = item.parent
@@ -76,7 +80,10 @@ def collected_lines(items: Iterable[pytest.Item]) -> Iterator[str]:
         markers = [*own, *above] if says else []
         reason = _marker_skip(markers) if says else _BY_FUNCTION
         if reason is _BY_FUNCTION:
-            reason = _function_skip(item)
+            obj = getattr(item, "obj", None)
+            if obj is not function:
+                function, function_skip = obj, _function_skip(obj)
+            reason = function_skip
         if isinstance(reason, _Undecided):
             if not class_known:
                 class_skip, class_known = _class_skip(item), True
@@ -144,9 +151,8 @@ def _marker_skip(markers: list[pytest.Mark]) -> str | _Undecided | None:
     return _BY_FUNCTION
 
 
-def _function_skip(item: pytest.Item) -> str | _Undecided | None:
-    """The skip ITEM's function gives (`unittest.skip`); `_BY_CLASS` where it gives none."""
-    function = getattr(item, "obj", None)
+def _function_skip(function: object) -> str | _Undecided | None:
+    """The skip an item's FUNCTION gives (`unittest.skip`); `_BY_CLASS` where it gives none."""
     if getattr(function, "__unittest_skip__", False):
         return _unittest_reason(function)
     return _BY_CLASS

@@ -12,7 +12,8 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from three_ledger.frozen import frozen
 from three_ledger.pins import FixturePin
 from three_ledger.results import TestResult, merge_worst
 from three_ledger.run import measurement
-from three_ledger.run.child import Child, exit_meaning, run_child
+from three_ledger.run.child import Child, Measurement, exit_meaning, run_child
 from three_ledger.run.preflight import Checks, Preflight
 from three_ledger.run.staging import stage_plugin
 from three_ledger.vocabulary import Enforcement, Outcome
@@ -72,16 +73,26 @@ class Collection:
     unmeasured: str | None = None
 
 
+@frozen
+class CollectedIds:
+    """A collection's node ids, each once and in collection order, and each one's property
+    ids: all that `shard-plan` needs, read without a `TestResult` made for each test."""
+
+    ids: list[str]
+    property_ids: list[tuple[str, ...]]
+
+
 def collect(
     request: PlanRequest,
     pins: Preflight,
     enforcement: Enforcement,
     ignore: tuple[str, ...] = (),
-) -> list[TestResult]:
-    """Run the command with `--collect-only`; the collected tests, one per node id. The new
-    test modules IGNORE names are left out, as the scored run leaves them out."""
+) -> CollectedIds:
+    """Run the command with `--collect-only`; the ids it collected. The new test modules
+    IGNORE names are left out, as the scored run leaves them out."""
     keep_env = (*pins.properties_pin.env, *request.keep_env)
-    return run_collection(request, pins.fixture_pin, keep_env, enforcement, ignore).tests
+    with _collected(request, pins.fixture_pin, keep_env, enforcement, ignore) as done:
+        return read_collected_ids(done.collected, done.log_path)
 
 
 def collect_measured(
@@ -90,7 +101,8 @@ def collect_measured(
     enforcement: Enforcement,
     ignore: tuple[str, ...] = (),
 ) -> Collection:
-    """`collect`, with the audit hook of the closed oracle set armed in every process."""
+    """The collected tests, with the audit hook of the closed oracle set armed in every
+    process."""
     keep_env = (*pins.properties_pin.env, *request.keep_env)
     return run_collection(request, pins.fixture_pin, keep_env, enforcement, ignore, measure=True)
 
@@ -105,7 +117,37 @@ def run_collection(
     measure: bool = False,
 ) -> Collection:
     """The command run with `--collect-only` on FIXTURE_PIN's tree, keeping KEEP_ENV of the
-    job's environment (the properties pin's `env` and `--keep-env`)."""
+    job's environment (the properties pin's `env` and `--keep-env`); one test per node id."""
+    with _collected(request, fixture_pin, keep_env, enforcement, ignore, measure) as done:
+        tests = read_collected(done.collected, done.log_path)
+        if done.measuring is None:
+            return Collection(tests, {})
+        try:
+            return Collection(tests, measurement.read_measured(done.measuring, request.root))
+        except InfraFailure as unmeasured:
+            return Collection(tests, {}, unmeasured.message)
+
+
+@frozen
+class _Collected:
+    """A collection run that succeeded: its collection file, its log, its measurement."""
+
+    collected: Path
+    log_path: Path
+    measuring: Measurement | None
+
+
+@contextmanager
+def _collected(
+    request: PlanRequest,
+    fixture_pin: FixturePin,
+    keep_env: tuple[str, ...],
+    enforcement: Enforcement,
+    ignore: tuple[str, ...],
+    measure: bool = False,
+) -> Iterator[_Collected]:
+    """Run the collection in a private folder, which the block reads and which is removed
+    after it; a run that failed is raised (InfraFailure) before the block."""
     with (
         tempfile.TemporaryDirectory(prefix="three-ledger-plan-") as private,
         open(os.devnull, "wb") as quiet,
@@ -136,13 +178,7 @@ def run_collection(
             failure = exit_meaning(run.exit_code, enforcement)
         if failure is not None:
             raise _collection_failed(failure, log_path, request)
-        tests = read_collected(collected, log_path)
-        if measuring is None:
-            return Collection(tests, {})
-        try:
-            return Collection(tests, measurement.read_measured(measuring, request.root))
-        except InfraFailure as unmeasured:
-            return Collection(tests, {}, unmeasured.message)
+        yield _Collected(collected, log_path, measuring)
 
 
 def _collection_failed(failure: str, log_path: Path, request: PlanRequest) -> InfraFailure:
@@ -169,6 +205,33 @@ def _log_tail(log_path: Path) -> list[str]:
 
 def read_collected(path: Path, log_path: Path) -> list[TestResult]:
     """The plugin's collection lines as tests: `skip` where the skip is known, else `pass`."""
+    ids, property_ids, reasons = _read_lines(path, log_path)
+    return merge_worst(
+        TestResult(test_id, marked, Outcome.PASS)
+        if reason is None
+        else TestResult(test_id, marked, Outcome.SKIP, (), None, reason)
+        for test_id, marked, reason in zip(ids, property_ids, reasons, strict=True)
+    )
+
+
+def read_collected_ids(path: Path, log_path: Path) -> CollectedIds:
+    """The ids of the plugin's collection lines, each once, with its property ids united
+    over its lines (as `read_collected` unites them)."""
+    ids, property_ids, _ = _read_lines(path, log_path)
+    first = dict.fromkeys(ids)
+    if len(first) == len(ids):
+        return CollectedIds(ids, property_ids)
+    # The same node id on more than one line (pytest given a file twice, or a second run).
+    united: dict[str, tuple[str, ...]] = {}
+    for test_id, marked in zip(ids, property_ids, strict=True):
+        united[test_id] = tuple(dict.fromkeys((*united.get(test_id, ()), *marked)))
+    return CollectedIds(list(united), list(united.values()))
+
+
+def _read_lines(
+    path: Path, log_path: Path
+) -> tuple[list[str], list[tuple[str, ...]], list[str | None]]:
+    """Each line's id, property ids and skip reason (None where no skip is known)."""
     label = f"collection file {path.name}"
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -180,8 +243,7 @@ def read_collected(path: Path, log_path: Path) -> list[TestResult]:
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise InfraFailure(f"{label}: cannot be read ({error})") from None
-    records = _parsed(label, lines)
-    return merge_worst(_collected_tests(label, records))
+    return _columns(label, _parsed(label, lines))
 
 
 def _parsed(label: str, lines: list[str]) -> list[Any]:
@@ -209,27 +271,30 @@ def _parsed(label: str, lines: list[str]) -> list[Any]:
     return parsed
 
 
-def _collected_tests(label: str, records: list[Any]) -> list[TestResult]:
-    """Each record as a test; the first that is not the plugin's collection line is refused.
+def _columns(
+    label: str, records: list[Any]
+) -> tuple[list[str], list[tuple[str, ...]], list[str | None]]:
+    """Each record's id, property ids and skip reason; the first record that is not the
+    plugin's collection line is refused.
 
     One loop, no call per record: this runs for every collected test of a `shard-plan`."""
-    tests = []
+    ids: list[str] = []
+    property_ids: list[tuple[str, ...]] = []
+    reasons: list[str | None] = []
     for number, record in enumerate(records, 1):
         if type(record) is dict:  # as JSON makes them: no subclass to look past
             test_id = record.get("id")
-            property_ids = record.get("property_ids")
+            marked = record.get("property_ids")
             reason = record.get("skip_reason")
             if (
                 type(test_id) is str
-                and type(property_ids) is list
-                and (not property_ids or all(type(p) is str for p in property_ids))
+                and type(marked) is list
+                and (not marked or all(type(p) is str for p in marked))
+                and (reason is None or type(reason) is str)
             ):
-                ids = tuple(property_ids)
-                if reason is None:
-                    tests.append(TestResult(test_id, ids, Outcome.PASS))
-                    continue
-                if type(reason) is str:
-                    tests.append(TestResult(test_id, ids, Outcome.SKIP, (), None, reason))
-                    continue
+                ids.append(test_id)
+                property_ids.append(tuple(marked))
+                reasons.append(reason)
+                continue
         raise InfraFailure(f"{label}: line {number}: not a collected test")
-    return tests
+    return ids, property_ids, reasons

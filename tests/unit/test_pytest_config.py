@@ -1,0 +1,66 @@
+"""pytest's settings read without pytest: the first config file pytest would read, parsed
+with the one parser its kind needs; a file that cannot be parsed gives no settings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from three_ledger.pytest_config import pytest_settings
+
+
+@pytest.mark.parametrize(
+    ("files", "settings"),
+    [
+        ({"pytest.ini": b"[pytest]\npythonpath = src\n"}, {"pythonpath": "src"}),
+        ({"pytest.ini": b"# no section\n"}, {}),
+        ({"pyproject.toml": b'[tool.pytest.ini_options]\npythonpath = ["src"]\n'},
+         {"pythonpath": ["src"]}),
+        # pytest.ini comes first, even beside a pyproject.toml with a section.
+        ({"pytest.ini": b"[pytest]\nx = 1\n", "pyproject.toml": b"[tool.pytest.ini_options]\n"},
+         {"x": "1"}),
+        # A pyproject.toml without pytest's section: pytest looks further.
+        ({"pyproject.toml": b"[tool.other]\n", "tox.ini": b"[pytest]\ny = 2\n"}, {"y": "2"}),
+        ({"setup.cfg": b"[tool:pytest]\nz = 3\n"}, {"z": "3"}),
+    ],
+)  # fmt: skip
+def test_the_first_file_pytest_reads_gives_the_settings(
+    files: dict[str, bytes], settings: dict[str, object]
+) -> None:
+    assert pytest_settings(files.get) == settings
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"pyproject.toml": b"[tool.pytest.ini_options\n"},  # not TOML
+        {"pytest.ini": b"[pytest]\n  indented first line\n"},  # not an ini file
+        {"tox.ini": b"[pytest]\nx = 1\nx = 2\n"},  # a key twice
+        {"pytest.ini": b"[pytest]\nx = \xff\n"},  # not UTF-8
+    ],
+)
+def test_a_file_that_cannot_be_parsed_gives_no_settings(files: dict[str, bytes]) -> None:
+    assert pytest_settings(files.get) == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "loaded"),
+    [
+        ("pytest.ini", "[pytest]\n", ["False", "True"]),
+        ("pyproject.toml", "[tool.pytest.ini_options]\n", ["True", "False"]),
+    ],
+)
+def test_only_the_parser_of_the_file_read_is_imported(
+    name: str, text: str, loaded: list[str]
+) -> None:
+    code = (
+        "import sys\n"
+        "from three_ledger.pytest_config import pytest_settings\n"
+        f"pytest_settings({{{name!r}: {text.encode()!r}}}.get)\n"
+        "print('tomllib' in sys.modules, 'configparser' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == loaded
