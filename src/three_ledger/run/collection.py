@@ -218,8 +218,7 @@ def read_collected_ids(path: Path, log_path: Path) -> CollectedIds:
     """The ids of the plugin's collection lines, each once, with its property ids united
     over its lines (as `read_collected` unites them)."""
     ids, property_ids, _ = _read_lines(path, log_path)
-    first = dict.fromkeys(ids)
-    if len(first) == len(ids):
+    if len(set(ids)) == len(ids):
         return CollectedIds(ids, property_ids)
     # The same node id on more than one line (pytest given a file twice, or a second run).
     united: dict[str, tuple[str, ...]] = {}
