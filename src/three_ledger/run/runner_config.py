@@ -105,11 +105,14 @@ _FILE_KEYS = (
 _KEYS = "|".join(_FILE_KEYS)
 # `key: value` in JSON, YAML or JS; the value a string, a list or a flat object of strings.
 _VALUE = r"""(\[[^\]]*\]|\{[^}]*\}|"[^"]*"|'[^']*'|`[^`]*`)"""
-_KEY_VALUE = re.compile(r"""["']?\b(?:""" + _KEYS + r""")["']?\s*[:=]\s*""" + _VALUE)
-_YAML_LIST_KEY = re.compile(r"^\s*(?:" + _KEYS + r")\s*:\s*$")
-_YAML_ITEM = re.compile(r"""^\s*-\s*["']?([^"'#]+?)["']?\s*$""")
-_QUOTED = re.compile(r""""([^"]*)"|'([^']*)'|`([^`]*)`""")
-_PACKAGE_NAME = re.compile(r"^(@[a-z0-9][\w.~-]*/)?[a-z0-9][\w.~-]*")
+# Patterns, not compiled ones: `re` compiles each at its first use (a JavaScript runner's
+# config read), not at every gated start, which imports this module (some 8 million
+# instructions), and keeps it in its cache.
+_KEY_VALUE = r"""["']?\b(?:""" + _KEYS + r""")["']?\s*[:=]\s*""" + _VALUE
+_YAML_LIST_KEY = r"^\s*(?:" + _KEYS + r")\s*:\s*$"
+_YAML_ITEM = r"""^\s*-\s*["']?([^"'#]+?)["']?\s*$"""
+_QUOTED = r""""([^"]*)"|'([^']*)'|`([^`]*)`"""
+_PACKAGE_NAME = r"^(@[a-z0-9][\w.~-]*/)?[a-z0-9][\w.~-]*"
 
 
 @frozen
@@ -252,8 +255,8 @@ def config_values(root: Path, name: str) -> list[str]:
     text = _read_text(root / path)
     values = [
         next(group for group in quoted.groups() if group is not None)
-        for match in _KEY_VALUE.finditer(text)
-        for quoted in _QUOTED.finditer(match.group(1))
+        for match in re.finditer(_KEY_VALUE, text)
+        for quoted in re.finditer(_QUOTED, match.group(1))
     ]
     return values + list(_yaml_list_values(text))
 
@@ -261,11 +264,11 @@ def config_values(root: Path, name: str) -> list[str]:
 def _yaml_list_values(text: str) -> Iterator[str]:
     in_list = False
     for line in text.splitlines():
-        item = _YAML_ITEM.match(line)
+        item = re.match(_YAML_ITEM, line)
         if in_list and item:
             yield item.group(1)
             continue
-        in_list = bool(_YAML_LIST_KEY.match(line))
+        in_list = bool(re.match(_YAML_LIST_KEY, line))
 
 
 def _package_key_values(run: RunnerCommand, package: Mapping[str, Any]) -> list[str]:
@@ -381,7 +384,7 @@ def dependency_names(
 def _package_name(value: str) -> str | None:
     if value.startswith((".", "/", "<")):
         return None
-    match = _PACKAGE_NAME.match(value)
+    match = re.match(_PACKAGE_NAME, value)
     return match.group(0).rstrip("/") if match else None
 
 
