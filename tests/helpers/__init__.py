@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,6 +56,16 @@ class CliResult:
 
 
 RunCli = Callable[..., CliResult]
+
+
+def python_unmeasured(code: str) -> subprocess.CompletedProcess[str]:
+    """CODE in a fresh Python (`-P`) that coverage does not measure: a measured child imports
+    what coverage needs (`inspect`, `tomllib`, `configparser`), which a test of what a module
+    imports must not see."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
+    return subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env
+    )
 
 
 def write_json(path: Path, document: Any) -> Path:

@@ -6,13 +6,12 @@ without pytest; a command module that imports pytest (even for one constant) cra
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
 
-from helpers import EXAMPLE
+from helpers import EXAMPLE, python_unmeasured
 
 COMMANDS = ["digest", "properties", "dual_pin", "flake_observe", "merge", "gate", "check_pins",
             "draft_pin", "explain", "plan", "shard_plan", "combine"]  # fmt: skip
@@ -28,14 +27,6 @@ def test_a_command_module_does_not_import_pytest(command: str) -> None:
     done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
-
-
-def _run_unmeasured(code: str) -> subprocess.CompletedProcess[str]:
-    """CODE in a fresh Python that coverage does not measure: measuring imports `inspect`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
-    return subprocess.run(
-        [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env
-    )
 
 
 # The commands whose module, and everything it imports, needs no `inspect`.
@@ -56,7 +47,7 @@ def test_these_commands_load_no_inspect(command: str) -> None:
         f"import three_ledger.cli.dispatch, three_ledger.commands.{command}\n"
         "print('inspect' in sys.modules)\n"
     )
-    done = _run_unmeasured(code)
+    done = python_unmeasured(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
 
@@ -75,7 +66,7 @@ def test_these_commands_load_no_thread_pool(command: str) -> None:
         f"import three_ledger.cli.dispatch, three_ledger.commands.{command}\n"
         "print(*(name in sys.modules for name in ('concurrent.futures', 'logging')))\n"
     )
-    done = _run_unmeasured(code)
+    done = python_unmeasured(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
 
@@ -92,7 +83,7 @@ def test_a_check_pins_run_loads_neither_inspect_nor_shutil() -> None:
         "print(code, 'inspect' in sys.modules, 'shutil' in sys.modules, "
         "type(dataclasses.inspect).__name__)\n"
     )
-    done = _run_unmeasured(code)
+    done = python_unmeasured(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].split() == ["0", "False", "False", "_DeferredInspect"]
 
@@ -107,7 +98,7 @@ def test_a_check_pins_run_loads_no_openssl() -> None:
         f"'--root', {str(EXAMPLE)!r}])\n"
         "print(code, 'hashlib' in sys.modules, '_hashlib' in sys.modules)\n"
     )
-    done = _run_unmeasured(code)
+    done = python_unmeasured(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].split() == ["0", "False", "False"]
 
@@ -124,7 +115,7 @@ def test_a_check_pins_run_reads_pins_without_the_results_or_the_ledger_words() -
         "print(code, *(name in sys.modules for name in "
         "('three_ledger.results', 'three_ledger.vocabulary', 'three_ledger.selection')))\n"
     )
-    done = _run_unmeasured(code)
+    done = python_unmeasured(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].split() == ["0", "False", "False", "True"]
 
@@ -138,7 +129,7 @@ def test_shard_plan_collects_without_what_only_plans_report_needs() -> None:
         "print(*(f'three_ledger.{name}' in sys.modules for name in "
         "('junit_report', 'matching', 'product_guess', 'run.collection')))\n"
     )
-    done = _run_unmeasured(code)
+    done = python_unmeasured(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False", "False", "True"]
 
@@ -152,7 +143,7 @@ def test_version_imports_nothing_but_the_package() -> None:
         "main(['--version'])\n"
         "print(sorted(set(sys.modules) - before))\n"
     )
-    done = _run_unmeasured(code)
+    done = python_unmeasured(code)
     assert done.returncode == 0, done.stderr
     version, loaded = done.stdout.splitlines()
     assert version.startswith("three-ledger ")
@@ -206,7 +197,7 @@ def test_the_deferred_inspect_is_the_real_one_at_its_first_use() -> None:
         "import inspect\n"
         "print(Bare.__doc__, dataclasses.inspect.signature is inspect.signature)\n"
     )
-    done = _run_unmeasured(code)
+    done = python_unmeasured(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Bare(size: int) True"
 
@@ -223,7 +214,7 @@ def test_a_run_without_the_read_only_tree_loads_the_real_inspect_first() -> None
         "jsonio.load_validator_code()\n"
         "print('inspect' in sys.modules)\n"
     )
-    done = _run_unmeasured(code)
+    done = python_unmeasured(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True"]
 

@@ -3,12 +3,9 @@ with the one parser its kind needs; a file that cannot be parsed gives no settin
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
+from helpers import python_unmeasured
 from three_ledger.pytest_config import pytest_settings
 
 
@@ -62,10 +59,6 @@ def test_only_the_parser_of_the_file_read_is_imported(
         f"pytest_settings({{{name!r}: {text.encode()!r}}}.get)\n"
         "print('tomllib' in sys.modules, 'configparser' in sys.modules)\n"
     )
-    # Unmeasured: coverage, started in a measured child, reads its own config with both.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env
-    )
+    done = python_unmeasured(code)  # coverage, measuring a child, imports both parsers
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == loaded
