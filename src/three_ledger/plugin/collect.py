@@ -52,14 +52,14 @@ def collected_lines(items: Iterable[pytest.Item]) -> Iterator[str]:
     An item none of whose markers names a property or a skip (most of them) takes a
     shorter road to the same line: only a `unittest.skip` can skip it.
     """
-    parent: object = _NO_PARENT  # each run of one parent starts with a lookup
+    parent: object = _NONE_YET  # each run of one parent starts with a lookup
     above: list[pytest.Mark] = []
     above_says = False
     kind: type | None = None
     class_known = False
     class_skip: str | None = None
     # The items of one parametrised function share it: its skip is looked up once a run.
-    function: object = _NO_PARENT
+    function: object = _NONE_YET
     function_skip: str | _Undecided | None = _BY_CLASS
     for item in items:
         if item.parent is not parent:
@@ -105,8 +105,8 @@ class _Undecided:
 
 _BY_FUNCTION = _Undecided()
 _BY_CLASS = _Undecided()
-# No item's parent: the first item starts a run.
-_NO_PARENT = object()
+# No item seen yet: the first item starts a run (of its parent, of its function).
+_NONE_YET = object()
 
 
 def collected_line(nodeid: str, markers: list[pytest.Mark], reason: str | None) -> str:
