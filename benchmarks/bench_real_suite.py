@@ -8,7 +8,8 @@ Copies the suite into a throwaway git repository, drafts its fixture pin from th
 files (`draft-pin`), writes its properties pin twice, with `product_paths` (the closed
 oracle set: the audit hook armed in every process of the run) and without (the oracles
 inferred), commits, and checks the digest. Then runs, in rotating order after a warm-up
-round, plain `python -m pytest -q -p no:cacheprovider` on the suite's tests and
+round, plain `python -m pytest -q -p no:cacheprovider -p no:hypothesispytest` on the suite's
+tests (none of the suites uses hypothesis; see PLUGINS_OFF in bench_properties.py) and
 `three-ledger properties` under each pin, and prints a Markdown table of wall and CPU time
 medians (CPU: user + sys of the command and every process under it) and their ratios.
 
@@ -51,7 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench_properties import byte_compile
+from bench_properties import PLUGINS_OFF, byte_compile
 from timing import Run, median_cpu_seconds, median_seconds, run_measured, spread
 
 PYTHON = Path(sys.executable)
@@ -73,7 +74,7 @@ class Suite:
     properties: Mapping[str, Any]
     fixtures_dir: str  # every file under it is pinned, in a pin drafted from the folder
     tests: tuple[str, ...]  # what pytest runs
-    pytest_options: tuple[str, ...] = ()  # after `-q -p no:cacheprovider`, before the tests
+    pytest_options: tuple[str, ...] = ()  # after `-q` and PLUGINS_OFF, before the tests
     sdist: str | None = None  # fetched with `pip download --no-binary :all:` when given
     copy: Path | None = None  # committed: the suite, or the fallback when the sdist has none
     repository: str | None = None  # cloned at `tag` when there is neither an sdist nor a copy
@@ -315,7 +316,7 @@ def contenders(
     project: Project, suite: Suite, tests_python: Path, other: Path | None
 ) -> dict[str, Contender]:
     """Plain pytest and the gates, all running the same test command with TESTS_PYTHON."""
-    pytest = [str(tests_python), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    pytest = [str(tests_python), "-m", "pytest", "-q", *PLUGINS_OFF.split()]
     test_command = [*pytest, *suite.pytest_options, *suite.tests]
 
     def gate(python: Path, model: str, ledger_name: str) -> Contender:

@@ -30,6 +30,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench_properties import PLUGINS_OFF
+
 PYTHON = sys.executable
 SHARDS = 4
 TESTS = """import pytest
@@ -51,7 +53,7 @@ def build(root: Path, tests: int, properties: int) -> str:
         (root / f"properties/test_p{k:03}.py").write_text(TESTS.format(count=tests // properties))
         props.append({"id": f"bench.p{k:03}", "claim": f"File {k} holds.", "domain": ["a.json"],
                       "test": f"properties/test_p{k:03}.py"})  # fmt: skip
-    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    (root / "pytest.ini").write_text(f"[pytest]\naddopts = {PLUGINS_OFF}\n")
     # Runs that write bytecode leave it beside the tests; the gate refuses it unless ignored.
     (root / ".gitignore").write_text("__pycache__/\n*.pyc\n")
     (root / "pins").mkdir()
