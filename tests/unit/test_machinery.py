@@ -75,6 +75,20 @@ class Swallow(str):
 
 def home(cls):
     return cls("/nowhere")
+
+
+class Carrier:
+    # Runs code of its own, carrying pytest's: a `__func__` and a `__code__`.
+    def __init__(self, real):
+        self.__func__ = real
+        self.__code__ = real.__code__
+
+    def __call__(self, *args, **kwargs):
+        return None
+
+
+def keep(self, value):
+    pass
 """
 
 
@@ -143,6 +157,25 @@ def test_what_a_value_is_decides(
     monkeypatch.setattr(sys.modules["_pytest.runner"], "show_test_item", value())
     checks.check_all()
     assert [finding.split(" ", 1)[1].rsplit(" (", 1)[0] for finding in found] == expected
+
+
+def test_a_value_is_judged_by_the_code_it_runs_not_by_the_code_it_carries(
+    audit: Audited, product: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object of the project's class that holds pytest's function as its `__func__` and
+    that function's `__code__` runs its own `__call__`; a property with pytest's getter runs
+    the project's setter on every write. Each is the project's, whatever else it holds."""
+    checks, found = audit
+    runner = sys.modules["_pytest.runner"]
+    report = sys.modules["_pytest.reports"].BaseReport
+    monkeypatch.setattr(runner, "show_test_item", product.Carrier(runner.show_test_item))
+    monkeypatch.setattr(report, "passed", property(vars(report)["passed"].fget, product.keep))
+    checks.check_report()  # both on the report path: compared after every report
+    line = product.keep.__code__.co_firstlineno
+    assert sorted(found) == [
+        f"_pytest.reports.BaseReport.passed replaced, by product (product.py:{line})",
+        "_pytest.runner.show_test_item replaced, by product (<product>)",
+    ]
 
 
 def test_a_module_a_namespace_binds_replaced_by_anything_is_found(
@@ -319,7 +352,7 @@ def test_a_disarmed_audit_watches_nothing(audit: Audited, product: ModuleType) -
     checks, found = audit
     checks.disarm()
     checks.audit_hook("object.__setattr__", (product.show_test_item, "__code__", None))
-    assert (checks.events, checks.watched_ids, found) == ([], set(), [])
+    assert (checks.events, checks.watched_ids, found) == ([], {}, [])
 
 
 def test_the_report_path_is_compared_after_each_report_and_the_rest_in_turns(

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .makers import FrameInfo, Maker, Trust, stack
+from .makers import WRAPPERS, FrameInfo, Maker, Trust, runs, stack
 
 # The modules every report passes through: compared after each test. pluggy 1.7 keeps the
 # code of `_hooks` and `_callers` in `_caller`, `_impl` and `_execution` and re-exports it.
@@ -164,7 +164,7 @@ def _mutable_classes(kind: type) -> list[type]:
     return [base for base in _mro(kind) if _mutable(base)]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Namespace:
     """One module's or class's `__dict__`: every value as seen last (for the fast comparison),
     the values code calls through (`_watched`) as seen last (for judging), and its keys at
@@ -173,7 +173,7 @@ class _Namespace:
 
     label: str
     mapping: Mapping[str, Any]
-    at_load: frozenset[str]
+    at_load: tuple[str, ...]  # looked into only for a change found: kept where GC never looks
     values: tuple[Any, ...] = ()
     callables: dict[str, Any] = field(default_factory=dict)
     protocol_only: bool = False
@@ -312,9 +312,11 @@ class Audit:
         self.trust: Trust | None = None
         self.report: Callable[[Finding], None] | None = None
         self.namespaces: dict[int, _Namespace] = {}
-        self.watched_ids: set[int] = set()
+        # Sets of ids kept as dicts (of None): a dict of ints alone is left out of the garbage
+        # collector's passes, a set never is.
+        self.watched_ids: dict[int, None] = {}
         self.keep: list[object] = []  # what watched_ids name, kept alive so ids stay unique
-        self.types_seen: set[int] = set()  # the types of pytest's data, their classes watched
+        self.types_seen: dict[int, None] = {}  # the types of pytest's data, their classes watched
         self.events: list[tuple[str, tuple[FrameInfo, ...]]] = []
         self.hooks: _Hooks | None = None
         # Plugins whose registration was judged (legitimate, or reported once), kept alive.
@@ -342,7 +344,7 @@ class Audit:
     def _watch(self, label: str, owner: object, mapping: Mapping[str, Any]) -> list[_Namespace]:
         namespace = self.namespaces.get(id(owner))
         if namespace is None:
-            namespace = _Namespace(label, mapping, frozenset(mapping))
+            namespace = _Namespace(label, mapping, tuple(mapping))
             namespace.snapshot()
             self.namespaces[id(owner)] = namespace
             self._remember(owner)
@@ -353,16 +355,16 @@ class Audit:
             added = []
         else:
             return []
-        # `_remember(_unwrapped(value))` for each, inlined: some 4,000 values at arming.
+        # `_remember` of what each value runs, inlined for the plain ones: some 4,000 values at
+        # arming, each `id()` an audit event.
         watched_ids, keep = self.watched_ids, self.keep
         for value in namespace.callables.values():
-            if isinstance(value, property):
-                unwrapped = value.fget or value.fset or value.fdel
-            else:
-                unwrapped = getattr(value, "__func__", value)
-            if id(unwrapped) not in watched_ids:
-                watched_ids.add(id(unwrapped))
-                keep.append(unwrapped)
+            if type(value) in WRAPPERS:
+                for part in runs(value):
+                    self._remember(part)
+            elif (key := id(value)) not in watched_ids:
+                watched_ids[key] = None
+                keep.append(value)
             if isinstance(value, type) and is_machinery(value.__module__):
                 label = f"{value.__module__}.{value.__qualname__}"
                 added += self._watch(label, value, value.__dict__)
@@ -385,16 +387,16 @@ class Audit:
         kinds = list(map(type, itertools.chain.from_iterable(ns.values for ns in namespaces)))
         by_id = dict(zip(map(id, kinds), kinds, strict=True))
         seen = self.types_seen
-        for key in by_id.keys() - seen:
+        for key in by_id.keys() - seen.keys():
             kind = by_id[key]
-            seen.add(key)
+            seen[key] = None
             self.keep.append(kind)
             for base in _mutable_classes(kind):
                 if id(base) in self.namespaces:
                     continue
                 mapping = base.__dict__
                 label = f"{base.__module__}.{base.__qualname__}"
-                watched = _Namespace(label, mapping, frozenset(mapping), protocol_only=True)
+                watched = _Namespace(label, mapping, tuple(mapping), protocol_only=True)
                 watched.snapshot()
                 self.namespaces[id(base)] = watched
                 self._remember(base)
@@ -402,8 +404,8 @@ class Audit:
         return added
 
     def _remember(self, value: object) -> None:
-        if id(value) not in self.watched_ids:
-            self.watched_ids.add(id(value))
+        if (key := id(value)) not in self.watched_ids:
+            self.watched_ids[key] = None
             self.keep.append(value)
 
     # --- the audit hook --------------------------------------------------------------------
@@ -420,7 +422,7 @@ class Audit:
     def _note(self, target: object, name: object, value: object) -> None:
         watched = self.watched_ids
         if name == "__class__":
-            if not {id(target), id(type(target)), id(value)} & watched:
+            if not {id(target), id(type(target)), id(value)} & watched.keys():
                 return
             what = f"the class of a {_label(type(target))} object set to {_label(value)}"
         elif id(target) in self.watched_ids:
@@ -641,14 +643,8 @@ def _callers(hooks: _Hooks) -> list[Any]:
     return list(vars(hooks.relay).values())
 
 
-def _unwrapped(value: object) -> object:
-    if isinstance(value, property):
-        return value.fget or value.fset or value.fdel
-    return getattr(value, "__func__", value)
-
-
 def _label(value: object) -> str:
-    value = _unwrapped(value)
+    value = runs(value)[0]
     module = getattr(value, "__module__", None)
     name = getattr(value, "__qualname__", None) or type(value).__qualname__
     return f"{module}.{name}" if module else str(name)
@@ -657,7 +653,7 @@ def _label(value: object) -> str:
 def _wrapped_callables(value: object, depth: int = 4) -> list[object]:
     """VALUE and the callables its closure holds, through pluggy's nested tracers."""
     found = [value]
-    closure = getattr(_unwrapped(value), "__closure__", None) or ()
+    closure = getattr(runs(value)[0], "__closure__", None) or ()
     if depth:
         for cell in closure:
             try:

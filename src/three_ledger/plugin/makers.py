@@ -19,6 +19,7 @@ Standard library and pytest only (a plugin-side module; see run/staging.py).
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import sys
 import types
@@ -166,15 +167,20 @@ class Trust:
         return None
 
     def value_maker(self, value: object) -> Maker:
-        """Where VALUE, a callable or a module put in place of another, was defined."""
+        """Where VALUE, a callable or a module put in place of another, was defined: of what
+        using it runs (`runs`), the first part that may not change the machinery, if any."""
         if isinstance(value, types.ModuleType):  # its own file, not the module type's
             file = getattr(value, "__file__", None) or f"<{value.__name__}>"
             return Maker(value.__name__, file, self.shown(file))
-        code = _code_of(value)
-        if code is not None:
-            module = getattr(_unwrapped(value), "__module__", None) or "?"
+        makers = [self._defined(part) for part in runs(value)]
+        return next((m for m in makers if not self.may_change(m, value=True)), makers[0])
+
+    def _defined(self, value: object) -> Maker:
+        """Where VALUE was defined: a function by its code, anything else by its class."""
+        if type(value) is types.FunctionType:
+            code = value.__code__
             file = code.co_filename
-            return Maker(str(module), file, self.shown(file), code.co_firstlineno)
+            return Maker(str(value.__module__), file, self.shown(file), code.co_firstlineno)
         kind = value if isinstance(value, type) else type(value)
         module = getattr(kind, "__module__", None) or "?"
         file = getattr(sys.modules.get(module), "__file__", None) or f"<{module}>"
@@ -266,13 +272,22 @@ def _file_top_levels(dist: Any) -> set[str]:
     return tops
 
 
-def _unwrapped(value: object) -> object:
-    """The function behind a method, classmethod, staticmethod or property."""
-    if isinstance(value, property):
-        return value.fget or value.fset or value.fdel
-    return getattr(value, "__func__", value)
+# The wrappers whose own code only passes a call on (`runs`), by exact type: a subclass's may
+# do anything.
+WRAPPERS = frozenset({types.MethodType, staticmethod, classmethod, property})
+# Deeper than any honest wrapping (a staticmethod can be made to wrap itself).
+_DEPTH = 8
 
 
-def _code_of(value: object) -> types.CodeType | None:
-    code = getattr(_unwrapped(value), "__code__", None)
-    return code if isinstance(code, types.CodeType) else None
+def runs(value: object, depth: int = _DEPTH) -> tuple[object, ...]:
+    """What using VALUE runs, known by its type alone: the function of a method, classmethod
+    or staticmethod, each accessor of a property; VALUE itself otherwise. An object that only
+    carries a `__func__` or a `__code__` (pytest's own, say) runs its class's code."""
+    kind = type(value)
+    if kind not in WRAPPERS or not depth:
+        return (value,)
+    if kind is property:
+        accessors = [value.fget, value.fset, value.fdel]  # type: ignore[attr-defined]
+        parts = [runs(part, depth - 1) for part in accessors if part is not None]
+        return tuple(itertools.chain.from_iterable(parts)) or (value,)
+    return runs(value.__func__, depth - 1)  # type: ignore[attr-defined]
