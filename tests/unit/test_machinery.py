@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -176,6 +177,16 @@ def test_a_value_is_judged_by_the_code_it_runs_not_by_the_code_it_carries(
         f"_pytest.reports.BaseReport.passed replaced, by product (product.py:{line})",
         "_pytest.runner.show_test_item replaced, by product (<product>)",
     ]
+
+
+def test_the_standard_library_is_sysconfigs(pytestconfig: pytest.Config, tmp_path: Path) -> None:
+    """The trust rule's standard library is the folder `sysconfig` names, found without it."""
+    import json
+    import sysconfig
+
+    trust = Trust(pytestconfig, [str(tmp_path)])
+    assert trust.stdlib == (os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep,)
+    assert os.path.realpath(json.__file__).startswith(trust.stdlib)
 
 
 def test_a_module_a_namespace_binds_replaced_by_anything_is_found(

@@ -7,7 +7,6 @@ the standard library and pytest, and does nothing unless ``THREE_LEDGER_*`` vari
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from json.encoder import encode_basestring_ascii as _json_string
 from typing import IO
@@ -44,27 +43,30 @@ if tripwire_may_arm():
 else:
     _tripwire = None  # type: ignore[assignment]  # checked before each use
 
-# The user_properties name that carries a marker's property id from an xdist worker to the
-# controller, which never sees the item itself, only its serialised reports.
 
-
-@dataclasses.dataclass
+# The plugin's records are plain classes with slots: a dataclass compiles its methods when it
+# is defined, a cost every test child would pay at its start.
 class _ItemRecord:
     """What the controller knows about one item while its reports arrive."""
 
-    outcome: Outcome = Outcome.PASS
-    property_ids: list[str] = dataclasses.field(default_factory=list)
-    skip_reason: str | None = None
-    # The process that ran it: the line order per worker is the order its tests ran.
-    worker: str = MAIN_WORKER
+    __slots__ = ("outcome", "property_ids", "skip_reason", "worker")
+
+    def __init__(self, worker: str = MAIN_WORKER) -> None:
+        self.outcome = Outcome.PASS
+        self.property_ids: list[str] = []
+        self.skip_reason: str | None = None
+        # The process that ran it: the line order per worker is the order its tests ran.
+        self.worker = worker
 
 
-@dataclasses.dataclass
 class _Recorder:
     """The open results file and the items whose line is not yet written."""
 
-    stream: IO[str]
-    pending: dict[str, _ItemRecord] = dataclasses.field(default_factory=dict)
+    __slots__ = ("pending", "stream")
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.pending: dict[str, _ItemRecord] = {}
 
 
 _recorder_key = pytest.StashKey[_Recorder]()

@@ -38,9 +38,9 @@ import operator
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from .frozen import frozen
 from .makers import WRAPPERS, FrameInfo, Maker, Trust, runs, stack
 
 # The modules every report passes through: compared after each test. pluggy 1.7 keeps the
@@ -98,7 +98,7 @@ def is_machinery(module_name: object) -> bool:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """A change to the machinery by code that may not make it."""
 
@@ -164,24 +164,33 @@ def _mutable_classes(kind: type) -> list[type]:
     return [base for base in _mro(kind) if _mutable(base)]
 
 
-@dataclass(slots=True)
 class _Namespace:
     """One module's or class's `__dict__`: every value as seen last (for the fast comparison),
     the values code calls through (`_watched`) as seen last (for judging), and its keys at
     load. A class watched only because an object of it is data in pytest's namespaces
-    (`protocol_only`) is judged only on what would make that object a descriptor."""
+    (`protocol_only`) is judged only on what would make that object a descriptor.
 
-    label: str
-    mapping: Mapping[str, Any]
-    at_load: tuple[str, ...]  # looked into only for a change found: kept where GC never looks
-    values: tuple[Any, ...] = ()
-    callables: dict[str, Any] = field(default_factory=dict)
-    protocol_only: bool = False
+    A plain class with slots: some 400 are made at arming, and a dataclass with slots is
+    made twice when it is defined."""
+
+    __slots__ = ("at_load", "callables", "label", "mapping", "protocol_only", "values")
+
+    def __init__(self, label: str, mapping: Mapping[str, Any], protocol_only: bool = False) -> None:
+        self.label = label
+        self.mapping = mapping
+        # Looked into only for a change found; a tuple of strings, where GC never looks.
+        self.at_load = tuple(mapping)
+        self.protocol_only = protocol_only
+        self.values: tuple[Any, ...] = ()
+        self.callables: dict[str, Any] = {}
+        self.snapshot()
 
     def snapshot(self) -> None:
         items = list(self.mapping.items())
         self.values = tuple([value for _, value in items])
-        self.callables = {key: value for key, value in items if _watched(value)}
+        # `callable` first: most values are, and it spares them a call of `_watched`.
+        watched = _watched
+        self.callables = {k: v for k, v in items if callable(v) or watched(v)}
 
     def unchanged(self) -> bool:
         return len(self.mapping) == len(self.values) and all(
@@ -344,8 +353,7 @@ class Audit:
     def _watch(self, label: str, owner: object, mapping: Mapping[str, Any]) -> list[_Namespace]:
         namespace = self.namespaces.get(id(owner))
         if namespace is None:
-            namespace = _Namespace(label, mapping, tuple(mapping))
-            namespace.snapshot()
+            namespace = _Namespace(label, mapping)
             self.namespaces[id(owner)] = namespace
             self._remember(owner)
             added = [namespace]
@@ -396,8 +404,7 @@ class Audit:
                     continue
                 mapping = base.__dict__
                 label = f"{base.__module__}.{base.__qualname__}"
-                watched = _Namespace(label, mapping, tuple(mapping), protocol_only=True)
-                watched.snapshot()
+                watched = _Namespace(label, mapping, protocol_only=True)
                 self.namespaces[id(base)] = watched
                 self._remember(base)
                 added.append(watched)

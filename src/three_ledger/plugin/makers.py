@@ -24,11 +24,11 @@ import os
 import sys
 import types
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from .frozen import frozen
 from .harness import entry_point_tops
 
 # One frame of a stack, kept after the frame is gone: module name, file, line.
@@ -41,7 +41,7 @@ _SITE_FOLDERS = frozenset({"site-packages", "dist-packages"})
 _LAUNCHERS = frozenset({"__main__", "__channelexec__"})
 
 
-@dataclass(frozen=True)
+@frozen
 class Maker:
     """The code that made a change: its module, its file, and that file as shown (relative to
     ROOT where it lies under it)."""
@@ -98,12 +98,11 @@ def _machinery_folders() -> tuple[str, ...]:
 
 
 def _standard_library() -> tuple[str, ...]:
-    import sysconfig  # only once a run is judged: it costs a few ms to import
-
-    paths = sysconfig.get_paths()
-    return tuple(
-        dict.fromkeys(os.path.realpath(paths[key]) + os.sep for key in ("stdlib", "platstdlib"))
-    )
+    """The folder of the standard library's Python code: the one `os` was loaded from, which
+    is `sysconfig`'s `stdlib` path, without importing `sysconfig` and its build data (some
+    2 ms of every run). Its compiled modules (`platstdlib`, `lib-dynload`) run no frames of
+    their own, and a value of theirs is judged by the Python module that exports it."""
+    return (os.path.dirname(os.path.realpath(os.__file__)) + os.sep,)
 
 
 def _environment() -> tuple[str, ...]:

@@ -29,10 +29,11 @@ import itertools
 import os
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+from .frozen import frozen
 
 PASS, FAIL = "pass", "fail"
 # How many items of a sentinel's parametrisation pytest may make, to find the one it keeps.
@@ -61,7 +62,7 @@ class Sentinel(pytest.Item):
         return self.path, None, f"three-ledger tripwire (must {self.must})"
 
 
-@dataclass(frozen=True)
+@frozen
 class Placed:
     """The sentinels of one collection: node id to what it must do, and how they were made."""
 
@@ -69,7 +70,7 @@ class Placed:
     mechanism: str
 
 
-@dataclass(frozen=True)
+@frozen
 class _Spot:
     """An insertion point and the project item beside it whose parent the sentinel shares."""
 

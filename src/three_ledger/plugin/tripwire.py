@@ -16,12 +16,13 @@ import json
 import os
 import sys
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import pytest
 
 from . import machinery, sentinels, shard
+from .frozen import frozen
 from .makers import Trust, stack
 from .wire import (
     MACHINERY_KEY,
@@ -52,7 +53,7 @@ def _arm() -> machinery.Audit | None:
 AUDIT = _arm()
 
 
-@dataclass(frozen=True)
+@frozen
 class Setup:
     """What the controller and its workers share: the record's path, the seed that places the
     sentinels (the same in every worker, whose collections must be equal), and ROOT."""
