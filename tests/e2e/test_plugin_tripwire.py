@@ -140,6 +140,57 @@ def test_colour_count(colour, n):
 """
 
 
+def test_a_sentinel_has_its_neighbours_parameters_and_fixtures_whatever_made_them(
+    tmp_path: Path,
+) -> None:
+    """Sets from the module's `pytest_generate_tests` hook, with ids it makes, times an
+    indirect parametrisation of a fixture: 120 items, most of them past the first few sets.
+    Each sentinel has the parameters, the ids and the fixtures of the item beside it."""
+    folder = write(tmp_path, {"test_sizes.py": GENERATED, "conftest.py": LISTING})
+    for seed in (1, 2, 3):
+        done, record = run(folder, "-q", seed=seed)
+        assert done.returncode == 0, done.stdout + done.stderr
+        listed = json.loads((folder / "items.json").read_text())
+        for nodeid in record["sentinels"]:
+            at = [entry[0] for entry in listed].index(nodeid)
+            beside = [listed[i] for i in (at - 1, at + 1) if 0 <= i < len(listed)]
+            shown = [entry[1:] for entry in beside if entry[0] not in record["sentinels"]]
+            assert listed[at][1:] in shown, (listed[at], beside)
+
+
+GENERATED = """
+import pytest
+
+def pytest_generate_tests(metafunc):
+    if "size" in metafunc.fixturenames:
+        metafunc.parametrize("size", range(40), ids=lambda n: f"s{n}")
+
+@pytest.fixture
+def doubled(request):
+    return request.param * 2
+
+@pytest.mark.parametrize("doubled", [1, 2, 3], indirect=True)
+def test_size_fits(size, doubled):
+    assert size >= 0 and doubled > 0
+"""
+# A conftest that lists the run's items in order: node id, then what pytest resolved for each
+# (its parameters' ids, its parameters, its fixtures).
+LISTING = """
+import json
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    listed = [
+        [item.nodeid, item.callspec.id, repr(sorted(item.callspec.params.items())),
+         sorted(item.fixturenames)]
+        for item in session.items
+    ]
+    with open("items.json", "w") as stream:
+        json.dump(listed, stream)
+"""
+
+
 def test_a_sentinel_never_takes_parameters_marked_to_skip(tmp_path: Path) -> None:
     source = """import pytest
 

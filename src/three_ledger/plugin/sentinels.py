@@ -4,10 +4,14 @@ modules, made the way pytest makes the project's.
 A sentinel is a `pytest.Function` whose parent is one of the project's test modules or classes
 (the one beside it in the run), named from the words of its neighbours' names
 (`test_total_stable` beside `test_total_non_negative` and `test_id_stable`), taking the same
-arguments and marks as its neighbour (so the same fixtures and parametrisation: the item
-with the neighbour's parameters is kept, or, in a parametrisation of more than 16 sets, one
-of the first 16), with a function compiled under the neighbour's file and line. Its
-file is the neighbour's: tracked by git, on the project's mount. Nothing is written to disk.
+arguments and marks as its neighbour, with a function compiled under the neighbour's file and
+line. pytest's own constructor makes it, as `_genfunctions` makes each item of a test
+function, from what pytest resolved for the neighbour: copies of its parametrisation (its
+callspec: parameters, ids, marks) and of its fixture closure. So it has the same fixtures
+and parameters, whatever made them (marks, `pytest_generate_tests` hooks), and the cost is
+one item's, where parametrising the function again cost as many sets as the neighbour's
+function has. Its file is the neighbour's: tracked by git, on the project's mount. Nothing
+is written to disk.
 
 Its position is drawn at random among the first K items, K being the number of items that run
 before the first one that could stop the session: every item of the run, unless `-x`,
@@ -25,7 +29,7 @@ see run/staging.py).
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import os
 import random
 from collections.abc import Sequence
@@ -36,8 +40,6 @@ import pytest
 from .frozen import frozen
 
 PASS, FAIL = "pass", "fail"
-# How many items of a sentinel's parametrisation pytest may make, to find the one it keeps.
-MADE_AT_MOST = 16
 # How many slots drawn at random may lack a host before every spot is listed.
 _TRIES = 32
 # The ledger's words for the two mechanisms (vocabulary.Tripwire).
@@ -170,7 +172,7 @@ class _Hosts:
 def _hosts_sentinels(parent: pytest.Collector) -> bool:
     """A test module or class (not unittest's), with no skip, skipif or xfail mark on it or
     above it."""
-    if not isinstance(parent, pytest.Module | pytest.Class) or not hasattr(parent, "_genfunctions"):
+    if not isinstance(parent, pytest.Module | pytest.Class):
         return False
     chain = parent.listchain()
     return not any(mark.name in _NOT_COPIED for node in chain for mark in node.own_markers)
@@ -188,7 +190,7 @@ def _made(
             owner = spot.neighbour.parent.obj  # type: ignore[union-attr]
             name = _fresh_name(rng, owner, spot.neighbour, items, {n for _, n in added})
             added.append((owner, name))
-            placed.append((spot, _sentinel(rng, spot.neighbour, name, must), must))
+            placed.append((spot, _sentinel(spot.neighbour, name, must), must))
     except Exception:  # noqa: BLE001 - a project whose items pytest cannot make gets basic ones
         for owner, name in added:
             if name in vars(owner):
@@ -202,30 +204,38 @@ def _made(
     return Placed({sentinel.nodeid: must for _, sentinel, must in placed}, SENTINELS)
 
 
-def _sentinel(rng: random.Random, neighbour: pytest.Function, name: str, must: str) -> pytest.Item:
-    """The item NAME beside NEIGHBOUR, made by pytest from a function put in its parent."""
+def _sentinel(neighbour: pytest.Function, name: str, must: str) -> pytest.Item:
+    """The item NAME beside NEIGHBOUR, made by pytest from a function put in its parent, with
+    copies of what pytest resolved for the neighbour: its parametrisation and its fixtures."""
     parent = neighbour.parent
     assert isinstance(parent, pytest.Module | pytest.Class)
-    function = _function(name, neighbour, must)
-    setattr(parent.obj, name, function)
-    # With the neighbour's arguments and marks, pytest parametrises it as it did the
-    # neighbour: the sentinel is the item made with the neighbour's parameters, when they are
-    # among the first MADE_AT_MOST sets, else one of those. Items are made one by one, so a
-    # parametrisation of thousands costs a few of them, not thousands.
-    wanted = _parameters(neighbour)
-    made = []
-    for item in itertools.islice(parent._genfunctions(name, function), MADE_AT_MOST):
-        if _parameters(item) == wanted:
-            return item
-        made.append(item)
-    if not made:
-        raise LookupError(f"pytest made no item of {name}")
-    return made[rng.randrange(len(made))]
+    setattr(parent.obj, name, _function(name, neighbour, must))
+    # What follows the function's name in the neighbour's: its ids, "[...]", or nothing.
+    suffix = neighbour.name[len(neighbour.originalname) :]
+    fixtureinfo = _copied(neighbour._fixtureinfo)
+    callspec = getattr(neighbour, "callspec", None)
+    if callspec is None:
+        return pytest.Function.from_parent(parent, name=name, fixtureinfo=fixtureinfo)
+    callspec = _copied(callspec)
+    return pytest.Function.from_parent(
+        parent,
+        name=name + suffix,
+        callspec=callspec,
+        fixtureinfo=fixtureinfo,
+        keywords={callspec.id: True},
+        originalname=name,
+    )
 
 
-def _parameters(item: pytest.Item) -> str | None:
-    callspec = getattr(item, "callspec", None)
-    return None if callspec is None else str(callspec.id)
+def _copied(record: Any) -> Any:
+    """A copy of one of pytest's dataclass records, each dict and list in it copied too, as
+    pytest makes one for each item: nothing of the sentinel's is the neighbour's object."""
+    fields = [field for field in dataclasses.fields(record) if field.init]
+    values = {field.name: getattr(record, field.name) for field in fields}
+    return dataclasses.replace(
+        record,
+        **{key: type(value)(value) for key, value in values.items() if type(value) in (dict, list)},
+    )
 
 
 def _fresh_name(
