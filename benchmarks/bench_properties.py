@@ -117,11 +117,14 @@ def byte_compile(python: Path) -> None:
     """Compile the bytecode of the three-ledger installed for PYTHON, as installing a wheel does.
 
     An editable install has none, and where PYTHONDONTWRITEBYTECODE is set no run writes it:
-    every start would compile the package again, which no installed gate does.
+    every start would compile the package again, which no installed gate does. Forced:
+    `compileall` judges a bytecode file fresh by its source's modification time alone, but
+    the import also checks the size, so a file edited within the second its bytecode was
+    written (a `git checkout` after a build) would be compiled again in every measured run.
     """
     code = (
         "import compileall, os, three_ledger; "
-        "compileall.compile_dir(os.path.dirname(three_ledger.__file__), quiet=1)"
+        "compileall.compile_dir(os.path.dirname(three_ledger.__file__), quiet=1, force=True)"
     )
     subprocess.run([str(python), "-c", code], check=True)
 
