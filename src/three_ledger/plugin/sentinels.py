@@ -228,14 +228,22 @@ def _sentinel(neighbour: pytest.Function, name: str, must: str) -> pytest.Item:
 
 
 def _copied(record: Any) -> Any:
-    """A copy of one of pytest's dataclass records, each dict and list in it copied too, as
-    pytest makes one for each item: nothing of the sentinel's is the neighbour's object."""
-    fields = [field for field in dataclasses.fields(record) if field.init]
-    values = {field.name: getattr(record, field.name) for field in fields}
-    return dataclasses.replace(
-        record,
-        **{key: type(value)(value) for key, value in values.items() if type(value) in (dict, list)},
-    )
+    """A copy of one of pytest's records, each dict and list in it copied too, as pytest makes
+    one for each item: nothing of the sentinel's is the neighbour's object. The records are
+    dataclasses, or attrs classes before pytest 7.3 (attrs names the argument of a private
+    field without its underscore)."""
+    if dataclasses.is_dataclass(record):
+        names = {field.name: field.name for field in dataclasses.fields(record) if field.init}
+    else:
+        attributes = type(record).__attrs_attrs__
+        names = {
+            a.name: getattr(a, "alias", None) or a.name.lstrip("_") for a in attributes if a.init
+        }
+    arguments = {}
+    for name, argument in names.items():
+        value = getattr(record, name)
+        arguments[argument] = type(value)(value) if type(value) in (dict, list) else value
+    return type(record)(**arguments)
 
 
 def _fresh_name(
