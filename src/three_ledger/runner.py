@@ -64,6 +64,9 @@ class RunResult:
     # The limit a timed-out run hit: the message names it, not the measured time, which
     # overshoots it by the poll interval and the grace period.
     timeout_s: float | None = None
+    # Under the sandbox's trampoline: whether it made every layer and started the command
+    # (run/child.py); None where the command starts without it.
+    started_inside: bool | None = None
 
     def failure(self) -> str | None:
         """One sentence when the run is an infrastructure failure, else None."""
@@ -212,6 +215,7 @@ def run_command(
     console: BinaryIO | None = None,
     grace_s: float = 10.0,
     no_new_privs: bool = False,
+    pass_fds: Sequence[int] = (),
 ) -> RunResult:
     """Run `argv` in its own process group; stream its output to `console` and `log_path`.
 
@@ -222,7 +226,7 @@ def run_command(
     open; a process that left the group (setsid) is waited for at most `grace_s` more
     before its output is abandoned. A command that cannot start gives `start_error`. With
     `no_new_privs`, the child starts with PR_SET_NO_NEW_PRIVS set, and the result says
-    whether the flag held.
+    whether the flag held. PASS_FDS stay open in the child, as subprocess keeps them.
     """
     started = time.monotonic_ns()
     if not argv:
@@ -237,7 +241,7 @@ def run_command(
         with _catching_interrupts(interrupts):
             step = no_new_privs_step() if no_new_privs else None
             try:
-                process = _start(argv, cwd, env, step.run if step else None)
+                process = _start(argv, cwd, env, step.run if step else None, pass_fds)
             except OSError as error:
                 return _not_started(_start_error(argv[0], cwd, error), started)
             # Read now: the child has exec'd, and it is not reaped before the run ends.
@@ -251,6 +255,7 @@ def _start(
     cwd: Path,
     env: Mapping[str, str],
     preexec: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         list(argv),
@@ -262,6 +267,7 @@ def _start(
         start_new_session=True,
         bufsize=0,
         preexec_fn=preexec,
+        pass_fds=tuple(pass_fds),
     )
 
 

@@ -1,6 +1,7 @@
 """The sandbox's layers through `properties`, in-process: each missing layer recorded (the
-probe's answer injected, as on a machine where it fails), `sandbox: "required"`, and the
-pin's `writable_paths`. The command stands in for pytest: no pytest child starts here."""
+probe's answer injected, as on a machine where it fails, or `unshare` refusing one for
+real), `sandbox: "required"`, and the pin's `writable_paths`. The command stands in for
+pytest: no pytest child starts here."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from helpers import PLUGIN_STAND_IN, RunCli, git, simulate_missing_layers
+from helpers import PLUGIN_STAND_IN, RunCli, git, simulate_missing_layers, unshare_refusing
 from helpers.scoring import ledger, score
 
 # The plugin's stand-in, with one passing test of one property (the others are missing).
@@ -146,6 +147,62 @@ def test_required_with_every_layer_held_runs(run_cli: RunCli, orders_repo: Path)
     edit_pin(orders_repo, sandbox="required")
     assert run(run_cli, orders_repo).code == 1
     assert ledger(orders_repo)["sandbox"]["layers"] == ALL_HELD
+
+
+# --- the first attempt: every layer, confirmed by the run's trampoline ---------------------
+
+
+@pytest.mark.usefixtures("needs_pid_layer", "needs_mount_layer")
+def test_a_namespace_unshare_refuses_makes_the_probe_run_and_the_run_goes_on_without_it(
+    run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A real refusal, not the probe's answer injected: the first attempt asks for every layer,
+    # `unshare` refuses the PID namespace, nothing runs; the probe then finds why.
+    unshare_refusing(tmp_path, monkeypatch, "--pid")
+    result = run(run_cli, orders_repo)
+    assert result.code == 1, result.err  # the stand-in runs no property test: all missing
+    layers = ledger(orders_repo)["sandbox"]["layers"]
+    assert layers["pid"].startswith("missing: no PID namespace can be made (")
+    assert "unshare failed: Operation not permitted" in layers["pid"]
+    assert {name: layers[name] for name in ("mount", "no_new_privs")} == {
+        "mount": "held",
+        "no_new_privs": "held",
+    }
+    log = (orders_repo.parent / "ledgers/p.json.log").read_text()
+    assert "unshare failed" not in log  # the log is the run's, not the refused attempt's
+
+
+@pytest.mark.usefixtures("needs_pid_layer", "needs_mount_layer")
+def test_layers_the_probe_finds_but_the_run_cannot_make_are_exit_4_and_nothing_ran(
+    run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Refused only where the trampoline would start the command: the probe finds every layer,
+    # so going on without one would be a guess.
+    unshare_refusing(tmp_path, monkeypatch, "--ready-fd")
+    result = run(run_cli, orders_repo)
+    assert result.code == 4, result.err
+    failure = (
+        "three-ledger: infrastructure failure: the sandbox could not be made (the log says "
+        "why); the command did not run; no property ledger written"
+    )
+    assert [line for line in result.err.splitlines() if line.startswith(failure)]
+    assert not (orders_repo.parent / "ledgers/p.json").exists()
+    log = (orders_repo.parent / "ledgers/p.json.log").read_text()
+    assert "unshare failed: Operation not permitted" in log
+
+
+@pytest.mark.usefixtures("needs_pid_layer", "needs_mount_layer")
+def test_required_where_unshare_refuses_a_namespace_is_exit_4_after_the_probe(
+    run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    edit_pin(orders_repo, sandbox="required")
+    unshare_refusing(tmp_path, monkeypatch, "--pid")
+    result = run(run_cli, orders_repo)
+    assert result.code == 4, result.err
+    lines = result.err.splitlines()
+    required = next(at for at, line in enumerate(lines) if "requires the sandbox" in line)
+    assert lines[required + 1].startswith("  pid: missing: no PID namespace can be made")
+    assert not (orders_repo.parent / "ledgers/p.json").exists()
 
 
 # --- writable_paths ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -254,16 +255,36 @@ def expected_layers() -> dict[str, str]:
     return assemble(layers)
 
 
+def unshare_refusing(folder: Path, monkeypatch: Any, refuse: str) -> None:
+    """An `unshare` first on PATH that fails, as a machine without that namespace fails, when
+    its arguments hold REFUSE (`--pid`, or what only a run's trampoline is given); the real
+    one otherwise."""
+    real = shutil.which("unshare")
+    fake = folder / "unshare"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" {refuse} "*) '
+        "echo 'unshare: unshare failed: Operation not permitted' >&2; exit 1;; esac\n"
+        f'exec {real} "$@"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
 def simulate_missing_layers(monkeypatch: Any, **reasons: str) -> None:
     """The gate's probe, in this process, answering that each layer named cannot be made, for
-    the reason given; the others as the real probe finds them. The run then goes without
-    them, as it would on a machine where the probe fails."""
+    the reason given; the others as the real probe finds them. A scored run then asks for
+    those layers from the start, not for every one: it goes without them, as it would on a
+    machine where they fail (where they really fail, its first attempt makes the probe run,
+    as `test_sandbox_layers.py` shows with an `unshare` that refuses one)."""
     import dataclasses
 
     from three_ledger.run import sandbox
 
     real = sandbox.probe_namespaces
-    monkeypatch.setattr(sandbox, "probe_namespaces", lambda: dataclasses.replace(real(), **reasons))
+    simulated = functools.cache(lambda: dataclasses.replace(real(), **reasons))
+    monkeypatch.setattr(sandbox, "probe_namespaces", simulated)
+    monkeypatch.setattr(sandbox, "first_probe", simulated)
 
 
 # The Hypothesis profiles (registered in conftest.py): `quick` in make test and test-fast,

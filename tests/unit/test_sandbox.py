@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import unshare_refusing
 from three_ledger.commands.combine import weakest_sandbox
 from three_ledger.errors import InfraFailure
 from three_ledger.ledgers import Sandbox
@@ -36,25 +37,11 @@ def test_every_layer_is_available_here() -> None:
     assert sandbox.probe_namespaces() == Probe(None, None, None)
 
 
-def fake_unshare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refuse: str) -> None:
-    """An `unshare` that fails when given REFUSE, and is the real one otherwise."""
-    real = subprocess.run(["which", "unshare"], capture_output=True, text=True).stdout.strip()
-    fake = tmp_path / "unshare"
-    fake.write_text(
-        "#!/bin/sh\n"
-        f'case " $* " in *" {refuse} "*) '
-        "echo 'unshare: unshare failed: Operation not permitted' >&2; exit 1;; esac\n"
-        f'exec {real} "$@"\n'
-    )
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-
-
 @pytest.mark.skipif(raw_unshare_problem() is not None, reason="unshare fails here")
 def test_without_pid_namespaces_the_probe_falls_back_and_says_how_to_allow_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_unshare(tmp_path, monkeypatch, "--pid")
+    unshare_refusing(tmp_path, monkeypatch, "--pid")
     found = sandbox.probe_namespaces()
     assert (found.network, found.mount) == (None, None)
     assert found.pid is not None
@@ -66,7 +53,7 @@ def test_without_pid_namespaces_the_probe_falls_back_and_says_how_to_allow_them(
 def test_without_mount_namespaces_only_the_network_is_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_unshare(tmp_path, monkeypatch, "--mount")
+    unshare_refusing(tmp_path, monkeypatch, "--mount")
     found = sandbox.probe_namespaces()
     assert found.network is None
     assert found.mount is not None
@@ -88,7 +75,7 @@ def test_each_reason_from_inside_the_namespaces_names_its_layer() -> None:
 def test_without_user_namespaces_every_layer_says_how_to_enable_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_unshare(tmp_path, monkeypatch, "--user")
+    unshare_refusing(tmp_path, monkeypatch, "--user")
     found = sandbox.probe_namespaces()
     for reason in (found.network, found.pid, found.mount):
         assert reason is not None

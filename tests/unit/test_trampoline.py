@@ -361,6 +361,44 @@ def test_a_step_that_fails_stops_the_command_with_125(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+def ready_run(argv: list[str]) -> tuple[subprocess.CompletedProcess[str], bytes]:
+    """ARGV with `--ready-fd` before its `--`, and what the trampoline said on that pipe."""
+    ready, said = os.pipe()
+    split = argv.index("--", argv.index("three_ledger.run.trampoline"))
+    argv = [*argv[:split], "--ready-fd", str(said), *argv[split:]]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, pass_fds=[said])
+    finally:
+        os.close(said)
+    with os.fdopen(ready, "rb") as pipe:
+        return done, pipe.read()
+
+
+@pytest.mark.parametrize("init", [True, False], ids=["pid-1", "exec"])
+def test_the_trampoline_says_it_is_ready_on_its_pipe_and_the_command_never_holds_it(
+    tmp_path: Path, init: bool
+) -> None:
+    # The command looks for the pipe among its descriptors: a command that held it could
+    # say "ready" itself after a failed setup.
+    code = """
+        import os, stat
+        print(sum(stat.S_ISFIFO(os.fstat(int(fd)).st_mode) for fd in os.listdir("/proc/self/fd")
+                  if fd not in ("0", "1", "2") and os.path.exists(f"/proc/self/fd/{fd}")))
+    """
+    plan = [["read_only", "/"], ["writable", str(tmp_path)]]
+    done, said = ready_run(inside(*python(code), plan=plan, init=init))
+    assert done.returncode == 0, done.stderr
+    assert (said, done.stdout.strip()) == (b"1", "0")
+
+
+def test_a_setup_that_fails_says_nothing_on_the_pipe(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    plan = [["read_only", "/"], ["tmpfs", str(tmp_path / "missing")]]
+    done, said = ready_run(inside("touch", str(marker), plan=plan))
+    assert (done.returncode, said) == (trampoline.ISOLATION_FAILED, b"")
+    assert not marker.exists()
+
+
 def test_an_unknown_step_stops_the_command() -> None:
     done = run(inside("true", plan=[["chmod", "/"]]))
     assert done.returncode == trampoline.ISOLATION_FAILED
@@ -392,6 +430,7 @@ def test_the_probe_says_why_pid_1_cannot_be_made_outside_a_pid_namespace() -> No
         ["--probe", "--", "true"],  # a probe runs nothing
         ["--init", "--"],  # nothing to run
         ["--chroot", "/", "--", "true"],
+        ["--ready-fd", "three", "--", "true"],
     ],
 )
 def test_a_malformed_command_line_is_usage(args: list[str]) -> None:

@@ -11,7 +11,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from three_ledger.background import Background
 from three_ledger.exit_codes import ExitCode
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import PropertyLedger
@@ -20,8 +19,7 @@ from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwrita
 from three_ledger.report.findings import findings, plain_lines, status_lines
 from three_ledger.run import sandbox
 from three_ledger.run.mount_plan import read_only_hints
-from three_ledger.run.network_ban import choose_enforcement
-from three_ledger.run.observation import ScoredRun, observe, property_ledger
+from three_ledger.run.observation import ScoredRun, observe_confined, property_ledger
 from three_ledger.run.preflight import Checks, preflight
 from three_ledger.run_order import write_with_order
 
@@ -80,14 +78,9 @@ def properties(request: Request) -> int:
         out=request.out,
         keep_env=request.keep_env,
     )
-    with Background() as background, nothing_left_on_failure(request.out):
-        # The sandbox's probe is a child process of its own: start it now, so that it
-        # overlaps the pin and tree checks instead of adding to the gate's cost.
-        probe = background.submit(sandbox.probe_namespaces)
+    with nothing_left_on_failure(request.out):
         checked = preflight(request.checks())
-        network = checked.properties_pin.network
-        enforcement = choose_enforcement(network, request.command, lambda: probe.result().network)
-        observed = observe(run, checked, enforcement, probe.result())
+        enforcement, observed = observe_confined(run, checked)
         ledger = property_ledger(run, checked, enforcement, observed)
         ledger = write_with_order(request.out, ledger)
     match = match_pin(checked.properties_pin, checked.flake_selectors(), observed.results_index)

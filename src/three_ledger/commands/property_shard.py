@@ -14,16 +14,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from three_ledger.background import Background
 from three_ledger.commands.properties import Request
 from three_ledger.errors import Refused, UsageError
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import ledger_text, read_ledger
 from three_ledger.other_ledgers import PropertyShardLedger, Shard, ShardPlan, ShardResult
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
-from three_ledger.run import sandbox
-from three_ledger.run.network_ban import choose_enforcement
-from three_ledger.run.observation import ScoredRun, observe, property_ledger
+from three_ledger.run.observation import ScoredRun, observe_confined, property_ledger
 from three_ledger.run.preflight import Preflight, preflight
 from three_ledger.run_order import write_with_order
 from three_ledger.vocabulary import Status
@@ -42,12 +39,9 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
         pins=request.pins(),
         inputs=[plan_path],
     )
-    with Background() as background, nothing_left_on_failure(request.out):
-        probe = background.submit(sandbox.probe_namespaces)
+    with nothing_left_on_failure(request.out):
         scored = preflight(request.checks())
         refuse_other_plan(plan, plan_file.path, scored, request)
-        network = scored.properties_pin.network
-        enforcement = choose_enforcement(network, request.command, lambda: probe.result().network)
         with tempfile.TemporaryDirectory(prefix="three-ledger-shard-") as private:
             ids_path = Path(private) / "slice.json"
             ids_path.write_text(json.dumps(list(plan.slices[index])), encoding="utf-8")
@@ -61,7 +55,7 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
                 out=request.out,
                 keep_env=request.keep_env,
             )
-            observed = observe(run, scored, enforcement, probe.result())
+            enforcement, observed = observe_confined(run, scored)
         whole = property_ledger(run, scored, enforcement, observed)
         ledger = PropertyShardLedger(
             ledger_id=whole.ledger_id,

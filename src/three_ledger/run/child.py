@@ -10,6 +10,7 @@ the run; `plan` asks only for the collection.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import tempfile
@@ -89,13 +90,18 @@ class Measurement:
 
 def run_child(child: Child) -> RunResult:
     """Run CHILD once. How it ended is returned as is: judging it is the caller's part."""
+    argv = list(child.command)  # empty: the runner reports "empty command"
+    confinement = child.confinement
+    if confinement is not None and confinement.trampolined(child.enforcement):
+        return _run_trampolined(child, confinement)
+    if child.enforcement is Enforcement.NETNS:
+        argv = network_namespace.namespace_argv(argv)
+    return _run(child, argv)
+
+
+def _run(child: Child, argv: list[str], pass_fds: Sequence[int] = ()) -> RunResult:
     from three_ledger.runner import run_command
 
-    argv = list(child.command)  # empty: the runner reports "empty command"
-    if child.confinement is not None:
-        argv = child.confinement.argv(argv, child.enforcement)
-    elif child.enforcement is Enforcement.NETNS:
-        argv = network_namespace.namespace_argv(argv)
     # A private, empty HOME for this run alone; what the run leaves there goes with it.
     with tempfile.TemporaryDirectory(
         prefix="three-ledger-home-", ignore_cleanup_errors=True
@@ -108,7 +114,28 @@ def run_child(child: Child) -> RunResult:
             log_path=child.log_path,
             console=child.console,
             no_new_privs=True,
+            pass_fds=pass_fds,
         )
+
+
+def _run_trampolined(child: Child, confinement: Confinement) -> RunResult:
+    """CHILD under the sandbox's trampoline, which says on a pipe of its own, and not the
+    command's output, that it made every layer and started the command."""
+    ready, said = os.pipe()
+    try:
+        argv = confinement.argv(child.command, child.enforcement, ready_fd=said)
+        try:
+            ran = _run(child, argv, pass_fds=[said])
+        finally:
+            os.close(said)
+        os.set_blocking(ready, False)
+        try:
+            started = os.read(ready, 1) == b"1"
+        except BlockingIOError:  # not said, and the write end still open somewhere
+            started = False
+    finally:
+        os.close(ready)
+    return dataclasses.replace(ran, started_inside=started)
 
 
 def sandboxed_environment(child: Child, home: Path) -> dict[str, str]:

@@ -40,6 +40,7 @@ from three_ledger.plugin.wire import (
 from three_ledger.progress import progress
 from three_ledger.results import ResultIndex, TestResult, scored_fields
 from three_ledger.run import measurement, tripwire
+from three_ledger.run import sandbox as layers
 from three_ledger.run.child import (
     Child,
     exit_meaning,
@@ -55,6 +56,7 @@ from three_ledger.run.mount_plan import (
     read_only_hints,
     refuse_writable_holding,
 )
+from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import Preflight
 from three_ledger.run.sandbox import Confinement, Probe, confine, require, run_files
 from three_ledger.run.staging import stage_plugin
@@ -121,13 +123,47 @@ class ScoredRun:
         return (*checked.properties_pin.env, *self.keep_env)
 
 
-def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe: Probe) -> Observed:
+class SandboxUnconfirmed(Exception):
+    """A run asked for layers its trampoline could not make, so the command never started;
+    FAILURE is what to report if the probe finds every one of them can be made."""
+
+    def __init__(self, failure: InfraFailure) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+
+
+def observe_confined(run: ScoredRun, checked: Preflight) -> tuple[Enforcement, Observed]:
+    """RUN observed inside every layer of the sandbox, as its trampoline confirms them while
+    it starts the command; where one cannot be made, nothing ran, and the run is made again
+    with the layers `sandbox.probe_namespaces` finds (the pin's `sandbox: required` refuses
+    it then). The enforcement of the network ban that run had, and what it observed."""
+    network = checked.properties_pin.network
+    first = layers.first_probe()
+    enforcement = choose_enforcement(network, run.command, lambda: first.network)
+    try:
+        return enforcement, observe(run, checked, enforcement, first, confirm=True)
+    except SandboxUnconfirmed as unconfirmed:
+        probe = layers.probe_namespaces()
+        if probe == first:  # the layers can be made, only not this run's
+            raise unconfirmed.failure from None
+    enforcement = choose_enforcement(network, run.command, lambda: probe.network)
+    return enforcement, observe(run, checked, enforcement, probe)
+
+
+def observe(
+    run: ScoredRun,
+    checked: Preflight,
+    enforcement: Enforcement,
+    probe: Probe,
+    confirm: bool = False,
+) -> Observed:
     """Run the command and read its results; a run that is not evidence is InfraFailure.
 
-    PROBE says which of the sandbox's layers can be made here (`sandbox.py`).
+    PROBE says which of the sandbox's layers can be made here (`sandbox.py`). With CONFIRM,
+    a run whose trampoline did not make them all is SandboxUnconfirmed.
     """
     if run.junit_xml is not None:
-        return _observe_report(run, run.junit_xml, checked, enforcement, probe)
+        return _observe_report(run, run.junit_xml, checked, enforcement, probe, confirm)
     with tempfile.TemporaryDirectory(prefix="three-ledger-") as private:
         written = Path(private) / WRITTEN
         written.mkdir()
@@ -166,6 +202,8 @@ def observe(run: ScoredRun, checked: Preflight, enforcement: Enforcement, probe:
         )
         with progress("properties").running(f"the command: {' '.join(run.command)}"):
             ran = run_child(child)
+        if confirm:
+            _refuse_unconfirmed(ran, run.log_path)
         failure = ran.failure()
         if failure is not None:
             raise InfraFailure(
@@ -301,8 +339,25 @@ def left_out(
     return kept
 
 
+def _refuse_unconfirmed(ran: RunResult, log_path: Path) -> None:
+    """SandboxUnconfirmed for a run that ended on its own before its trampoline started the
+    command inside every layer (`unshare` refused a namespace, a layer failed inside)."""
+    if ran.started_inside is False and ran.failure() is None:
+        raise SandboxUnconfirmed(
+            InfraFailure(
+                "the sandbox could not be made (the log says why); the command did not run; "
+                f"no property ledger written (log: {log_path})"
+            )
+        )
+
+
 def _observe_report(
-    run: ScoredRun, report_path: Path, checked: Preflight, enforcement: Enforcement, probe: Probe
+    run: ScoredRun,
+    report_path: Path,
+    checked: Preflight,
+    enforcement: Enforcement,
+    probe: Probe,
+    confirm: bool = False,
 ) -> Observed:
     """A run scored from the JUnit report at REPORT_PATH (`junit_evidence.py`).
 
@@ -341,6 +396,8 @@ def _observe_report(
         )
         start = junit_evidence.started(report)
         ran = run_child(child)
+        if confirm:
+            _refuse_unconfirmed(ran, run.log_path)
         failure = ran.failure()
         if failure is not None:
             raise InfraFailure(

@@ -14,6 +14,9 @@ imports only the standard library. `network_namespace.py` and `sandbox.py` say w
   whatever is left in the namespace.
 - `--probe`: it runs nothing, and prints as one JSON line why each layer asked for cannot be
   made here (`null` where it can).
+- `--ready-fd FD`: once every layer is made, just before the command starts, it writes one
+  byte to FD and closes it, so the command never holds it. A gate that finds the byte knows
+  the command ran inside all of them; one that does not, that nothing ran (`sandbox.py`).
 
 With `--plan` or `--init` the command starts without any capability, so it cannot undo a
 mount; otherwise it is exec'd in place and keeps the pid and process group the runner gave.
@@ -114,16 +117,17 @@ class Request:
         self.init = False
         self.plan: list[list[Any]] | None = None
         self.probe = False
+        self.ready_fd: int | None = None
         self.command = command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`[--outer-netns INODE] [--init] [--plan JSON] [--probe] -- COMMAND...`."""
+    """`[--outer-netns INODE] [--init] [--plan JSON] [--probe] [--ready-fd FD] -- COMMAND...`."""
     request = _parse(list(sys.argv[1:] if argv is None else argv))
     if request is None:
         print(
             "usage: trampoline [--outer-netns INODE] [--init] [--plan JSON] [--probe] "
-            "-- COMMAND [ARG...]",
+            "[--ready-fd FD] -- COMMAND [ARG...]",
             file=sys.stderr,
         )
         return USAGE
@@ -137,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ISOLATION_FAILED
     confined = request.init or request.plan is not None
     if request.init:
-        code = _init(request.command)
+        code = _init(request.command, request.ready_fd)
         if sys.flags.no_site:
             # At once, as the gate starts it: the namespace ends with PID 1, and the
             # interpreter's teardown is not free. With `site` (a test starting it under
@@ -145,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.flush()
             os._exit(code)
         return code
-    return _exec(request.command, drop_capabilities=confined)
+    return _exec(request.command, drop_capabilities=confined, ready_fd=request.ready_fd)
 
 
 def _parse(args: list[str]) -> Request | None:
@@ -158,6 +162,8 @@ def _parse(args: list[str]) -> Request | None:
         option = options.pop(0)
         if option == "--outer-netns" and options and options[0].isdigit():
             request.outer_netns = int(options.pop(0))
+        elif option == "--ready-fd" and options and options[0].isdigit():
+            request.ready_fd = int(options.pop(0))
         elif option == "--plan" and options:
             request.plan = _plan(options.pop(0))
             if request.plan is None:
@@ -514,7 +520,7 @@ class _Forwarder:
                 pass
 
 
-def _init(command: list[str]) -> int:
+def _init(command: list[str], ready_fd: int | None = None) -> int:
     """Run COMMAND as PID 1's child until it ends; reap every other process meanwhile."""
     # A signal the trampoline was started with ignored stays ignored, in the command too.
     forwarded = [
@@ -533,7 +539,9 @@ def _init(command: list[str]) -> int:
         for signum in forwarded:
             _signal.signal(signum, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, forwarded)
-        os._exit(_exec(command, drop_capabilities=True))
+        os._exit(_exec(command, drop_capabilities=True, ready_fd=ready_fd))
+    if ready_fd is not None:
+        os.close(ready_fd)  # the command's process says it, as it starts
     try:  # noqa: SIM105 - as above
         os.setpgid(leader, leader)
     except OSError:  # the command already set it, or already exec'd
@@ -590,12 +598,14 @@ def _last_capability() -> int:
         return 63
 
 
-def _exec(command: list[str], *, drop_capabilities: bool) -> int:
+def _exec(command: list[str], *, drop_capabilities: bool, ready_fd: int | None = None) -> int:
     # exec, not a child: without --init the command keeps the pid and process group the
     # runner gave.
     try:
         if drop_capabilities:
             _drop_capabilities()
+        if ready_fd is not None:
+            _say_ready(ready_fd)
         os.execvp(command[0], command)
     except SetupFailed as failed:
         print(f"three-ledger sandbox: refusing to run the command: {failed}", file=sys.stderr)
@@ -606,6 +616,14 @@ def _exec(command: list[str], *, drop_capabilities: bool) -> int:
     except OSError as error:
         print(f"three-ledger netns: cannot run {command[0]}: {error.strerror}", file=sys.stderr)
         return CANNOT_EXECUTE
+
+
+def _say_ready(fd: int) -> None:
+    """Every layer is made: one byte to the gate, and FD closed before the command starts."""
+    try:
+        os.write(fd, b"1")
+    finally:
+        os.close(fd)
 
 
 if __name__ == "__main__":
