@@ -256,18 +256,23 @@ def _shadowing_modules(root: Path) -> dict[str, str]:
     """Modules under ROOT, already imported, whose top-level name belongs to someone else."""
     _real_folder.cache_clear()
     shadows: dict[str, str] = {}
-    installed = _installed_top_levels(root)
+    # Scanned only once a module lies under ROOT: in most runs none of those loaded before
+    # collection is a top-level one, and the scan reads every site folder.
+    installed: frozenset[str] | None = None
+    folder = str(root)
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if not file or ("." in name and not name.endswith(".__init__")):
             continue
-        path = Path(_realpath(file))
-        if not _under(path, root):
+        real = _realpath(os.fspath(file))
+        if not _file_under(real, folder, root):
             continue
+        if installed is None:
+            installed = _installed_top_levels(root)
         top = name.split(".", 1)[0]
         why = _shadow_reason(top, installed)
         if why is not None:
-            shadows[path.relative_to(root).as_posix()] = why
+            shadows[Path(real).relative_to(root).as_posix()] = why
     return shadows
 
 
