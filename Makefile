@@ -17,7 +17,8 @@ XDIST_E2E := -n $(WORKERS) --dist loadfile
 FAST_LAYERS := tests/unit tests/commands
 # Hypothesis tests of the fast layers that hold a fast path to its reference: `make test`
 # runs them at the quick profile's strength, `make test-e2e` again at five times thorough's.
-FAST_PATH_TESTS := tests/unit/test_jsonio.py tests/unit/test_ledgers_encode.py tests/unit/test_paths.py
+FAST_PATH_TESTS := tests/unit/test_jsonio.py tests/unit/test_ledgers_encode.py tests/unit/test_paths.py \
+	tests/unit/test_measurement.py::test_a_record_line_is_the_text_json_dumps_makes
 
 # The tests start hundreds of Python children (the CLI, pytest with the plugin). Where the
 # environment sets PYTHONDONTWRITEBYTECODE, each would compile the package from source

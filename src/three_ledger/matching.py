@@ -7,7 +7,6 @@ skip is decided at collection, else `pass`.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import re
@@ -194,6 +193,8 @@ class _Candidates:
         `::test_minimum_low`) is offered with `*` first. Otherwise the offers are close
         ids, or close beginnings of ids with `*` (a typo in a name's first part).
         """
+        import difflib  # here: only a selector that matches nothing is offered others
+
         wanted = selector.replace("*", "")
         if any(name.startswith(wanted) for name in self.names):
             return (f"{wanted}*",)
@@ -225,6 +226,7 @@ class _Candidates:
 
 def closest_first(word: str, candidates: Iterable[str], strip: str = "") -> list[str]:
     """CANDIDATES sorted by closeness to WORD (ignoring STRIP characters), closest first."""
+    import difflib  # here, as above: a run whose selectors all match never needs it
 
     def distance(candidate: str) -> tuple[float, str]:
         compared = candidate.replace(strip, "") if strip else candidate

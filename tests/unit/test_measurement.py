@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -9,7 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from helpers import fast_path_examples
 from three_ledger.errors import InfraFailure
 from three_ledger.plugin.wire import MEASURE_ENV, MEASURE_ROOT_ENV
 from three_ledger.run.child import Measurement
@@ -120,3 +124,15 @@ def test_imported_wins_and_the_interpreters_own_files_are_left_out(
     )
     measured = read_measured(Measurement(tmp_path / "hook", records), root)
     assert measured == {"helper.py": "imported"}
+
+
+# A fast path held to its reference: see helpers.fast_path_examples.
+@given(name=st.text(min_size=1), how=st.sampled_from(["imported", "read"]))
+@settings(max_examples=fast_path_examples())
+def test_a_record_line_is_the_text_json_dumps_makes(name: str, how: str) -> None:
+    from three_ledger.plugin import measure
+
+    out = io.StringIO()
+    measure._Recorder(("/root",), out).note(f"/root/{name}", how)
+    # An absolute path is recorded as given (the hook does not normalise it): NAME itself.
+    assert out.getvalue() == json.dumps({"how": how, "path": name}) + "\n"

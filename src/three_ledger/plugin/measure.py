@@ -25,6 +25,7 @@ from typing import Any
 MEASURE_ENV = "THREE_LEDGER_MEASURE"
 MEASURE_ROOT_ENV = "THREE_LEDGER_MEASURE_ROOT"
 _WANTED = frozenset({"exec", "open"})
+_json_string = json.encoder.encode_basestring_ascii
 
 
 class _Recorder:
@@ -59,7 +60,10 @@ class _Recorder:
         full = path if path[0] == os.sep else os.path.normpath(os.path.join(os.getcwd(), path))
         for prefix in self.prefixes:
             if full.startswith(prefix):
-                self.out.write(json.dumps({"how": how, "path": full[len(prefix) :]}) + "\n")
+                # The text `json.dumps` makes of {"how": how, "path": ...}, by its own string
+                # encoder: `json.dumps` builds an encoder for each call, once per file here.
+                path = _json_string(full[len(prefix) :])
+                self.out.write(f'{{"how": {_json_string(how)}, "path": {path}}}\n')
                 return
 
 
