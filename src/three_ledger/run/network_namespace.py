@@ -24,17 +24,19 @@ _NET_NS = "/proc/self/ns/net"
 _PROBE_TIMEOUT_S = 10.0
 
 
-def namespace_argv(argv: Sequence[str]) -> list[str]:
-    """The argv that runs `argv` in new user and network namespaces through the trampoline.
+def namespace_argv(argv: Sequence[str], ready_fd: int | None = None) -> list[str]:
+    """The argv that runs `argv` in new user and network namespaces through the trampoline,
+    which writes a byte to READY_FD as the command starts inside them.
 
     The trampoline runs from its own folder under `-I -S`, so neither the child's cwd (which
     may hold its own `three_ledger` folder) nor PYTHONPATH decides which code checks the ban.
     """
     outer = str(netns_inode())
+    ready = ["--ready-fd", str(ready_fd)] if ready_fd is not None else []
     return [
         *("unshare", "--user", "--map-root-user", "--net", "--"),
         *trampoline.launcher(),
-        *("--outer-netns", outer, "--"),
+        *("--outer-netns", outer, *ready, "--"),
         *argv,
     ]
 
