@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, unshare_refusing, write_json
+from helpers import RunCli, path_without_unshare, unshare_refusing, write_json
 from helpers.suites import (
     TEST_FILE,
     by_id,
@@ -104,3 +104,14 @@ def test_a_namespace_the_probe_finds_but_the_collection_cannot_make_is_exit_4(
         "not be made; the command did not run"
     )
     assert "unshare failed: Operation not permitted" in result.out  # the log's last lines
+
+
+def test_without_unshare_plan_collects_under_the_socket_guard(
+    run_cli: RunCli,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path_without_unshare(tmp_path_factory.mktemp("bin"), monkeypatch)
+    repo = make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
+    assert plan_json(run_cli, repo)["outside"] == 9

@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from helpers import PLUGIN_STAND_IN, RunCli, git, simulate_missing_layers, unshare_refusing
+from helpers import (
+    PLUGIN_STAND_IN,
+    RunCli,
+    git,
+    path_without_unshare,
+    simulate_missing_layers,
+    unshare_refusing,
+)
 from helpers.scoring import ledger, score
 
 # The plugin's stand-in, with one passing test of one property (the others are missing).
@@ -203,6 +210,22 @@ def test_required_where_unshare_refuses_a_namespace_is_exit_4_after_the_probe(
     required = next(at for at, line in enumerate(lines) if "requires the sandbox" in line)
     assert lines[required + 1].startswith("  pid: missing: no PID namespace can be made")
     assert not (orders_repo.parent / "ledgers/p.json").exists()
+
+
+def test_without_unshare_every_layer_is_missing_and_the_run_goes_on(
+    run_cli: RunCli, orders_repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Nothing to take for granted: the first attempt is made without the layers, not tried
+    # through an `unshare` that is not there.
+    edit_pin(orders_repo, network="allowed")  # the stand-in is no pytest: no socket guard
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    path_without_unshare(bin_folder, monkeypatch)
+    result = run(run_cli, orders_repo)
+    assert result.code == 1, result.err  # the stand-in runs no property test: all missing
+    layers = ledger(orders_repo)["sandbox"]["layers"]
+    reason = "missing: the `unshare` program (util-linux) is not installed"
+    assert (layers["pid"], layers["mount"]) == (reason, reason)
 
 
 # --- writable_paths ---------------------------------------------------------------------------

@@ -271,6 +271,14 @@ def unshare_refusing(folder: Path, monkeypatch: Any, refuse: str) -> None:
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
 
 
+def path_without_unshare(folder: Path, monkeypatch: Any) -> None:
+    """PATH holding git alone, as on a machine without util-linux's `unshare` (macOS)."""
+    git = shutil.which("git")
+    assert git is not None
+    (folder / "git").symlink_to(git)
+    monkeypatch.setenv("PATH", str(folder))
+
+
 def simulate_missing_layers(monkeypatch: Any, **reasons: str) -> None:
     """The gate's probe, in this process, answering that each layer named cannot be made, for
     the reason given; the others as the real probe finds them. A scored run then asks for

@@ -155,7 +155,10 @@ def with_network_ban(
     namespace, taken for granted and confirmed by the trampoline as the command starts, then,
     where none can be made (nothing ran), as `choose_enforcement` decides from the probe's
     reason. A probe of its own before every collection cost a Python start."""
-    enforcement = choose_enforcement(network, command, lambda: None)
+    untried = network_namespace.cannot_try()  # not Linux, no `unshare`: no namespace at all
+    enforcement = choose_enforcement(network, command, lambda: untried)
+    if untried is not None:
+        return enforcement, collection(enforcement)
     try:
         return enforcement, collection(enforcement)
     except NamespaceMissing as missing:

@@ -41,6 +41,17 @@ def namespace_argv(argv: Sequence[str], ready_fd: int | None = None) -> list[str
     ]
 
 
+def cannot_try() -> str | None:
+    """Why no network namespace can even be tried here, found without starting anything."""
+    import shutil  # here, as below
+
+    if not sys.platform.startswith("linux") or not os.path.exists(_NET_NS):
+        return "network namespaces need Linux with /proc mounted"
+    if shutil.which("unshare") is None:
+        return "the `unshare` program (util-linux) is not installed"
+    return None
+
+
 def namespace_available() -> str | None:
     """None when a probe runs through the namespace trampoline, else a one-line reason."""
     # Imported here: only the commands that run a child need them.
@@ -48,10 +59,9 @@ def namespace_available() -> str | None:
 
     from three_ledger.runner import ChildHung, run_captured
 
-    if not sys.platform.startswith("linux") or not os.path.exists(_NET_NS):
-        return "network namespaces need Linux with /proc mounted"
-    if shutil.which("unshare") is None:
-        return "the `unshare` program (util-linux) is not installed"
+    reason = cannot_try()
+    if reason is not None:
+        return reason
     # What runs inside only proves the exec: `true`, not a second Python start (about 40
     # million instructions, every plan, shard-plan, vet and init).
     true = shutil.which("true")

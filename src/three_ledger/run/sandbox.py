@@ -77,8 +77,19 @@ _ASSUMED = Probe(None, None, None)
 
 
 def first_probe() -> Probe:
-    """What a scored run first asks of the sandbox: every layer, to be confirmed as it starts."""
-    return _ASSUMED
+    """What a scored run first asks of the sandbox: every layer, to be confirmed as it starts;
+    none where no namespace can even be tried here (not Linux, no `unshare`), said without
+    starting anything."""
+    reason = _cannot_try()
+    return _ASSUMED if reason is None else Probe(reason, reason, reason)
+
+
+def _cannot_try() -> str | None:
+    if not sys.platform.startswith("linux") or not os.path.exists("/proc/self/ns/net"):
+        return "namespaces need Linux with /proc mounted"
+    if shutil.which("unshare") is None:
+        return "the `unshare` program (util-linux) is not installed"
+    return None
 
 
 def probe_namespaces() -> Probe:
@@ -87,11 +98,8 @@ def probe_namespaces() -> Probe:
     The first attempt that starts reports, from inside, which layers it could finish; a layer
     that no attempt could even try takes the reason its attempt failed.
     """
-    if not sys.platform.startswith("linux") or not os.path.exists("/proc/self/ns/net"):
-        reason = "namespaces need Linux with /proc mounted"
-        return Probe(reason, reason, reason)
-    if shutil.which("unshare") is None:
-        reason = "the `unshare` program (util-linux) is not installed"
+    reason = _cannot_try()
+    if reason is not None:
         return Probe(reason, reason, reason)
     failures: dict[str, str] = {}
     for layers in (("network", "mount", "pid"), ("network", "mount"), ("network",)):
