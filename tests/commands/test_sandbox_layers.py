@@ -177,6 +177,11 @@ def test_a_namespace_unshare_refuses_makes_the_probe_run_and_the_run_goes_on_wit
     }
     log = (orders_repo.parent / "ledgers/p.json.log").read_text()
     assert "unshare failed" not in log  # the log is the run's, not the refused attempt's
+    assert "unshare failed: Operation not permitted" in result.out  # the console shows it
+    assert (
+        "three-ledger: note: not every layer of the sandbox can be made here (a refusal above "
+        "says why); the command now runs with those that can"
+    ) in result.err.splitlines()
 
 
 @pytest.mark.usefixtures("needs_pid_layer", "needs_mount_layer")

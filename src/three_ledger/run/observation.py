@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import field
@@ -146,6 +147,13 @@ def observe_confined(run: ScoredRun, checked: Preflight) -> tuple[Enforcement, O
         probe = layers.probe_namespaces()
         if probe == first:  # the layers can be made, only not this run's
             raise unconfirmed.failure from None
+    # Said, since the command's output may already show `unshare`'s or the trampoline's
+    # refusal; each layer left out is warned about after the run.
+    print(
+        "three-ledger: note: not every layer of the sandbox can be made here (a refusal "
+        "above says why); the command now runs with those that can",
+        file=sys.stderr,
+    )
     enforcement = choose_enforcement(network, run.command, lambda: probe.network)
     return enforcement, observe(run, checked, enforcement, probe)
 
