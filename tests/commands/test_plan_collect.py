@@ -72,46 +72,29 @@ def test_tests_outside_every_property_and_flake_entry_are_counted(
     assert f"{TEST_FILE}::test_outside_one" not in document["outside_examples"]
 
 
+@pytest.fixture
+def parse_suite(tmp_path: Path) -> Path:
+    """The suite with one property, `suite.parse`."""
+    return make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
+
+
+@pytest.fixture
+def bin_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder for programs put first on PATH, outside the suite's repository."""
+    return tmp_path_factory.mktemp("bin")
+
+
 @pytest.mark.usefixtures("needs_network_namespace")
 def test_where_unshare_refuses_the_network_namespace_plan_collects_under_the_socket_guard(
-    run_cli: RunCli,
-    tmp_path: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
+    run_cli: RunCli, parse_suite: Path, bin_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The first collection takes the namespace for granted; `unshare` refuses it for real,
-    # nothing runs, and the probe's reason sends the ban to pytest's socket guard.
-    unshare_refusing(tmp_path_factory.mktemp("bin"), monkeypatch, "--net")
-    repo = make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
-    assert plan_json(run_cli, repo)["outside"] == 9
-
-
-@pytest.mark.usefixtures("needs_network_namespace")
-def test_a_namespace_the_probe_finds_but_the_collection_cannot_make_is_exit_4(
-    run_cli: RunCli,
-    tmp_path: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Refused only where the trampoline would start the command: the probe finds the
-    # namespace, so going on without it would be a guess.
-    unshare_refusing(tmp_path_factory.mktemp("bin"), monkeypatch, "--ready-fd")
-    repo = make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
-    result = plan(run_cli, repo)
-    assert result.code == 4
-    assert result.err.splitlines()[-1].startswith(
-        "three-ledger: infrastructure failure: collection failed: the network namespace could "
-        "not be made; the command did not run"
-    )
-    assert "unshare failed: Operation not permitted" in result.out  # the log's last lines
+    # A real refusal: the probe finds no namespace, and the ban goes to pytest's socket guard.
+    unshare_refusing(bin_folder, monkeypatch, "--net")
+    assert plan_json(run_cli, parse_suite)["outside"] == 9
 
 
 def test_without_unshare_plan_collects_under_the_socket_guard(
-    run_cli: RunCli,
-    tmp_path: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
+    run_cli: RunCli, parse_suite: Path, bin_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path_without_unshare(tmp_path_factory.mktemp("bin"), monkeypatch)
-    repo = make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
-    assert plan_json(run_cli, repo)["outside"] == 9
+    path_without_unshare(bin_folder, monkeypatch)
+    assert plan_json(run_cli, parse_suite)["outside"] == 9

@@ -45,7 +45,9 @@ from three_ledger.hints import shown_path
 from three_ledger.pins import FixturePin
 from three_ledger.product_guess import propose
 from three_ledger.results import TestResult
-from three_ledger.run.collection import PlanRequest, run_collection, with_network_ban
+from three_ledger.run import network_namespace
+from three_ledger.run.collection import PlanRequest, run_collection
+from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.vocabulary import Network
 
 DRAFT_FOLDER = "pins.draft"
@@ -200,14 +202,10 @@ def collected(request: InitRequest, fixture_pin: FixturePin, targets: Targets) -
         as_json=False,
         keep_env=request.keep_env,
     )
-    _, collection = with_network_ban(
-        Network.BANNED,
-        request.command,
-        lambda enforcement: run_collection(
-            plan_request, fixture_pin, request.keep_env, enforcement
-        ),
+    enforcement = choose_enforcement(
+        Network.BANNED, request.command, network_namespace.namespace_available
     )
-    return collection.tests
+    return run_collection(plan_request, fixture_pin, request.keep_env, enforcement).tests
 
 
 def properties_draft(

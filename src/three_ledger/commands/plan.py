@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from three_ledger import git
+from three_ledger.background import Background
 from three_ledger.exit_codes import ExitCode
 from three_ledger.frozen import frozen
 from three_ledger.junit_report import read_junit_xml
@@ -30,12 +31,9 @@ from three_ledger.outputs import Output, refuse_unwritable
 from three_ledger.paths import glob_matches
 from three_ledger.product_guess import Proposal, propose
 from three_ledger.results import TestResult
-from three_ledger.run.collection import (
-    Collection,
-    PlanRequest,
-    collect_measured,
-    with_network_ban,
-)
+from three_ledger.run import network_namespace
+from three_ledger.run.collection import Collection, PlanRequest, collect_measured
+from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import Preflight, new_tests_left_out, preflight
 from three_ledger.selection import hashed_ids, ids_sha256
 
@@ -52,13 +50,13 @@ def plan(request: PlanRequest) -> int:
         source = ["JUnit report", str(request.report)]
     else:
         assert request.command is not None  # the CLI gives one or the other
-        pins = preflight(request.checks())
+        with Background() as background:
+            probe = background.submit(network_namespace.namespace_available)
+            pins = preflight(request.checks())
+            network = pins.properties_pin.network
+            enforcement = choose_enforcement(network, request.command, probe.result)
         ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)
-        _, collection = with_network_ban(
-            pins.properties_pin.network,
-            request.command,
-            lambda enforcement: collect_measured(request, pins, enforcement, ignore),
-        )
+        collection = collect_measured(request, pins, enforcement, ignore)
         tests = collection.tests
         source = request.command
     match = match_pin(pins.properties_pin, pins.flake_selectors(), tests)

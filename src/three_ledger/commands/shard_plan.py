@@ -12,13 +12,16 @@ import sys
 from pathlib import Path
 
 from three_ledger import git
+from three_ledger.background import Background
 from three_ledger.exit_codes import ExitCode
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import fresh_recorded_at, new_ledger_id, write_ledger
 from three_ledger.other_ledgers import ShardPlan
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.progress import progress
-from three_ledger.run.collection import PlanRequest, collect, with_network_ban
+from three_ledger.run import network_namespace
+from three_ledger.run.collection import PlanRequest, collect
+from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import new_tests_left_out, preflight
 from three_ledger.shards import planned_ids, read_durations, split
 
@@ -61,17 +64,15 @@ def shard_plan(request: ShardPlanRequest) -> int:
         as_json=True,
         keep_env=request.keep_env,
     )
-    with nothing_left_on_failure(request.out):
+    with Background() as background, nothing_left_on_failure(request.out):
+        probe = background.submit(network_namespace.namespace_available)
         pins = preflight(collecting.checks())
+        enforcement = choose_enforcement(pins.properties_pin.network, request.command, probe.result)
         digest = pins.digest
         head = git.head_revision(request.root)
         ignore = new_tests_left_out(request.root, request.base, pins.properties_pin)
         with progress("shard-plan").running("the collection"):
-            _, collected = with_network_ban(
-                pins.properties_pin.network,
-                request.command,
-                lambda enforcement: collect(collecting, pins, enforcement, ignore),
-            )
+            collected = collect(collecting, pins, enforcement, ignore)
         ids = collected.ids
         if not request.all_tests:
             ids = planned_ids(

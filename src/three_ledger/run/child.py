@@ -14,7 +14,7 @@ import dataclasses
 import os
 import shlex
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -90,18 +90,13 @@ class Measurement:
 
 def run_child(child: Child) -> RunResult:
     """Run CHILD once. How it ended is returned as is: judging it is the caller's part."""
-    command = list(child.command)  # empty: the runner reports "empty command"
+    argv = list(child.command)  # empty: the runner reports "empty command"
     confinement = child.confinement
     if confinement is not None and confinement.trampolined(child.enforcement):
-        confined = confinement
-        return _run_trampolined(
-            child, lambda said: confined.argv(command, child.enforcement, ready_fd=said)
-        )
-    if confinement is None and child.enforcement is Enforcement.NETNS:
-        return _run_trampolined(
-            child, lambda said: network_namespace.namespace_argv(command, ready_fd=said)
-        )
-    return _run(child, command)
+        return _run_trampolined(child, confinement)
+    if child.enforcement is Enforcement.NETNS:
+        argv = network_namespace.namespace_argv(argv)
+    return _run(child, argv)
 
 
 def _run(child: Child, argv: list[str], pass_fds: Sequence[int] = ()) -> RunResult:
@@ -123,13 +118,12 @@ def _run(child: Child, argv: list[str], pass_fds: Sequence[int] = ()) -> RunResu
         )
 
 
-def _run_trampolined(child: Child, wrapped: Callable[[int], list[str]]) -> RunResult:
-    """CHILD under the trampoline (WRAPPED gives its argv for the pipe's write end), which
-    says on that pipe of its own, and not in the command's output, that it made every
-    namespace and layer asked for and started the command."""
+def _run_trampolined(child: Child, confinement: Confinement) -> RunResult:
+    """CHILD under the sandbox's trampoline, which says on a pipe of its own, and not the
+    command's output, that it made every layer and started the command."""
     ready, said = os.pipe()
     try:
-        argv = wrapped(said)
+        argv = confinement.argv(child.command, child.enforcement, ready_fd=said)
         try:
             ran = _run(child, argv, pass_fds=[said])
         finally:

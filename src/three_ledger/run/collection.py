@@ -12,23 +12,21 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from three_ledger.errors import InfraFailure
 from three_ledger.frozen import frozen
 from three_ledger.pins import FixturePin
 from three_ledger.results import TestResult, merge_worst
-from three_ledger.run import measurement, network_namespace
+from three_ledger.run import measurement
 from three_ledger.run.child import Child, Measurement, exit_meaning, run_child
-from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import Checks, Preflight
 from three_ledger.run.staging import stage_plugin
-from three_ledger.vocabulary import Enforcement, Network, Outcome
+from three_ledger.vocabulary import Enforcement, Outcome
 
-T = TypeVar("T")
 # How much of the command's output a failed collection shows when no --log keeps it.
 LOG_TAIL_LINES = 15
 
@@ -139,34 +137,6 @@ class _Collected:
     measuring: Measurement | None
 
 
-class NamespaceMissing(InfraFailure):
-    """The collection's network namespace cannot be made here (REASON, the probe's): nothing
-    ran, and the ban needs another enforcement (`with_network_ban`)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"collection failed: no network namespace can be made ({reason})")
-        self.reason = reason
-
-
-def with_network_ban(
-    network: Network, command: Sequence[str], collection: Callable[[Enforcement], T]
-) -> tuple[Enforcement, T]:
-    """COLLECTION run with the network ban enforced, and how it was: first in a network
-    namespace, taken for granted and confirmed by the trampoline as the command starts, then,
-    where none can be made (nothing ran), as `choose_enforcement` decides from the probe's
-    reason. A probe of its own before every collection cost a Python start."""
-    untried = network_namespace.cannot_try()  # not Linux, no `unshare`: no namespace at all
-    enforcement = choose_enforcement(network, command, lambda: untried)
-    if untried is not None:
-        return enforcement, collection(enforcement)
-    try:
-        return enforcement, collection(enforcement)
-    except NamespaceMissing as missing:
-        reason = missing.reason
-    enforcement = choose_enforcement(network, command, lambda: reason)
-    return enforcement, collection(enforcement)
-
-
 @contextmanager
 def _collected(
     request: PlanRequest,
@@ -177,9 +147,7 @@ def _collected(
     measure: bool = False,
 ) -> Iterator[_Collected]:
     """Run the collection in a private folder, which the block reads and which is removed
-    after it; a run that failed is raised (InfraFailure) before the block, and one whose
-    network namespace could not be made, NamespaceMissing where the probe then finds none
-    can be made here."""
+    after it; a run that failed is raised (InfraFailure) before the block."""
     with (
         tempfile.TemporaryDirectory(prefix="three-ledger-plan-") as private,
         open(os.devnull, "wb") as quiet,
@@ -205,13 +173,7 @@ def _collected(
         )
         run = run_child(child)
         failure = run.failure()
-        if failure is None and run.started_inside is False:
-            # Nothing ran: `unshare` refused, or the namespace failed its check.
-            reason = network_namespace.namespace_available()
-            if reason is not None:
-                raise NamespaceMissing(reason)
-            failure = "the network namespace could not be made; the command did not run"
-        elif failure is None and run.exit_code != 0:
+        if failure is None and run.exit_code != 0:
             assert run.exit_code is not None  # no failure means the command exited
             failure = exit_meaning(run.exit_code, enforcement)
         if failure is not None:

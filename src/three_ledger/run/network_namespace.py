@@ -24,32 +24,19 @@ _NET_NS = "/proc/self/ns/net"
 _PROBE_TIMEOUT_S = 10.0
 
 
-def namespace_argv(argv: Sequence[str], ready_fd: int | None = None) -> list[str]:
-    """The argv that runs `argv` in new user and network namespaces through the trampoline,
-    which writes a byte to READY_FD as the command starts inside them.
+def namespace_argv(argv: Sequence[str]) -> list[str]:
+    """The argv that runs `argv` in new user and network namespaces through the trampoline.
 
     The trampoline runs from its own folder under `-I -S`, so neither the child's cwd (which
     may hold its own `three_ledger` folder) nor PYTHONPATH decides which code checks the ban.
     """
     outer = str(netns_inode())
-    ready = ["--ready-fd", str(ready_fd)] if ready_fd is not None else []
     return [
         *("unshare", "--user", "--map-root-user", "--net", "--"),
         *trampoline.launcher(),
-        *("--outer-netns", outer, *ready, "--"),
+        *("--outer-netns", outer, "--"),
         *argv,
     ]
-
-
-def cannot_try() -> str | None:
-    """Why no network namespace can even be tried here, found without starting anything."""
-    import shutil  # here, as below
-
-    if not sys.platform.startswith("linux") or not os.path.exists(_NET_NS):
-        return "network namespaces need Linux with /proc mounted"
-    if shutil.which("unshare") is None:
-        return "the `unshare` program (util-linux) is not installed"
-    return None
 
 
 def namespace_available() -> str | None:
@@ -59,9 +46,10 @@ def namespace_available() -> str | None:
 
     from three_ledger.runner import ChildHung, run_captured
 
-    reason = cannot_try()
-    if reason is not None:
-        return reason
+    if not sys.platform.startswith("linux") or not os.path.exists(_NET_NS):
+        return "network namespaces need Linux with /proc mounted"
+    if shutil.which("unshare") is None:
+        return "the `unshare` program (util-linux) is not installed"
     # What runs inside only proves the exec: `true`, not a second Python start (about 40
     # million instructions, every plan, shard-plan, vet and init).
     true = shutil.which("true")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 # The C modules under `signal` and `socket`, and no `json`, `contextlib` or `functools`: each
 # of those brings `enum`, `re` or `collections`, about 8 ms a start of the 15 ms the
-# trampoline took (`benchmarks/README.md`), paid in every run.
+# trampoline took (`benchmarks/README.md`), paid at each of its starts.
 import _signal  # type: ignore[import-not-found]  # no stubs: `signal` without `enum`
 import _socket
 import fcntl
@@ -34,10 +34,10 @@ import os
 import struct
 import sys
 
-# Not `typing.TYPE_CHECKING`: the trampoline starts in every run (and again for the probe
-# where the run's first attempt could not make every layer), and `typing` and `dataclasses`
-# (with `inspect` under it) cost each start about 12 ms of imports that nothing at run time
-# needs. mypy reads any name TYPE_CHECKING as true.
+# Not `typing.TYPE_CHECKING`: the trampoline starts once or twice a run (a probe, where one
+# runs: before a collection, or after a scored run's first attempt failed), and `typing`
+# and `dataclasses` (with `inspect` under it) cost each start about 12 ms of imports that
+# nothing at run time needs. mypy reads any name TYPE_CHECKING as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ctypes
