@@ -148,13 +148,18 @@ def test_instruction_counts_see_the_gates_plugin_and_its_tripwire() -> None:
 
 
 def test_properties_benchmark_runs_and_scores_every_test() -> None:
-    result = run_script("bench_properties.py", "--tests", "5", "--runs", "1", "--decompose")
+    result = run_script(
+        "bench_properties.py", "--tests", "5", "--runs", "1", "--decompose", "--without-layers"
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("5 trivial tests, 1 runs each; network ban: ")
     for contender in ("plain pytest", "pytest + plugin", "three-ledger properties"):
         assert f"| {contender} | " in result.stdout
     assert "Target (issue 16): `three-ledger properties` <= 1.10x plain pytest: " in result.stdout
     assert "| the gate's own process (start-up, checks, results, ledger) | " in result.stdout
+    # The gate without the PID and mount layers really ran without them (its own assertion).
+    assert "| three-ledger properties, without the sandbox's layers | " in result.stdout
+    assert "The sandbox's layers against the same gate without them: " in result.stdout
 
 
 def test_shards_benchmark_combines_to_the_unsharded_statuses() -> None:
