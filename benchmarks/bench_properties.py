@@ -52,8 +52,9 @@ COMPARED = "three-ledger properties, --compare-with"
 CLOSED = "three-ledger properties, closed oracle model"
 WITHOUT_LAYERS = "three-ledger properties, without the sandbox's layers"
 # The gate, with its probe answering that neither the PID nor the mount layer can be made
-# (asked first, as a scored run asks `first_probe`, and again if asked again), and without what only a run lacking the read-only tree pays (importing jsonschema first):
-# the gate as it ran before the sandbox, in the network namespace alone.
+# (asked first, as a scored run asks `first_probe`, and again if asked again), and without
+# what only a run lacking the read-only tree pays (importing jsonschema first): the gate as
+# it ran before the sandbox, in the network namespace alone.
 WITHOUT_LAYERS_GATE = """
 import dataclasses, sys
 from three_ledger import jsonio

@@ -425,6 +425,51 @@ def test_a_setup_that_breaks_every_test_breaks_the_sentinels_and_the_run_is_stil
     assert written["tripwire"] == "sentinels"
 
 
+# Product code that passes a real failure off as the must-fail sentinel's, touching no code of
+# pytest's: a data attribute of `TestReport` holding an object that answers
+# `isinstance(tag, str)` only for the failing report it hides. The report then looked like an
+# xdist worker's tag on a sentinel, its test was taken out of the results, and the property
+# passed on the tests left.
+SENTINEL_TAG = """
+
+import sys as _sys
+
+
+class _Tag:
+    @property
+    def __class__(self):
+        report = _sys._getframe(1).f_locals.get("report")
+        if report is not None and report.when == "call" and report.failed:
+            return str
+        return _Tag
+
+    def partition(self, separator):
+        return ("sentinels", separator, "fail")
+
+
+def _tag_failures():
+    import _pytest.reports
+
+    _pytest.reports.TestReport.three_ledger_sentinel = _Tag()
+
+
+_tag_failures()
+"""
+
+
+@pytest.mark.parametrize("xdist", ["", "-n 2"], ids=["serial", "xdist"])
+def test_a_real_failure_cannot_pass_for_a_sentinel(
+    run_cli: RunCli, orders_repo: Path, xdist: str
+) -> None:
+    break_total(orders_repo)
+    product = orders_repo / "orders.py"
+    product.write_text(product.read_text() + SENTINEL_TAG)
+    git(orders_repo, "commit", "-qam", "refunds go negative, and their failures hide")
+    result = score(run_cli, orders_repo, f"{PYTEST} {xdist} properties/test_orders.py")
+    assert result.code == 1, result.err
+    assert ledger(orders_repo)["status_by_id"] == BROKEN
+
+
 UNITTEST_FIRST = """import unittest
 
 

@@ -68,6 +68,30 @@ def test_a_must_pass_sentinel_that_fails_refuses_the_run(tmp_path: Path) -> None
         checked_and_removed([*flipped, result("t.py::test_real", Outcome.PASS)], record)
 
 
+@pytest.mark.parametrize(
+    "musts",
+    [
+        {**MUST, "t.py::test_real": "fail"},
+        {"t.py::test_a_b": "pass"},
+        {"t.py::test_a_b": "fail", "t.py::test_b_a[1]": "fail"},
+    ],
+    ids=["a third, which would take a real failure out", "one", "two that must fail"],
+)
+def test_a_session_whose_sentinels_are_not_the_two_the_plugin_places_refuses_the_run(
+    tmp_path: Path, musts: dict[str, str]
+) -> None:
+    """Every recorded outcome matches what it must do, so only the set itself gives it away."""
+    record = read_record(write(tmp_path / "r", {"sentinels": musts, "mechanism": "sentinels"}))
+    results = [result(name, Outcome(must)) for name, must in musts.items()]
+    results.append(result("t.py::test_other", Outcome.PASS))
+    with pytest.raises(InfraFailure) as refused:
+        checked_and_removed(results, record)
+    assert refused.value.message.startswith(f"tripwire: a session recorded {len(musts)} sentinels")
+    assert "where the plugin places one that must pass and one that must fail" in (
+        refused.value.message
+    )
+
+
 def test_a_finding_refuses_the_run_before_the_sentinels_are_looked_at(tmp_path: Path) -> None:
     path = write(
         tmp_path / "r",

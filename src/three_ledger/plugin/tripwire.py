@@ -40,6 +40,8 @@ _WORKER_KEY = "three_ledger_tripwire"
 # On a sentinel's reports in an xdist worker, "MECHANISM:MUST", for the controller (which never
 # sees the items, only their serialised reports) to know them.
 _REPORT_ATTRIBUTE = "three_ledger_sentinel"
+_MECHANISMS = frozenset({sentinels.SENTINELS, sentinels.BASIC})
+_MUSTS = frozenset({sentinels.PASS, sentinels.FAIL})
 
 
 def _arm() -> machinery.Audit | None:
@@ -152,6 +154,9 @@ class Tripwire:
         self.audit = audit
         self.record = record
         self.worker = hasattr(config, "workerinput")
+        # Whether this process is an xdist controller, which learns the sentinels from its
+        # workers' reports (set at session start, once xdist has registered its DSession).
+        self.learns = False
         self.musts: dict[str, str] = {}
         self.mechanism: str | None = None
         self.session: pytest.Session | None = None
@@ -172,6 +177,8 @@ class Tripwire:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
+        manager = self.config.pluginmanager
+        self.learns = not self.worker and manager.get_plugin("dsession") is not None
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_collection(self) -> Iterator[None]:
@@ -260,16 +267,27 @@ class Tripwire:
 
     def _must(self, report: pytest.TestReport) -> str | None:
         """What REPORT's item must do, if it is a sentinel; tags a worker's sentinel reports
-        for the controller, and learns them there."""
+        for the controller, and learns them there.
+
+        Only an xdist controller learns, and only from a tag in the report's own attributes,
+        where xdist puts what a worker sent: a tag found anywhere else (a class attribute of
+        `TestReport`, an object that passes for a string) would let the product have a real
+        test's failure taken for the must-fail sentinel's and left out of the results. The
+        gate also refuses a session whose sentinels are not one that must pass and one that
+        must fail (run/tripwire.py)."""
         must = self.musts.get(report.nodeid)
         if must is not None:
             if self.worker:
                 setattr(report, _REPORT_ATTRIBUTE, f"{self.mechanism}:{must}")
             return must
-        tag = getattr(report, _REPORT_ATTRIBUTE, None)
-        if self.worker or not isinstance(tag, str):
+        if not self.learns:
+            return None
+        tag = report.__dict__.get(_REPORT_ATTRIBUTE)
+        if type(tag) is not str:
             return None
         mechanism, _, must = tag.partition(":")
+        if mechanism not in _MECHANISMS or must not in _MUSTS:
+            return None
         self.mechanism = mechanism
         self.musts[report.nodeid] = must
         return must

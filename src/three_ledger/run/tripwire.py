@@ -4,8 +4,9 @@ In a pytest run the plugin (`plugin/tripwire.py`) places two sentinel items, one
 pass and one that must fail, and audits pytest's machinery. Its record holds, for each pytest
 session, the sentinels' node ids and how they were made (`sentinels`, or `basic` where the
 project's items could not host them), and every change to the machinery by code that may
-not make it. A change, a sentinel recorded the opposite way or not at all, or no sentinels:
-the run's results are not evidence (exit 4). In `--junit-xml` mode there is no plugin to
+not make it. A change, a sentinel recorded the opposite way or not at all, no sentinels, or
+a session whose sentinels are not one that must pass and one that must fail: the run's
+results are not evidence (exit 4). In `--junit-xml` mode there is no plugin to
 add them, and the ledger says `tripwire: none`.
 """
 
@@ -131,6 +132,7 @@ def checked_and_removed(
         )
     recorded = {result.id: result.outcome for result in results}
     for session in sentinels:
+        _as_placed(session)
         for name, must in session.items():
             _check(name, must, recorded.get(name))
     gate_items = {name for session in sentinels for name in session}
@@ -138,6 +140,20 @@ def checked_and_removed(
     if not own and not allow_empty:
         raise InfraFailure("the run recorded no result besides the tripwire's sentinels")
     return own, weakest_tripwire(record.mechanisms)
+
+
+def _as_placed(session: Mapping[str, Outcome]) -> None:
+    """A session's sentinels must be the two the plugin places: one that must pass, one that
+    must fail. Any other set was not made by the plugin, and the results it would take out
+    of the run could be the project's own (a real failure passed off as a sentinel's)."""
+    musts = sorted(session.values())
+    if musts != sorted(_OPPOSITE):
+        named = ", ".join(f"{name} must {must}" for name, must in sorted(session.items()))
+        raise InfraFailure(
+            f"tripwire: a session recorded {len(musts)} sentinels ({named}) where the plugin "
+            "places one that must pass and one that must fail: something in this run "
+            "tampers with the tripwire, so no result of it is evidence"
+        )
 
 
 def _check(name: str, must: Outcome, seen: Outcome | None) -> None:
