@@ -298,6 +298,13 @@ class Tripwire:
         if not self.worker:
             self.record.write({SENTINELS_KEY: self.musts, MECHANISM_KEY: self.mechanism})
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self) -> None:
+        # The session is over and its record written: nothing the audit guards is made after
+        # this. Its references to pytest's objects (some 20,000) are dropped here, not at
+        # interpreter exit, where they kept those objects alive into the last collections.
+        self.audit.disarm()
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.musts:
             named = ", ".join(f"{nodeid} must {must}" for nodeid, must in self.musts.items())
