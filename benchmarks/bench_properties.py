@@ -131,6 +131,27 @@ def byte_compile(python: Path) -> None:
     subprocess.run([str(python), "-c", code], check=True)
 
 
+def write_plugin_rewrites(python: Path) -> None:
+    """Have the pytest of PYTHON write the rewritten bytecode of its entry-point plugins, as
+    the first pytest run of any environment where bytecode may be written does.
+
+    pytest rewrites the asserts of every module of a distribution that registers a
+    `pytest11` entry point (pytest-xdist's, say), and caches the result beside the module's
+    own bytecode. Where PYTHONDONTWRITEBYTECODE is set and no run ever wrote that cache,
+    every pytest start rewrites them all again: some 24 ms a run with xdist installed. A
+    virtual environment made for `--compare-with` from such a shell had never written it,
+    where this checkout's had, so the other version's test child paid for the rewriting on
+    every run and the comparison counted it as this version's gain (benchmarks/README.md,
+    "Caveat"). Written for every contender before anything is timed, the cache is the same
+    for all of them.
+    """
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory(prefix="bench-rewrites-") as empty:
+        # Nothing to collect (exit 5): the plugins load, and are rewritten, all the same.
+        argv = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--co", empty]
+        subprocess.run(argv, env=env, cwd=empty, capture_output=True, check=False)
+
+
 def pytest_argv(python: Path) -> list[str]:
     return [str(python), "-m", "pytest", "-q", "properties/test_many.py"]
 
@@ -224,6 +245,7 @@ def main() -> int:
     for python in (PYTHON, args.compare_with):
         if python is not None:
             byte_compile(python)
+            write_plugin_rewrites(python)
     with tempfile.TemporaryDirectory(prefix="bench-properties-") as temp:
         root = Path(temp) / "repo"
         digest = build_repository(root, args.tests)

@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench_properties import PLUGINS_OFF, byte_compile
+from bench_properties import PLUGINS_OFF, byte_compile, write_plugin_rewrites
 from timing import Run, median_cpu_seconds, median_seconds, run_measured, spread
 
 PYTHON = Path(sys.executable)
@@ -439,6 +439,7 @@ def main() -> int:
         if python is not None:
             byte_compile(python)
     tests_python = suite_python(args.suite, suite, args.suite_python)
+    write_plugin_rewrites(tests_python)
     with tempfile.TemporaryDirectory(prefix="bench-real-suite-") as temp:
         source, origin = find_source(suite, args.suite_source, Path(temp))
         project = build_repository(source, suite, Path(temp) / "repo")

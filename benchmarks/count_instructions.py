@@ -43,7 +43,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_properties import build_repository, byte_compile, gate_argv, pytest_argv
+from bench_properties import (
+    build_repository,
+    byte_compile,
+    gate_argv,
+    pytest_argv,
+    write_plugin_rewrites,
+)
 
 from three_ledger.run.staging import stage_plugin
 
@@ -111,6 +117,7 @@ def main() -> int:
         print("count_instructions.py: valgrind is not installed", file=sys.stderr)
         return 2
     byte_compile(PYTHON)
+    write_plugin_rewrites(PYTHON)
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as workdir:
         root = Path(workdir) / "project"
         digest = build_repository(root, args.tests)
