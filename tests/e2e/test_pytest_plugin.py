@@ -337,6 +337,31 @@ def test_nested_pytest_runs_do_not_write_into_the_results(
     }
 
 
+CLASS_NODE_SUITE = """
+import _pytest.reports
+
+
+class _Node:
+    workerinput = {"workerid": "gw7"}
+
+
+_pytest.reports.TestReport.node = _Node()
+
+
+def test_one():
+    pass
+"""
+
+
+def test_a_node_put_on_the_report_class_names_no_worker(tmp_path: Path) -> None:
+    """Only xdist's controller names a report's worker, on the report itself."""
+    folder = write_suite(tmp_path, CLASS_NODE_SUITE)
+    results = folder / "results.jsonl"
+    completed = run_pytest(folder, recording_env(results))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert [line["worker"] for line in read_lines(results)] == ["main"]
+
+
 INERT_SUITE = """
 import _socket
 import socket

@@ -201,10 +201,14 @@ _KEYS = {
 
 
 def _worker(report: pytest.TestReport) -> str:
-    """The xdist worker a report came from (the controller sets `node` on it), or main."""
-    node = getattr(report, "node", None)
-    workerid = getattr(node, "workerinput", {}).get("workerid")
-    return workerid if isinstance(workerid, str) else MAIN_WORKER
+    """The xdist worker a report came from, or main: the controller sets `node` on each report
+    a worker sends. Read from the report's own attributes, where xdist puts it: a `node` put
+    on the `TestReport` class would otherwise name a worker for every report of a serial
+    run, and reorder the run as `flake-evidence` reads it."""
+    node = report.__dict__.get("node")
+    workerinput = getattr(node, "workerinput", None)
+    workerid = workerinput.get("workerid") if type(workerinput) is dict else None
+    return workerid if type(workerid) is str else MAIN_WORKER
 
 
 def report_outcome(report: pytest.TestReport) -> Outcome:
