@@ -174,6 +174,29 @@ FORCING = {
             "_reports.TestReport.from_item_and_call = classmethod(_forced)\n"
         ),
     ),
+    # pytest run once more in-process first, with nothing to collect: that session has no
+    # tripwire of its own, and it used to disarm the process's audit. Then each test's
+    # assertion error is swallowed where the test's name is in its file (the sentinels' are
+    # not): only the audit can see it.
+    "patch-after-a-nested-session-in-product": (
+        "orders.py",
+        (
+            "\n\nimport contextlib as _contextlib, io as _io\n"
+            "import pytest as _pytest\n"
+            "import _pytest.python as _python\n"
+            "with _contextlib.redirect_stdout(_io.StringIO()), "
+            "_contextlib.redirect_stderr(_io.StringIO()):\n"
+            "    _pytest.main(['-q', '-p', 'no:cacheprovider', '/no/such/path'])\n"
+            "_runtest = _python.Function.runtest\n\n"
+            "def _spared(self):\n"
+            "    try:\n"
+            "        _runtest(self)\n"
+            "    except AssertionError:\n"
+            "        if f'def {self.originalname}(' not in self.path.read_text():\n"
+            "            raise\n\n"
+            "_python.Function.runtest = _spared\n"
+        ),
+    ),
     # A look-alike of `os` in the runner: at the start of each phase the runner sets
     # PYTEST_CURRENT_TEST through it, so it patches the report class for the call phase and
     # takes the patch back at teardown, before the check after each test looks.
@@ -281,6 +304,8 @@ CAUGHT_BY = {
     "module-look-alike-in-product": r"the run's machinery was modified: "
     r"_pytest\.runner\.os replaced, by orders \(orders\.py\)",
     "self-restoring-patch-in-product": FORCED_REPORT,
+    "patch-after-a-nested-session-in-product": r"the run's machinery was modified: "
+    r"_pytest\.python\.Function\.runtest replaced, by orders \(orders\.py:\d+\)",
 }
 
 

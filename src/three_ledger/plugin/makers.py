@@ -246,7 +246,7 @@ class Trust:
             return True
         if self._file_tops is None:
             self._file_tops = frozenset().union(*(_file_top_levels(d) for _, d in distributions))
-        return top in self._file_tops
+        return top in self._file_tops or top in _installed_entry_point_tops()
 
     def _registered_tops(self) -> set[str]:
         tops = set()
@@ -290,3 +290,18 @@ def runs(value: object, depth: int = _DEPTH) -> tuple[object, ...]:
         parts = [runs(part, depth - 1) for part in accessors if part is not None]
         return tuple(itertools.chain.from_iterable(parts)) or (value,)
     return runs(value.__func__, depth - 1)  # type: ignore[attr-defined]
+
+
+@functools.cache
+def _installed_entry_point_tops() -> frozenset[str]:
+    """The top-level package of every `pytest11` entry point installed in this environment,
+    loaded by this session or not: pytest run again in-process (pytester) loads the plugins
+    this session blocked (`-p no:NAME`), and their imports may patch pytest as they do at
+    any start (Hypothesis's wraps `FixtureFunctionMarker.__call__`)."""
+    from importlib import metadata
+
+    try:
+        entries = metadata.entry_points(group="pytest11")
+    except Exception:  # noqa: BLE001 - broken metadata names no plugin; judging goes on
+        return frozenset()
+    return frozenset(entry.value.split(":", 1)[0].split(".", 1)[0] for entry in entries)

@@ -80,7 +80,12 @@ def install(config: pytest.Config) -> None:
     setup = _setup(config)
     audit = AUDIT
     if setup is None:
-        if audit is not None:
+        # An xdist worker whose controller the gate did not ask for is not under the gate. A
+        # session without a setup in a process that is (pytest run again in-process, by a
+        # test through pytester or by the product itself, after the first session popped the
+        # variables) gets no tripwire of its own, and leaves the process's audit armed: it
+        # disarmed it, and the product's one call of `pytest.main` let it patch pytest unseen.
+        if audit is not None and hasattr(config, "workerinput"):
             audit.disarm()
         return
     if audit is None:  # armed too late to see what happened before; still checks from here
