@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from three_ledger.plugin import machinery
+from three_ledger.plugin import machinery, versions
 from three_ledger.plugin.makers import Maker, Trust, stack
 
 PRODUCT = """def show_test_item(item):
@@ -106,8 +106,19 @@ def product(tmp_path: Path) -> ModuleType:
     return module
 
 
-@pytest.fixture
-def audit(pytestconfig: pytest.Config, tmp_path: Path) -> tuple[machinery.Audit, list[str]]:
+@pytest.fixture(params=["by version", "by value"])
+def audit(
+    request: pytest.FixtureRequest,
+    pytestconfig: pytest.Config,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[machinery.Audit, list[str]]:
+    """An audit bound to a trust rule whose ROOT is tmp_path; each test runs twice, with the
+    dict versions this interpreter keeps and as on one that keeps none (`versions.py`)."""
+    if request.param == "by value":
+        monkeypatch.setattr(versions, "VERSIONS", None)
+    elif versions.VERSIONS is None:
+        pytest.skip("this interpreter keeps no dict versions the audit can read")
     found: list[str] = []
     audit = machinery.Audit()
     audit.bind(Trust(pytestconfig, [str(tmp_path)]), lambda finding: found.append(str(finding)))
@@ -419,3 +430,33 @@ def test_installed_plugins_are_named_by_entry_point_or_files_read_only_when_need
     # pytest and pluggy judge their own changes elsewhere: never as a plugin, whatever lists them.
     monkeypatch.setattr(dist, "_files", [PurePosixPath("pluggy/__init__.py")])
     assert not trust.may_change(maker("pluggy.fake"))
+
+
+def test_a_version_moved_by_a_change_put_back_costs_one_comparison(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A namespace whose version moved is compared value by value; found unchanged (a value
+    set and put back), its new version is kept, and the next check reads no value again."""
+    if versions.VERSIONS is None:
+        pytest.skip("this interpreter keeps no dict versions the audit can read")
+    module = ModuleType("watched")
+    vars(module)["run"] = print
+    group = machinery._Group([machinery._Namespace("watched", vars(module))])
+    compared: list[str] = []
+    same = machinery._Namespace.same
+
+    def counted(namespace: machinery._Namespace) -> bool:
+        compared.append(namespace.label)
+        return same(namespace)
+
+    monkeypatch.setattr(machinery._Namespace, "same", counted)
+    assert group.unchanged()
+    assert compared == []
+    vars(module)["run"] = len
+    vars(module)["run"] = print
+    assert group.unchanged()
+    assert compared == ["watched"]
+    assert group.unchanged()
+    assert compared == ["watched"]
+    vars(module)["run"] = len
+    assert not group.unchanged()

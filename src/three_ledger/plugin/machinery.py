@@ -22,7 +22,8 @@ function of `_pytest.runner`, a method of `TestReport`, a hook implementation, p
   the hooks named `pytest_runtest_*`, `pytest_report_*` and the like. The rest is compared in
   turns, one slice after each test (all of it every few dozen tests), and all of it when
   collection starts, when it ends and when the session ends (pytest's per-test assertion
-  hooks, `PER_TEST_STATE`, only then).
+  hooks, `PER_TEST_STATE`, only then). Where the interpreter keeps dict versions
+  (`versions.py`), a namespace is compared value by value only once its version moved.
 
 A change is judged by who made it (`makers.py`): through pytest's register, the code that
 called it; for an audit event, the code on the stack; for a replaced value, the code that
@@ -40,6 +41,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from . import versions
 from .frozen import frozen
 from .makers import WRAPPERS, FrameInfo, Maker, Trust, runs, stack
 
@@ -90,6 +92,7 @@ _MODULE = types.ModuleType
 _hookimpls = operator.attrgetter("_hookimpls")
 _function = operator.attrgetter("function")
 _hookexec = operator.attrgetter("_hookexec")
+_version = operator.attrgetter("value")
 
 
 def is_machinery(module_name: object) -> bool:
@@ -168,12 +171,23 @@ class _Namespace:
     """One module's or class's `__dict__`: every value as seen last (for the fast comparison),
     the values code calls through (`_watched`) as seen last (for judging), and its keys at
     load. A class watched only because an object of it is data in pytest's namespaces
-    (`protocol_only`) is judged only on what would make that object a descriptor.
+    (`protocol_only`) is judged only on what would make that object a descriptor. Where the
+    interpreter keeps dict versions (`versions.py`), the dict's version as seen last, read
+    before the values, so that a change made after the read moves it.
 
     A plain class with slots: some 400 are made at arming, and a dataclass with slots is
     made twice when it is defined."""
 
-    __slots__ = ("at_load", "callables", "label", "mapping", "protocol_only", "values")
+    __slots__ = (
+        "at_load",
+        "callables",
+        "label",
+        "mapping",
+        "protocol_only",
+        "stamp",
+        "values",
+        "version",
+    )
 
     def __init__(self, label: str, mapping: Mapping[str, Any], protocol_only: bool = False) -> None:
         self.label = label
@@ -181,11 +195,16 @@ class _Namespace:
         # Looked into only for a change found; a tuple of strings, where GC never looks.
         self.at_load = tuple(mapping)
         self.protocol_only = protocol_only
+        reader = versions.VERSIONS
+        self.stamp = None if reader is None else reader.stamp(mapping)
+        self.version = 0
         self.values: tuple[Any, ...] = ()
         self.callables: dict[str, Any] = {}
         self.snapshot()
 
     def snapshot(self) -> None:
+        if self.stamp is not None:
+            self.version = self.stamp.value
         items = list(self.mapping.items())
         self.values = tuple([value for _, value in items])
         # `callable` first: most values are, and it spares them a call of `_watched`.
@@ -193,6 +212,20 @@ class _Namespace:
         self.callables = {k: v for k, v in items if callable(v) or watched(v)}
 
     def unchanged(self) -> bool:
+        """Whether every value is the one seen last: at once where the version has not
+        moved; compared one by one where it has, and the version kept if they all are."""
+        stamp = self.stamp
+        if stamp is None:
+            return self.same()
+        version = stamp.value
+        if version == self.version:
+            return True
+        if not self.same():
+            return False
+        self.version = version
+        return True
+
+    def same(self) -> bool:
         return len(self.mapping) == len(self.values) and all(
             map(_is, self.mapping.values(), self.values)
         )
@@ -221,23 +254,36 @@ _GONE = object()
 
 
 class _Group:
-    """Namespaces compared together: every value of all of them in one pass that runs in C,
-    by identity."""
+    """Namespaces compared together: their versions in one read of each, where the interpreter
+    keeps them; otherwise, and for the namespaces whose version moved, every value in one
+    pass that runs in C, by identity."""
 
     def __init__(self, namespaces: Iterable[_Namespace]) -> None:
         self.namespaces = list(namespaces)
         self.flatten()
 
     def flatten(self) -> None:
-        self.mappings = [ns.mapping for ns in self.namespaces]
-        self.views = [ns.mapping.values() for ns in self.namespaces]
-        self.sizes = [len(ns.values) for ns in self.namespaces]
-        self.values = [value for ns in self.namespaces for value in ns.values]
+        namespaces = self.namespaces
+        stamps = [ns.stamp for ns in namespaces]
+        self.stamps = stamps if versions.VERSIONS is not None and None not in stamps else None
+        self.versions = [ns.version for ns in namespaces]
+        self.mappings = [ns.mapping for ns in namespaces]
+        self.views = [ns.mapping.values() for ns in namespaces]
+        self.sizes = [len(ns.values) for ns in namespaces]
+        self.values = [value for ns in namespaces for value in ns.values]
 
     def unchanged(self) -> bool:
-        return list(map(len, self.mappings)) == self.sizes and all(
-            map(_is, itertools.chain.from_iterable(self.views), self.values)
-        )
+        stamps = self.stamps
+        if stamps is None:
+            return list(map(len, self.mappings)) == self.sizes and all(
+                map(_is, itertools.chain.from_iterable(self.views), self.values)
+            )
+        if list(map(_version, stamps)) == self.versions:
+            return True
+        if not all(namespace.unchanged() for namespace in self.namespaces):
+            return False
+        self.versions = [ns.version for ns in self.namespaces]
+        return True
 
     def size(self) -> int:
         return len(self.values)
