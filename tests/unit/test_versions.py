@@ -56,6 +56,8 @@ CHANGES: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
     "module dict popped": (_module, lambda m: vars(m).pop("kept")),
     "module dict setdefault": (_module, lambda m: vars(m).setdefault("other", 5)),
     "module dict cleared": (_module, lambda m: vars(m).clear()),
+    "module dict merged in place": (_module, lambda m: vars(m).__ior__({"kept": 7})),
+    "code run in the module's namespace": (_module, lambda m: exec("kept = 8", vars(m))),
     "class attribute set": (_class, lambda c: setattr(c, "added", 1)),
     "class attribute deleted": (_class, lambda c: delattr(c, "added")),
     "class dict written behind its proxy": (_class, lambda c: _table_of(c).update(kept=6)),
