@@ -96,8 +96,8 @@ def _start_recording(config: pytest.Config) -> None:
         return
     # Append: a command that runs pytest twice must not erase the first run's evidence.
     stream = open(results_path, "a", encoding="utf-8")  # noqa: SIM115 - closed at unconfigure
-    config.stash[_recorder_key] = _Recorder(stream=stream)
-    config.pluginmanager.register(_ResultsWriter(config), "three_ledger.results_writer")
+    recorder = config.stash[_recorder_key] = _Recorder(stream=stream)
+    config.pluginmanager.register(_ResultsWriter(recorder), "three_ledger.results_writer")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -126,17 +126,20 @@ class _ResultsWriter:
     """Hooks that turn the reports reaching the controller into results lines.
 
     A plugin object rather than module hooks because `pytest_runtest_logreport` is not given the
-    config, and the state must live in `config.stash`, not in a module global.
+    config, and the state must live with it (`config.stash`, where unconfigure closes the
+    file), not in a module global. It holds the recorder itself: these hooks run for every
+    report, and a stash lookup is a call.
     """
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
+    def __init__(self, recorder: _Recorder) -> None:
+        self.recorder = recorder
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        recorder = self.config.stash[_recorder_key]
-        record = recorder.pending.get(report.nodeid)
+        pending = self.recorder.pending
+        nodeid = report.nodeid  # a property that builds it, in pytest 9
+        record = pending.get(nodeid)
         if record is None:
-            record = recorder.pending[report.nodeid] = _ItemRecord(worker=_worker(report))
+            record = pending[nodeid] = _ItemRecord(worker=_worker(report))
         outcome = report_outcome(report)
         if SEVERITY[outcome] > SEVERITY[record.outcome]:
             record.outcome = outcome
@@ -148,13 +151,12 @@ class _ResultsWriter:
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         # logfinish follows the teardown report, in-process and as xdist forwards it.
-        recorder = self.config.stash[_recorder_key]
-        if nodeid in recorder.pending:
-            _write_line(recorder, nodeid)
+        if nodeid in self.recorder.pending:
+            _write_line(self.recorder, nodeid)
 
     def pytest_sessionfinish(self) -> None:
         # Items whose logfinish never came (an xdist worker crashed mid-test) still get a line.
-        recorder = self.config.stash[_recorder_key]
+        recorder = self.recorder
         for nodeid in list(recorder.pending):
             _write_line(recorder, nodeid)
 
