@@ -644,3 +644,41 @@ def test_vet_deselection_leaves_out_the_named_items_and_runs_every_other(
     ]
     if not workers:  # under xdist the workers deselect, and the controller does not count it
         assert "1 deselected" in completed.stdout
+
+
+INHERITED_SUITE = """
+import pytest
+
+pytestmark = pytest.mark.property("m.module")
+
+
+@pytest.mark.property("c.class")
+class TestMarked:
+    @pytest.mark.property("f.method", "c.class")
+    def test_method(self):
+        pass
+
+    @pytest.mark.parametrize("n", [1, pytest.param(2, marks=pytest.mark.property("p.param"))])
+    def test_param(self, n):
+        pass
+
+
+def test_module_only():
+    pass
+"""
+
+
+def test_property_ids_come_from_the_item_and_every_parent(tmp_path: Path) -> None:
+    """An item's property ids are its own markers' and its parents' (class, module), once
+    each, sorted: what `iter_markers` gives, read by the plugin's own walk up the chain."""
+    folder = write_suite(tmp_path, INHERITED_SUITE)
+    results = folder / "results.jsonl"
+    completed = run_pytest(folder, recording_env(results))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    ids = {line["id"]: line["property_ids"] for line in read_lines(results)}
+    assert ids == {
+        "test_inner.py::TestMarked::test_method": ["c.class", "f.method", "m.module"],
+        "test_inner.py::TestMarked::test_param[1]": ["c.class", "m.module"],
+        "test_inner.py::TestMarked::test_param[2]": ["c.class", "m.module", "p.param"],
+        "test_inner.py::test_module_only": ["m.module"],
+    }

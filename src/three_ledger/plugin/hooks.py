@@ -114,12 +114,18 @@ def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> None:
-    # Before setup, so that even the report of a skip or a setup error carries the ids.
-    for marker in item.iter_markers(name=PROPERTY_MARKER):
-        for property_id in marker.args:
-            entry = (PROPERTY_KEY, property_id)
-            if entry not in item.user_properties:
-                item.user_properties.append(entry)
+    # Before setup, so that even the report of a skip or a setup error carries the ids. The
+    # markers of the item and of each parent, closest first, as `iter_markers` walks them,
+    # without its three generators: this runs for every item.
+    node: pytest.Item | pytest.Collector | None = item
+    while node is not None:
+        for marker in node.own_markers:
+            if getattr(marker, "name", None) == PROPERTY_MARKER:
+                for property_id in marker.args:
+                    entry = (PROPERTY_KEY, property_id)
+                    if entry not in item.user_properties:
+                        item.user_properties.append(entry)
+        node = node.parent
 
 
 class _ResultsWriter:
