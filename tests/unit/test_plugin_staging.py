@@ -165,3 +165,50 @@ def test_the_tripwire_is_imported_only_where_it_may_be_asked_for(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == repr([loaded] * len(TRIPWIRE_MODULES))
+
+
+def test_the_module_pytest_is_named_gives_every_module_hook_of_hooks_py() -> None:
+    from three_ledger.plugin import hooks, load
+
+    defined = {
+        name
+        for name, value in vars(hooks).items()
+        if name.startswith("pytest_") and callable(value) and value.__module__ == hooks.__name__
+    }
+    given = {name for name in vars(load) if name.startswith("pytest_")}
+    assert defined == given
+    assert all(getattr(load, name) is getattr(hooks, name) for name in given)
+
+
+LOADERS = """
+import sys
+
+
+def test_loaders(request):
+    package = next(n for n in sys.modules if n.startswith("_three_ledger_") and "." not in n)
+    kinds = {name: type(sys.modules[f"{package}.{name}"].__loader__).__name__
+             for name in ("load", "hooks")}
+    # Only the module PYTEST_PLUGINS names is rewritten; hooks.py loads from its bytecode.
+    assert kinds == {"load": "AssertionRewritingHook", "hooks": "SourceFileLoader"}
+    assert request.config.pluginmanager.get_plugin(f"{package}.load") is not None
+"""
+
+
+@pytest.mark.pytest_child
+def test_in_a_staged_run_pytest_rewrites_the_small_module_alone(tmp_path: Path) -> None:
+    staged = stage_plugin(tmp_path / "private")
+    assert staged.module.endswith(".load")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_loaders.py").write_text(LOADERS)
+    env = plugin_environment({**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, staged)
+    env.pop(RESULTS_ENV, None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_loaders.py"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -52,7 +52,8 @@ def stage_plugin(private: Path, source: Path = PLUGIN_FOLDER) -> StagedPlugin:
         # copy2 keeps the modification time, which the bytecode's header is checked against.
         shutil.copy2(module, target / module.name)
         _copy_bytecode(module, target / module.name)
-    return StagedPlugin(folder, f"{package}.hooks")
+    # `load` rather than `hooks`: pytest rewrites the module it is named, in every run.
+    return StagedPlugin(folder, f"{package}.load")
 
 
 def stage_measurement(private: Path, source: Path = PLUGIN_FOLDER) -> Path:
