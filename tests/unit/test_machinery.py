@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -460,3 +461,78 @@ def test_a_version_moved_by_a_change_put_back_costs_one_comparison(
     assert compared == ["watched"]
     vars(module)["run"] = len
     assert not group.unchanged()
+
+
+class _EqualToAll(type):
+    """A metaclass whose classes answer `hash` and `==` as the project likes."""
+
+    def __hash__(cls) -> int:
+        return 1
+
+    def __eq__(cls, other: object) -> bool:
+        return True
+
+
+class _Answers(metaclass=_EqualToAll):
+    def __hash__(self) -> int:
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+
+def test_identity_keys_are_distinct_whatever_a_class_defines() -> None:
+    """The audit's tables key objects by identity: what a class says of `hash` or `==` (or a
+    class that has no hash) changes nothing, and no two live objects share a key."""
+    things: list[object] = [
+        _Answers,
+        _EqualToAll,
+        type,
+        [],
+        {},
+        object(),
+        *(_Answers() for _ in range(5000)),
+    ]
+    things += [[] for _ in range(5000)]
+    keys = [machinery._key(thing) for thing in things]
+    assert len(set(keys)) == len(things)
+    assert keys == [machinery._key(thing) for thing in things]
+    if sys.implementation.name == "cpython":
+        assert machinery._key is object.__hash__
+
+
+def test_identity_keys_are_ids_where_the_address_hash_is_not_proven(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "implementation", SimpleNamespace(name="pypy"))
+    assert machinery._identity_key() is id
+    monkeypatch.undo()
+    # A hash that is not the rotated address is not taken either.
+    other = type("Other", (), {"__hash__": lambda self: 7})
+    monkeypatch.setattr(machinery, "object", other, raising=False)
+    assert machinery._identity_key() is id
+
+
+def test_arming_raises_no_id_event() -> None:
+    """`builtins.id` is an audit event, which every audit hook of the run (the closed oracle
+    set's) is called for: arming keys its thousands of values without it. Counted in a
+    process of its own, since an audit hook cannot be removed; dict versions off, whose
+    reader takes each namespace's address from `id`."""
+    if sys.implementation.name != "cpython":
+        pytest.skip("elsewhere the audit's tables are keyed by `id`")
+    code = (
+        "import sys\n"
+        "import _pytest.config, _pytest.main, _pytest.python, _pytest.runner, pluggy\n"
+        "from three_ledger.plugin import machinery, versions\n"
+        "versions.VERSIONS = None\n"
+        "counted = []\n"
+        "sys.addaudithook(lambda event, args: event == 'builtins.id' and counted.append(1))\n"
+        "audit = machinery.Audit()\n"
+        "print(len(audit.namespaces), len(counted))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    namespaces, events = map(int, done.stdout.split())
+    assert namespaces > 100
+    assert events == 0

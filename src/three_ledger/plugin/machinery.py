@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import struct
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
@@ -93,6 +94,42 @@ _hookimpls = operator.attrgetter("_hookimpls")
 _function = operator.attrgetter("function")
 _hookexec = operator.attrgetter("_hookexec")
 _version = operator.attrgetter("value")
+
+
+def _identity_key() -> Callable[[object], int]:
+    """What keys the audit's tables of objects by identity: `object.__hash__` on CPython, else
+    `id`.
+
+    `id` is a builtin that raises an audit event (`builtins.id`) at every call, and every
+    audit hook of the process is called for it. Arming calls it for some 13,000 values, each
+    event running the closed oracle set's hook in a run that measures (some 28 million
+    instructions counted on markdown-it-py's suite). CPython's `object.__hash__` is the
+    object's address rotated right by four bits, whatever the object's class defines (the
+    slot is `object`'s own), and raises nothing: a rotation maps distinct addresses to
+    distinct numbers, and the one it folds (-1 to -2) would need an address of all ones.
+    It is taken only where that holds of objects here; elsewhere, `id`.
+    """
+    key = object.__hash__
+    bits = 8 * struct.calcsize("P")
+    mask = (1 << bits) - 1
+
+    def rotated(thing: object) -> int:
+        address = id(thing)
+        value = ((address >> 4) | (address << (bits - 4))) & mask
+        return value - (1 << bits) if value >> (bits - 1) else value
+
+    samples: list[object] = [object(), [], {}, type, _identity_key, (1 << 70), "x" * 40]
+    try:
+        holds = sys.implementation.name == "cpython" and all(
+            key(thing) == rotated(thing) for thing in samples
+        )
+    except TypeError:
+        holds = False
+    return key if holds else id
+
+
+# An object's identity as a number, for tables keyed by it (`_identity_key`).
+_key = _identity_key()
 
 
 def is_machinery(module_name: object) -> bool:
@@ -397,10 +434,10 @@ class Audit:
         return added + self._watch_classes_of(added)
 
     def _watch(self, label: str, owner: object, mapping: Mapping[str, Any]) -> list[_Namespace]:
-        namespace = self.namespaces.get(id(owner))
+        namespace = self.namespaces.get(_key(owner))
         if namespace is None:
             namespace = _Namespace(label, mapping)
-            self.namespaces[id(owner)] = namespace
+            self.namespaces[_key(owner)] = namespace
             self._remember(owner)
             added = [namespace]
         elif namespace.protocol_only:
@@ -410,13 +447,13 @@ class Audit:
         else:
             return []
         # `_remember` of what each value runs, inlined for the plain ones: some 4,000 values at
-        # arming, each `id()` an audit event.
+        # arming.
         watched_ids, keep = self.watched_ids, self.keep
         for value in namespace.callables.values():
             if type(value) in WRAPPERS:
                 for part in runs(value):
                     self._remember(part)
-            elif (key := id(value)) not in watched_ids:
+            elif (key := _key(value)) not in watched_ids:
                 watched_ids[key] = None
                 keep.append(value)
             if isinstance(value, type) and is_machinery(value.__module__):
@@ -439,25 +476,25 @@ class Audit:
         # found in C: some 6,500 values at arming. The types of callables count too: a class
         # whose metaclass is given `__get__` is a descriptor, with no namespace changing.
         kinds = list(map(type, itertools.chain.from_iterable(ns.values for ns in namespaces)))
-        by_id = dict(zip(map(id, kinds), kinds, strict=True))
+        by_id = dict(zip(map(_key, kinds), kinds, strict=True))
         seen = self.types_seen
         for key in by_id.keys() - seen.keys():
             kind = by_id[key]
             seen[key] = None
             self.keep.append(kind)
             for base in _mutable_classes(kind):
-                if id(base) in self.namespaces:
+                if _key(base) in self.namespaces:
                     continue
                 mapping = base.__dict__
                 label = f"{base.__module__}.{base.__qualname__}"
                 watched = _Namespace(label, mapping, protocol_only=True)
-                self.namespaces[id(base)] = watched
+                self.namespaces[_key(base)] = watched
                 self._remember(base)
                 added.append(watched)
         return added
 
     def _remember(self, value: object) -> None:
-        if (key := id(value)) not in self.watched_ids:
+        if (key := _key(value)) not in self.watched_ids:
             self.watched_ids[key] = None
             self.keep.append(value)
 
@@ -475,10 +512,10 @@ class Audit:
     def _note(self, target: object, name: object, value: object) -> None:
         watched = self.watched_ids
         if name == "__class__":
-            if not {id(target), id(type(target)), id(value)} & watched.keys():
+            if not {_key(target), _key(type(target)), _key(value)} & watched.keys():
                 return
             what = f"the class of a {_label(type(target))} object set to {_label(value)}"
-        elif id(target) in self.watched_ids:
+        elif _key(target) in self.watched_ids:
             what = f"{_label(target)}.{name} set"
         else:
             return
@@ -512,7 +549,7 @@ class Audit:
         if self.hooks is None and self.armed:
             self.hooks = _Hooks(manager)
             for plugin in manager.get_plugins():
-                self.accounted[id(plugin)] = plugin
+                self.accounted[_key(plugin)] = plugin
 
     def registered(self, plugin: object, manager: Any, frames: tuple[FrameInfo, ...]) -> None:
         """Judge one registration through pytest's register, by the code that called it."""
@@ -522,7 +559,7 @@ class Audit:
             self.pending.append((plugin, manager, frames))
             return
         maker = self.trust.frame_maker(frames)
-        self.accounted[id(plugin)] = plugin
+        self.accounted[_key(plugin)] = plugin
         if self.trust.may_change(maker):
             return
         hooks = sorted({caller.name for caller in manager.get_hookcallers(plugin) or ()})
@@ -612,17 +649,17 @@ class Audit:
         or removed (pytest unregisters nothing while a session runs)."""
         every = hooks.every
         before = {
-            id(impl): (name, impl) for name, impl in zip(hooks.names, every.impls, strict=True)
+            _key(impl): (name, impl) for name, impl in zip(hooks.names, every.impls, strict=True)
         }
-        functions = dict(zip(map(id, every.impls), every.functions, strict=True))
+        functions = dict(zip(map(_key, every.impls), every.functions, strict=True))
         for caller in _callers(hooks):
             for impl in caller._hookimpls:
                 what = f"hook implementation {caller.name} of {_impl_plugin(impl)}"
-                if id(impl) not in before and id(impl.plugin) not in self.accounted:
+                if _key(impl) not in before and _key(impl.plugin) not in self.accounted:
                     self._found_impl(f"{what} added", impl)
-                elif id(impl) in before and impl.function is not functions[id(impl)]:
+                elif _key(impl) in before and impl.function is not functions[_key(impl)]:
                     self._found_impl(f"{what} replaced", impl)
-                before.pop(id(impl), None)
+                before.pop(_key(impl), None)
         for name, impl in before.values():
             self._found(f"hook implementation {name} of {_impl_plugin(impl)} removed", None)
 
