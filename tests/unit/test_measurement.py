@@ -127,6 +127,26 @@ def test_imported_wins_and_the_interpreters_own_files_are_left_out(
 
 
 # A fast path held to its reference: see helpers.fast_path_examples.
+@given(
+    path=st.lists(
+        st.sampled_from([".git", "__pycache__", "", ".", "..", "a", ".gitx", "x.git", "/"]),
+        max_size=6,
+    ).map("/".join)
+    | st.text()
+)
+@settings(max_examples=fast_path_examples())
+def test_what_is_left_out_is_what_pathlibs_parts_say(path: str) -> None:
+    """A recorded path is left out for a folder of git's or bytecode's wherever PurePosixPath's
+    parts would name one: the record is the run's to write, so its text may be any."""
+    from pathlib import PurePosixPath
+
+    from three_ledger.run.measurement import _LEFT_OUT_FOLDERS, _left_out
+
+    by_parts = bool(_LEFT_OUT_FOLDERS & set(PurePosixPath(path).parts))
+    assert _left_out(path, "/top", ()) == by_parts
+
+
+# A fast path held to its reference: see helpers.fast_path_examples.
 @given(name=st.text(min_size=1), how=st.sampled_from(["imported", "read"]))
 @settings(max_examples=fast_path_examples())
 def test_a_record_line_is_the_text_json_dumps_makes(name: str, how: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import python_unmeasured
+from three_ledger import pytest_config
 from three_ledger.pytest_config import pytest_settings
 
 
@@ -62,3 +63,32 @@ def test_only_the_parser_of_the_file_read_is_imported(
     done = python_unmeasured(code)  # coverage, measuring a child, imports both parsers
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == loaded
+
+
+def test_each_text_is_parsed_once_and_its_settings_cannot_be_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run asks for one folder's settings several times, and a pyproject.toml without
+    `tool.pytest.ini_options` is looked into twice each time: its text is parsed once. What
+    is returned is a view, so that no reader can change what the next one gets."""
+    import tomllib
+
+    parsed: list[str] = []
+    loads = tomllib.loads
+
+    def counted(text: str) -> dict[str, object]:
+        parsed.append(text)
+        return loads(text)
+
+    monkeypatch.setattr(tomllib, "loads", counted)
+    pytest_config._toml.cache_clear()
+    files = {"pyproject.toml": b'[tool.pytest]\npythonpath = ["src"]\n'}
+    for _ in range(3):
+        settings = pytest_settings(files.get)
+        assert settings == {"pythonpath": ["src"]}
+    assert len(parsed) == 1
+    with pytest.raises(TypeError):
+        settings["pythonpath"] = ["elsewhere"]  # type: ignore[index]
+    # Another text is parsed afresh.
+    assert pytest_settings({"pyproject.toml": b"[tool.pytest]\nx = 1\n"}.get) == {"x": 1}
+    assert len(parsed) == 2

@@ -10,7 +10,7 @@ evidence (exit 4). So is a run in which no process was measured at all.
 from __future__ import annotations
 
 import json
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from three_ledger.errors import InfraFailure
@@ -88,7 +88,8 @@ def _left_out(path: str, top: str, prefixes: tuple[str, ...]) -> bool:
 
     TOP is ROOT resolved, PREFIXES the environment folders inside it, each ending in `/`.
     """
-    parts = PurePosixPath(path).parts
-    if _LEFT_OUT_FOLDERS & set(parts):
+    # Split by hand, not by PurePosixPath (2.6 us a path, and a suite reads thousands): the
+    # empty and `.` parts that splitting keeps name no folder left out.
+    if not _LEFT_OUT_FOLDERS.isdisjoint(path.split("/")):
         return True
     return bool(prefixes) and f"{top}/{path}".startswith(prefixes)
