@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import io
+import contextlib
 import json
 import os
 import subprocess
@@ -152,7 +152,41 @@ def test_what_is_left_out_is_what_pathlibs_parts_say(path: str) -> None:
 def test_a_record_line_is_the_text_json_dumps_makes(name: str, how: str) -> None:
     from three_ledger.plugin import measure
 
-    out = io.StringIO()
-    measure._Recorder(("/root",), out).note(f"/root/{name}", how)
+    read, write = os.pipe()
+    try:
+        measure._Recorder(("/root",), write).note(f"/root/{name}", how)
+        os.close(write)
+        with os.fdopen(read, "rb") as lines:
+            written = lines.read().decode()
+    finally:
+        for descriptor in (read, write):
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
     # An absolute path is recorded as given (the hook does not normalise it): NAME itself.
-    assert out.getvalue() == json.dumps({"how": how, "path": name}) + "\n"
+    assert written == json.dumps({"how": how, "path": name}) + "\n"
+
+
+def test_the_header_is_the_text_json_dumps_makes(tmp_path: Path, root: Path) -> None:
+    """The header is made by hand, without `json`: the text `json.dumps` makes of it."""
+    measurement = measured_child(tmp_path / "private", root, "import helper\n")
+    [path] = measurement.records.glob("*.jsonl")
+    header = path.read_text().splitlines()[0]
+    assert header == json.dumps(json.loads(header))
+    assert set(json.loads(header)) == {"pid", "python", "prefixes", "loaded_before"}
+
+
+def test_a_measured_python_imports_nothing_the_hook_does_not_need(
+    tmp_path: Path, root: Path
+) -> None:
+    """Every Python process of the run imports the hook before its first line: a subprocess
+    that a test starts pays for what it imports. Not `json`, `re`, `enum` or `typing`, nor
+    `importlib.util` with `contextlib`, `functools` and `collections` under it."""
+    code = (
+        "import sys\n"
+        "heavy = {'json', 're', 'enum', 'typing', 'importlib.util', 'contextlib', 'functools',\n"
+        "         'collections'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+        "assert '_json' in sys.modules\n"
+    )
+    measurement = measured_child(tmp_path / "private", root, code)
+    assert read_measured(measurement, root) == {}

@@ -16,25 +16,36 @@ the run (`run/measurement.py`). Standard library only.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from typing import Any
+
+# What this module imports, every Python process of the run imports before its own first
+# line: `os` and `sys`, which `site` has loaded already, and json's string encoder in C. Not
+# `json` (with `re` and `enum` under it) nor `typing`: some 40 million instructions, about a
+# Python's start over again, in each Python subprocess a test starts. mypy reads any name
+# TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+try:
+    from _json import encode_basestring_ascii as _json_string
+except ImportError:  # an interpreter without json's C part
+    from json.encoder import encode_basestring_ascii as _json_string
 
 # Not popped by the plugin: xdist workers and subprocesses start after it configures.
 MEASURE_ENV = "THREE_LEDGER_MEASURE"
 MEASURE_ROOT_ENV = "THREE_LEDGER_MEASURE_ROOT"
 _WANTED = frozenset({"exec", "open"})
-_json_string = json.encoder.encode_basestring_ascii
 
 
 class _Recorder:
     """The audit hook of one process: the first use of each file under ROOT, written once."""
 
-    def __init__(self, roots: tuple[str, ...], out: Any) -> None:
+    def __init__(self, roots: tuple[str, ...], out: int) -> None:
         # ROOT as given and as its real path: paths reach the hook in either spelling.
         self.prefixes = tuple(root.rstrip(os.sep) + os.sep for root in roots)
-        self.out = out
+        self.out = out  # a descriptor open for appending: each line is one write
         self.seen: set[str] = set()
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
@@ -63,14 +74,17 @@ class _Recorder:
                 # The text `json.dumps` makes of {"how": how, "path": ...}, by its own string
                 # encoder: `json.dumps` builds an encoder for each call, once per file here.
                 path = _json_string(full[len(prefix) :])
-                self.out.write(f'{{"how": {_json_string(how)}, "path": {path}}}\n')
+                _write(self.out, f'{{"how": {_json_string(how)}, "path": {path}}}\n'.encode())
                 return
+
+
+_write = os.write
 
 
 def _writes_only(mode: object, flags: object) -> bool:
     """An open that cannot read what it opens: `w`, `a`, `x` without `+`, or O_WRONLY."""
     if isinstance(mode, str):
-        return "+" not in mode and any(letter in mode for letter in "wax")
+        return "+" not in mode and ("w" in mode or "a" in mode or "x" in mode)
     return isinstance(flags, int) and flags & os.O_ACCMODE == os.O_WRONLY
 
 
@@ -92,15 +106,20 @@ def arm() -> None:
     if not folder or not root:
         return
     roots = tuple(dict.fromkeys((os.path.abspath(root), os.path.realpath(root))))
-    # Line-buffered and kept open for the life of the process: each line lands as it is seen.
-    out = open(os.path.join(folder, f"{os.getpid()}.jsonl"), "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-    header = {
-        "pid": os.getpid(),
-        "python": sys.version,
-        "prefixes": sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}),
-        "loaded_before": sorted({name for root in roots for name in _loaded_from(root)}),
-    }
-    out.write(json.dumps(header) + "\n")
+    # Kept open for the life of the process, each line written whole by one write(2): it
+    # lands as it is seen, with no buffer for the process to lose at an abrupt exit.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    out = os.open(os.path.join(folder, f"{os.getpid()}.jsonl"), flags, 0o600)
+    prefixes = sorted({sys.prefix, sys.base_prefix, sys.exec_prefix})
+    loaded = sorted({name for root in roots for name in _loaded_from(root)})
+    # The text `json.dumps` makes of {"pid": ..., "python": ..., "prefixes": [...],
+    # "loaded_before": [...]}.
+    header = (
+        f'{{"pid": {os.getpid()}, "python": {_json_string(sys.version)}, '
+        f'"prefixes": [{", ".join(map(_json_string, prefixes))}], '
+        f'"loaded_before": [{", ".join(map(_json_string, loaded))}]}}\n'
+    )
+    _write(out, header.encode())
     recorder = _Recorder(roots, out)
 
     # A plain function: calling the recorder itself from the hook machinery, for every event
@@ -114,15 +133,20 @@ def arm() -> None:
 
 def _run_shadowed_sitecustomize() -> None:
     """The interpreter's own sitecustomize, which this file stands in front of on sys.path."""
-    import importlib.machinery
-    import importlib.util
+    from importlib.machinery import PathFinder
 
     here = os.path.dirname(os.path.abspath(__file__))
     rest = [entry for entry in sys.path if os.path.abspath(entry or ".") != here]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    spec = PathFinder.find_spec("sitecustomize", rest)
     if spec is None or spec.loader is None:
         return
-    module = importlib.util.module_from_spec(spec)
+    try:
+        # What `importlib.util.module_from_spec` is, without `importlib.util`, which brings
+        # `contextlib`, `functools` and `collections` into every measured process.
+        from importlib._bootstrap import module_from_spec
+    except ImportError:
+        from importlib.util import module_from_spec
+    module = module_from_spec(spec)
     spec.loader.exec_module(module)
 
 
