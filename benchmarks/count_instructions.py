@@ -15,7 +15,10 @@ the environment it gives its test command (a command that prints it), then count
 - the same pytest with the plugin, but without the tripwire (its two variables);
 - the same pytest with that environment whole: the gate's test child;
 - with `--skip-gate` left out, the gate's own process in one `properties` run (its children
-  run natively: git, the trampolines, pytest).
+  run natively: git, the trampolines, pytest);
+- `python -c pass`, bare and under the closed oracle set's measurement (the audit hook
+  every Python process of such a run imports first): what a Python subprocess a test
+  starts pays for being measured.
 
 The plugin is a copy staged as the gate stages it (`run/staging.py`: a package of a random
 name, with the installed bytecode beside it), made once for all the counts, and the run's
@@ -51,6 +54,8 @@ from bench_properties import (
     write_plugin_rewrites,
 )
 
+from three_ledger.plugin.wire import MEASURE_ENV, MEASURE_ROOT_ENV
+from three_ledger.run.measurement import prepare
 from three_ledger.run.staging import stage_plugin
 
 PYTHON = Path(sys.executable)
@@ -151,8 +156,27 @@ def main() -> int:
     for label, value in counts.items():
         print(f"| {label} | {value / 1e6:,.1f} | {value / plain:.3f}x |")
     bare = count([str(PYTHON), "-c", "pass"], caller_environment(), Path.cwd())
-    print(f"\n`python -c pass`: {bare / 1e6:,.1f} million.")
+    with tempfile.TemporaryDirectory(prefix="bench-measured-") as folder:
+        measured = count([str(PYTHON), "-c", "pass"], *measured_environment(Path(folder)))
+    print(f"\n`python -c pass`: {bare / 1e6:,.1f} million; under the closed oracle set's "
+          f"measurement, as each Python subprocess of a test runs: {measured / 1e6:,.1f} million.")  # fmt: skip  # noqa: E501
     return 0
+
+
+def measured_environment(folder: Path) -> tuple[dict[str, str], Path]:
+    """The environment of a Python process the closed oracle set measures (its audit hook
+    staged as `sitecustomize` in FOLDER, as `run/measurement.py` stages it), and the folder
+    it runs in: the root measured, which it reads nothing of."""
+    measurement = prepare(folder)
+    root = folder / "root"
+    root.mkdir()
+    env = {
+        **caller_environment(),
+        "PYTHONPATH": str(measurement.hook_folder),
+        MEASURE_ENV: str(measurement.records),
+        MEASURE_ROOT_ENV: str(root),
+    }
+    return env, root
 
 
 if __name__ == "__main__":
