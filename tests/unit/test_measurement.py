@@ -64,6 +64,20 @@ def test_the_hook_records_what_the_child_imports_and_reads_under_root(
     assert read_measured(measurement, root) == {"helper.py": "imported", "data.txt": "read"}
 
 
+def test_a_python_subprocess_of_the_run_is_measured_in_a_record_of_its_own(
+    tmp_path: Path, root: Path
+) -> None:
+    """A test that starts Python keeps the environment: the subprocess arms the hook at its
+    start too, and what it alone reads is in its own record."""
+    code = (
+        "import subprocess, sys\n"
+        "subprocess.run([sys.executable, '-c', 'open(\"data.txt\").read()'], check=True)\n"
+    )
+    measurement = measured_child(tmp_path / "private", root, code)
+    assert len(list(measurement.records.glob("*.jsonl"))) == 2
+    assert read_measured(measurement, root) == {"data.txt": "read"}
+
+
 def test_a_module_that_hides_itself_was_already_recorded(tmp_path: Path, root: Path) -> None:
     hiding = "import sys\nsys.modules[__name__] = type(sys)(__name__)\ndel __file__\n"
     (root / "hiding.py").write_text(hiding)
