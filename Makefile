@@ -81,9 +81,10 @@ demo: $(INSTALLED)
 
 # Every benchmark, each at a size that fits the whole in about 10 minutes on a quiet 2-core
 # machine; benchmarks/README.md holds the figures, each with its full-size command. Run by
-# hand, never in `make test`. The real suites are cloned from GitHub at their tags; without
-# the network, BENCH_SUITES=DIR names a folder holding a clone of each (DIR/tomli,
-# DIR/markdown-it-py).
+# hand, never in `make test`. markdown-it-py's suite is cloned from GitHub at its tag, and
+# tomli's sdist from PyPI holds no tests (the trimmed copy in tests/data stands in); without
+# GitHub, BENCH_SUITES=DIR names a folder holding a clone or mirror of each (DIR/tomli,
+# DIR/markdown-it-py), which gives tomli's full suite too.
 BENCH_SUITES ?=
 bench: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_startup.py --runs 21
