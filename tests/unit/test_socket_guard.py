@@ -21,7 +21,7 @@ from three_ledger.run.network_namespace import namespace_argv
 
 CHILD = textwrap.dedent(
     """
-    import json, os, socket, sys, tempfile
+    import json, os, socket, sys
     from three_ledger.plugin import socket_guard
 
     seen = {}
@@ -66,7 +66,7 @@ CHILD = textwrap.dedent(
     connected = udp()
     connected.connect(("127.0.0.1", port))
     attempt("sendmsg_without_address", lambda: connected.sendmsg([b"x"]))
-    path = os.path.join(tempfile.mkdtemp(), "s")
+    path = "s"  # in the test's own temporary folder, the child's working directory
     unix_server = socket.socket(socket.AF_UNIX)
     unix_server.bind(path)
     unix_server.listen()
