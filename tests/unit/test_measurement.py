@@ -180,6 +180,29 @@ def test_a_record_line_is_the_text_json_dumps_makes(name: str, how: str) -> None
     assert written == json.dumps({"how": how, "path": name}) + "\n"
 
 
+def test_a_short_write_is_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write(2) cut short (a signal, a full disk that frees up) is carried on from where it
+    stopped: a cut line would be no record of its file."""
+    from three_ledger.plugin import measure
+
+    real = os.write
+    calls: list[int] = []
+
+    def short(descriptor: int, data: bytes) -> int:
+        calls.append(len(data))
+        return real(descriptor, bytes(data[:3]))
+
+    descriptor = os.open(tmp_path / "record", os.O_WRONLY | os.O_CREAT)
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(os, "write", short)
+            measure._write(descriptor, b'{"how": "read"}\n')
+    finally:
+        os.close(descriptor)
+    assert (tmp_path / "record").read_bytes() == b'{"how": "read"}\n'
+    assert len(calls) == 6
+
+
 def test_the_header_is_the_text_json_dumps_makes(tmp_path: Path, root: Path) -> None:
     """The header is made by hand, without `json`: the text `json.dumps` makes of it."""
     measurement = measured_child(tmp_path / "private", root, "import helper\n")

@@ -78,7 +78,11 @@ class _Recorder:
                 return
 
 
-_write = os.write
+def _write(descriptor: int, data: bytes) -> None:
+    """DATA appended whole: write(2) to a regular file is short only when interrupted or out
+    of space, and a line cut there would be no record of its file."""
+    while data:
+        data = data[os.write(descriptor, data) :]
 
 
 def _writes_only(mode: object, flags: object) -> bool:
@@ -109,7 +113,7 @@ def arm() -> None:
     # Kept open for the life of the process, each line written whole by one write(2): it
     # lands as it is seen, with no buffer for the process to lose at an abrupt exit.
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-    out = os.open(os.path.join(folder, f"{os.getpid()}.jsonl"), flags, 0o600)
+    out = os.open(os.path.join(folder, f"{os.getpid()}.jsonl"), flags, 0o666)  # as open()
     prefixes = sorted({sys.prefix, sys.base_prefix, sys.exec_prefix})
     loaded = sorted({name for root in roots for name in _loaded_from(root)})
     # The text `json.dumps` makes of {"pid": ..., "python": ..., "prefixes": [...],
