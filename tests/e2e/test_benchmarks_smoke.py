@@ -147,6 +147,29 @@ def test_instruction_counts_see_the_gates_plugin_and_its_tripwire() -> None:
     assert counts[0] < counts[1] < counts[2]
 
 
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_instruction_counts_of_a_real_suite_see_each_layer_and_the_closed_set() -> None:
+    """On a real suite's run, the closed set's child is the inferred one with the measurement's
+    hook staged first: it executes more still (the script refuses a count whose hook recorded
+    nothing, or whose command did not run its tests)."""
+    result = run_script("count_instructions.py", "--suite", "tomli-trimmed", "--skip-gate")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("tomli-trimmed's suite from the copy tests/data/tomli/project;")
+    rows = dict(
+        line.strip("| ").split(" | ")[:2]
+        for line in result.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| process")
+    )
+    counts = [float(value.replace(",", "")) for value in rows.values()]
+    assert list(rows) == [
+        "plain pytest",
+        "pytest, the gate's environment without the tripwire (oracles inferred)",
+        "the gate's test child, oracles inferred",
+        "the gate's test child, closed oracle set",
+    ]
+    assert counts[0] < counts[1] < counts[2] < counts[3]
+
+
 def test_properties_benchmark_runs_and_scores_every_test() -> None:
     result = run_script(
         "bench_properties.py", "--tests", "5", "--runs", "1", "--decompose", "--without-layers"
