@@ -131,6 +131,20 @@ def byte_compile(python: Path) -> None:
     subprocess.run([str(python), "-c", code], check=True)
 
 
+def contender_environment() -> dict[str, str]:
+    """The environment every contender runs in: the caller's, without PYTHONDONTWRITEBYTECODE.
+
+    So the warm-up round's plain pytest writes the project's bytecode and its rewritten test
+    modules, as any pytest run on a developer's machine does, and every contender reads them
+    from then on: the gate's test child, which writes none itself, as well. Were the
+    variable left to the shell, a shell that sets it would have every run of every contender
+    compile the project again, which adds the same cost to both sides of each ratio and so
+    shrinks it; `make bench`, which unsets the variable, would give other figures than the
+    same benchmark run by hand from such a shell.
+    """
+    return {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
 def write_plugin_rewrites(python: Path) -> None:
     """Have the pytest of PYTHON write the rewritten bytecode of its entry-point plugins, as
     the first pytest run of any environment where bytecode may be written does.
@@ -145,7 +159,7 @@ def write_plugin_rewrites(python: Path) -> None:
     "Caveat"). Written for every contender before anything is timed, the cache is the same
     for all of them.
     """
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env = contender_environment()
     with tempfile.TemporaryDirectory(prefix="bench-rewrites-") as empty:
         # Nothing to collect (exit 5): the plugins load, and are rewritten, all the same.
         argv = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--co", empty]
@@ -169,21 +183,21 @@ def gate_argv(
 
 def commands(root: Path, digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
     plugin_env = {
-        **os.environ,
+        **contender_environment(),
         "PYTEST_PLUGINS": "three_ledger.plugin.hooks",
         "THREE_LEDGER_RESULTS": str(root.parent / "results.jsonl"),
     }
     gate = gate_argv(PYTHON, digest, "../property.json")
     return {
-        "plain pytest": (pytest_argv(PYTHON), dict(os.environ)),
+        "plain pytest": (pytest_argv(PYTHON), contender_environment()),
         "pytest + plugin": (pytest_argv(PYTHON), plugin_env),
-        "three-ledger properties": (gate, dict(os.environ)),
+        "three-ledger properties": (gate, contender_environment()),
     }
 
 
 def closed_model(digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
     argv = gate_argv(PYTHON, digest, "../property-closed.json", "pins/properties-closed.json")
-    return {CLOSED: (argv, dict(os.environ))}
+    return {CLOSED: (argv, contender_environment())}
 
 
 def without_layers(digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
@@ -191,13 +205,15 @@ def without_layers(digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
     return {
         WITHOUT_LAYERS: (
             [str(PYTHON), "-P", "-c", WITHOUT_LAYERS_GATE, *argv[4:]],
-            dict(os.environ),
+            contender_environment(),
         )
     }
 
 
 def other_version(python: Path, digest: str) -> dict[str, tuple[list[str], dict[str, str]]]:
-    return {COMPARED: (gate_argv(python, digest, "../property-other.json"), dict(os.environ))}
+    return {
+        COMPARED: (gate_argv(python, digest, "../property-other.json"), contender_environment())
+    }
 
 
 def parts(root: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
@@ -207,9 +223,9 @@ def parts(root: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
     imports = "import three_ledger.cli, three_ledger.commands.properties"
     return {
         "pytest + plugin in the namespace": (namespace_argv(pytest), plugin_env),
-        "gate start-up and imports": ([str(PYTHON), "-c", imports], dict(os.environ)),
-        "namespace probe": (namespace_argv([str(PYTHON), "-c", "pass"]), dict(os.environ)),
-        "python -c pass": ([str(PYTHON), "-c", "pass"], dict(os.environ)),
+        "gate start-up and imports": ([str(PYTHON), "-c", imports], contender_environment()),
+        "namespace probe": (namespace_argv([str(PYTHON), "-c", "pass"]), contender_environment()),
+        "python -c pass": ([str(PYTHON), "-c", "pass"], contender_environment()),
     }
 
 

@@ -12,6 +12,8 @@ round, plain `python -m pytest -q -p no:cacheprovider -p no:hypothesispytest` on
 tests (none of the suites uses hypothesis; see PLUGINS_OFF in bench_properties.py) and
 `three-ledger properties` under each pin, and prints a Markdown table of wall and CPU time
 medians (CPU: user + sys of the command and every process under it) and their ratios.
+Every contender runs without PYTHONDONTWRITEBYTECODE, so that the warm-up round writes the
+project's bytecode and every later run reads it (`bench_properties.contender_environment`).
 
 Suites (SUITES below), each fetched at benchmark time and never committed:
 
@@ -52,7 +54,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench_properties import PLUGINS_OFF, byte_compile, write_plugin_rewrites
+from bench_properties import (
+    PLUGINS_OFF,
+    byte_compile,
+    contender_environment,
+    write_plugin_rewrites,
+)
 from timing import Run, median_cpu_seconds, median_seconds, run_measured, spread
 
 PYTHON = Path(sys.executable)
@@ -362,7 +369,7 @@ def measure(
     for round_number in range(warmup + runs):
         shift = round_number % len(names)
         for name in names[shift:] + names[:shift]:
-            run = run_measured(PYTHON, measured[name].argv, root)
+            run = run_measured(PYTHON, measured[name].argv, root, env=contender_environment())
             child = checked_child_seconds(measured[name])
             if round_number >= warmup:
                 timed[name].append(run)

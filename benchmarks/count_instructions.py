@@ -19,7 +19,9 @@ the environment it gives its test command (a command that prints it), then count
   run natively: git, the trampolines, pytest);
 - `python -c pass`, bare and under the closed oracle set's measurement (the audit hook
   every Python process of such a run imports first): what a Python subprocess a test
-  starts pays for being measured.
+  starts pays for being measured;
+- an audit event, under one Python audit hook that returns at once and under two: the
+  floor of the hooks the gate arms, which CPython pays for every event a test raises.
 
 With `--suite NAME`, the same counts on a real project's suite as `bench_real_suite.py`
 builds it (its repository, its pins, its test command and its Python): plain pytest, pytest
@@ -37,9 +39,11 @@ rewritten bytecode an earlier pytest left in the source tree's `__pycache__` wou
 or not as that tree was last edited; the staged copy is rewritten in every run, as in the
 gate's. Plain pytest runs
 in the gate's closed environment too, so that what the caller's environment holds (a
-coverage hook, an xdist worker's variables) weighs on no row. Each process runs once,
-uncounted, before it is counted, so that none pays for caches another one then finds
-written. Needs valgrind.
+coverage hook, an xdist worker's variables) weighs on no row. A plain pytest run first
+writes the project's bytecode and its rewritten test modules, as the first pytest run on a
+machine does, and every process counted reads them (none writes any, in the gate's
+environment); each process then runs once, uncounted, before it is counted, so that none
+pays for caches another one then finds written. Needs valgrind.
 """
 
 from __future__ import annotations
@@ -171,6 +175,13 @@ def main() -> int:
                 temp, args.suite, args.suite_source, args.skip_gate
             )
         scratch = temp / "written"
+        # The project's bytecode and its rewritten test modules, written once, as the first
+        # pytest run on a machine writes them (`bench_properties.contender_environment`), and
+        # read by every process counted: none of them writes any.
+        argv, env = contenders["plain pytest"]
+        fresh(scratch, env)
+        writes = {key: value for key, value in env.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.run(argv, env=writes, cwd=root, capture_output=True, check=False)
         for argv, env in contenders.values():
             fresh(scratch, env)
             subprocess.run(argv, env=env, cwd=root, capture_output=True, check=False)
@@ -190,7 +201,39 @@ def main() -> int:
             measured = count([str(PYTHON), "-c", "pass"], *measured_environment(Path(folder)))
         print(f"\n`python -c pass`: {bare / 1e6:,.1f} million; under the closed oracle set's "
               f"measurement, as each Python subprocess of a test runs: {measured / 1e6:,.1f} million.")  # fmt: skip  # noqa: E501
+        first, second = audit_event_cost()
+        print(f"An audit event: {first:,.0f} instructions with one audit hook that returns at "
+              f"once, {second:,.0f} more for a second hook.")  # fmt: skip
     return 0
+
+
+# 100,000 events (`id()` raises `builtins.id`) under HOOKS audit hooks that return at once.
+_EVENTS = 100_000
+_EVENT_LOOP = """import sys
+def hook(event, args):
+    if event == "object.__setattr__":
+        pass
+for _ in range({hooks}):
+    sys.addaudithook(hook)
+thing, identity = object(), id
+for _ in range({events}):
+    identity(thing)
+"""
+
+
+def audit_event_cost() -> tuple[float, float]:
+    """What CPython spends an audit event where one Python audit hook is installed, and what a
+    second adds: the floor of the machinery audit's hook and of the closed set's, which drop
+    nearly every event at their first statement."""
+    counts = [
+        count(
+            [str(PYTHON), "-c", _EVENT_LOOP.format(hooks=hooks, events=_EVENTS)],
+            caller_environment(),
+            Path.cwd(),
+        )
+        for hooks in (0, 1, 2)
+    ]
+    return (counts[1] - counts[0]) / _EVENTS, (counts[2] - counts[1]) / _EVENTS
 
 
 def _plain(child: dict[str, str]) -> dict[str, str]:

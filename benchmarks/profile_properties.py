@@ -34,6 +34,7 @@ PHASES = [
     ("three_ledger.run.observation", "run_child", "the test command (trampoline, pytest)"),
     ("three_ledger.run.observation", "read_plugin_results", "read the results"),
     ("three_ledger.run.observation", "read_harness", "read the harness"),
+    ("three_ledger.run_order", "recorded", "the run order (the results read again)"),
     ("three_ledger.run.observation", "measured_changes", "the oracles, inferred (git)"),
     ("three_ledger.run.observation", "closed_changes", "the oracles, closed set (git)"),
     ("three_ledger.commands.properties", "property_ledger", "score, build the ledger"),

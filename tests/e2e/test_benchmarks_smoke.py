@@ -6,6 +6,7 @@ No timing is asserted: `make test` must not depend on how busy the machine is.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -145,6 +146,9 @@ def test_instruction_counts_see_the_gates_plugin_and_its_tripwire() -> None:
         "the gate's test child",
     ]
     assert counts[0] < counts[1] < counts[2]
+    event = re.search(r"An audit event: ([\d,]+) instructions .*, ([\d,]+) more", result.stdout)
+    assert event is not None, result.stdout
+    assert all(int(cost.replace(",", "")) > 0 for cost in event.groups())
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
