@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from three_ledger.errors import InfraFailure
 from three_ledger.frozen import frozen
@@ -480,20 +480,32 @@ def read_results_file(path: Path) -> list[TestResult]:
     because a run killed mid-write leaves exactly that, and the lines before it are still
     evidence. `skip_reason` is optional; other keys are ignored.
     """
+    return read_results_records(path)[0]
+
+
+def read_results_records(path: Path) -> tuple[list[TestResult], list[dict[str, Any]]]:
+    """`read_results_file`'s results, and the object of each line they were read from, in the
+    file's order (the run order's source: `run_order.recorded`), from one reading of the file.
+    An unfinished last line that is not a record is in neither."""
     label = f"results file {path}"
     lines = _read_bytes(path, label).split(b"\n")
     # After the final newline, split leaves b"" or the unfinished tail of a killed write.
     complete = lines[:-1]
     records = parsed_together(complete)
-    if records is None:
-        results = [_record(label, number, raw) for number, raw in enumerate(complete, start=1)]
+    if records is None:  # one line at a time: the first that is not a record is named
+        read = [_line(label, number, raw) for number, raw in enumerate(complete, start=1)]
+        results = [result for result, _ in read]
+        records = [record for _, record in read]
     else:
         results = _results_from_json(label, records)
     if lines[-1]:
-        results.extend(_unfinished_record(label, len(lines), lines[-1]))
+        unfinished = _unfinished_line(label, len(lines), lines[-1])
+        if unfinished is not None:
+            results.append(unfinished[0])
+            records = [*records, unfinished[1]]
     if not results:
         raise InfraFailure(f"{label}: empty, so no results could be read")
-    return merge_worst(results)
+    return merge_worst(results), records
 
 
 def _read_bytes(path: Path, label: str) -> bytes:
@@ -519,16 +531,26 @@ def parsed_together(lines: list[bytes]) -> list[dict[str, Any]] | None:
     return records
 
 
-def _unfinished_record(label: str, number: int, raw: bytes) -> list[TestResult]:
+def _unfinished_line(
+    label: str, number: int, raw: bytes
+) -> tuple[TestResult, dict[str, Any]] | None:
+    """The result and the object of a last line without its newline; None where it is not
+    JSON, which a killed write leaves."""
     try:
         decoded = _decoded_json(label, number, raw)
     except InfraFailure:
-        return []
-    return [_result_from_json(label, number, decoded)]
+        return None
+    return _checked(label, number, decoded)
 
 
-def _record(label: str, number: int, raw: bytes) -> TestResult:
-    return _result_from_json(label, number, _decoded_json(label, number, raw))
+def _line(label: str, number: int, raw: bytes) -> tuple[TestResult, dict[str, Any]]:
+    return _checked(label, number, _decoded_json(label, number, raw))
+
+
+def _checked(label: str, number: int, decoded: object) -> tuple[TestResult, dict[str, Any]]:
+    """The result of one line's object, and the object: `_result_from_json` refuses any
+    other value than an object (InfraFailure)."""
+    return _result_from_json(label, number, decoded), cast("dict[str, Any]", decoded)
 
 
 def _decoded_json(label: str, number: int, raw: bytes) -> object:

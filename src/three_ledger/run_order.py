@@ -26,7 +26,6 @@ from three_ledger.ledgers import (
     ledger_text,
     write_ledger,
 )
-from three_ledger.results import parsed_together
 
 if TYPE_CHECKING:
     from three_ledger.other_ledgers import PropertyShardLedger
@@ -41,13 +40,15 @@ KIND = "run_order"
 LedgerT = TypeVar("LedgerT", PropertyLedger, "PropertyShardLedger")
 
 
-def recorded(results_path: Path, order_path: Path, kept: Iterable[str]) -> RunOrder:
-    """The run's order from the plugin's results file and seed record, for the ids KEPT (the
-    project's own items: the sentinels are not among them)."""
+def recorded(lines: Iterable[Mapping[str, Any]], order_path: Path, kept: Iterable[str]) -> RunOrder:
+    """The run's order from the objects of the plugin's results lines, in the file's order
+    (`results.read_results_records`: the same reading of the file its results come from), and
+    its seed record, for the ids KEPT (the project's own items: the sentinels are not among
+    them)."""
     wanted = set(kept)
     workers: dict[str, list[str]] = {}
-    for line in _lines(results_path):
-        if line is None or line.get(ID_KEY) not in wanted:
+    for line in lines:
+        if line.get(ID_KEY) not in wanted:
             continue
         worker = line.get(WORKER_KEY)
         name = worker if isinstance(worker, str) and worker else MAIN_WORKER
@@ -59,29 +60,6 @@ def recorded(results_path: Path, order_path: Path, kept: Iterable[str]) -> RunOr
         seeds={name: seeds[0] for name in workers or [MAIN_WORKER]} if seeds else {},
         workers={name: ledger_text(ids) for name, ids in sorted(workers.items())},
     )
-
-
-def _lines(results_path: Path) -> list[dict[str, Any] | None]:
-    """Each line's object, None where a line is not one. The complete lines are parsed in one
-    call, as `results.read_results_file` parses them; one by one only where that fails."""
-    raw_lines = results_path.read_bytes().split(b"\n")
-    together = parsed_together(raw_lines[:-1])
-    if together is None:
-        return [_line(raw) for raw in raw_lines]
-    lines: list[dict[str, Any] | None] = list(together)
-    if raw_lines[-1]:
-        lines.append(_line(raw_lines[-1]))
-    return lines
-
-
-def _line(raw: bytes) -> dict[str, Any] | None:
-    """One results line; None for a killed run's unfinished last line (results.py reads
-    the file first, and refuses any other broken line)."""
-    try:
-        line = json.loads(raw)
-    except ValueError:
-        return None
-    return line if isinstance(line, dict) else None
 
 
 def _seeds(order_path: Path) -> list[Seed]:

@@ -242,6 +242,21 @@ def committed(root: Path, files: dict[str, bytes], *, digest: str | None = None)
     return pin
 
 
+def write_properties_pin(root: Path) -> Path:
+    """One property over the fixture a.json, with the network allowed; the pin's path."""
+    path = root / "pins/properties.json"
+    write_json(
+        path,
+        {
+            "pin_id": "proppin-test",
+            "fixture_pins": ["fixpin-test"],
+            "network": "allowed",
+            "properties": [{"id": "a", "claim": "a.", "domain": ["a.json"], "test": "test_a"}],
+        },
+    )
+    return path
+
+
 TWO_FILES = {"fixtures/a.json": b"{}", "fixtures/b.json": b"[]"}
 
 
@@ -328,15 +343,7 @@ def test_properties_refuses_a_moved_fixture_without_a_reviewed_digest_before_run
 ) -> None:
     root = tmp_path / "project"
     make_tree(root, {"fixtures/a.json": b"{}", "fixtures/b.json": b"[]"})
-    write_json(
-        root / "pins/properties.json",
-        {
-            "pin_id": "proppin-test",
-            "fixture_pins": ["fixpin-test"],
-            "network": "allowed",
-            "properties": [{"id": "a", "claim": "a.", "domain": ["a.json"], "test": "test_a"}],
-        },
-    )
+    properties = write_properties_pin(root)
     pin = committed(root, {"fixtures/a.json": b"{}", "fixtures/b.json": b"[]"})
     (root / "fixtures/b.json").write_bytes(b"[0]")
     # The gate asks git once for every changed path: only pinned fixtures among them moved.
@@ -345,7 +352,7 @@ def test_properties_refuses_a_moved_fixture_without_a_reviewed_digest_before_run
     base = ["--base", "HEAD"] if base_from == "--base" else []
     live = seed_digest(root, ["fixtures/a.json", "fixtures/b.json"])
     result = run_cli(
-        "properties", "--pin", pin, "--properties", root / "pins/properties.json",
+        "properties", "--pin", pin, "--properties", properties,
         "--expect-digest", live, "--command", "touch ran", "--root", root,
         "--out", tmp_path / "p.json", *base,
     )  # fmt: skip
@@ -439,3 +446,23 @@ def test_a_pinned_file_swapped_for_a_fifo_after_the_tree_check_is_refused(tmp_pa
     os.mkfifo(tmp_path / "fixtures/b.json")
     with pytest.raises(Refused, match=r"fixtures/b\.json: pinned fixture is not a regular file"):
         hash_files(tmp_path, ["fixtures/a.json", "fixtures/b.json"])
+
+
+def test_properties_says_how_the_plugin_may_have_been_lost_when_no_results_came(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """The results and the run order are read together: a command that wrote neither is refused
+    (exit 4) with the hint, and no ledger is written."""
+    root = tmp_path / "project"
+    make_tree(root, {"fixtures/a.json": b"{}"})
+    properties = write_properties_pin(root)
+    pin = committed(root, {"fixtures/a.json": b"{}"})
+    result = run_cli(
+        "properties", "--pin", pin, "--properties", properties,
+        "--expect-digest", seed_digest(root, ["fixtures/a.json"]), "--command", "true",
+        "--root", root, "--out", tmp_path / "p.json", "--base", "HEAD",
+    )  # fmt: skip
+    assert result.code == 4, result.err
+    assert "results.jsonl: missing, so no results could be read" in result.first_error_line
+    assert "the plugin wrote nothing: is the command pytest" in result.err
+    assert not (tmp_path / "p.json").exists()

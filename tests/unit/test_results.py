@@ -27,6 +27,7 @@ from three_ledger.results import (
     merge_worst,
     property_statuses,
     read_results_file,
+    read_results_records,
     score_properties,
     scored_fields,
 )
@@ -124,6 +125,21 @@ def test_a_skip_reason_is_kept_on_a_skip_alone(tmp_path: Path) -> None:
         ("t.py::b", SKIP, "why"),
         ("t.py::c", SKIP, None),
     ]
+
+
+def test_the_records_of_a_results_file_are_its_lines_objects_in_order(tmp_path: Path) -> None:
+    """What the run order is read from: every line's object, repeated ids and keys the results
+    leave out (the worker) kept, from the same reading as the merged results."""
+    path = tmp_path / "results.jsonl"
+    records = [
+        {"id": "t.py::a", "property_ids": [], "outcome": "fail", "worker": "gw1"},
+        {"id": "t.py::b", "property_ids": [], "outcome": "pass", "worker": "gw0"},
+        {"id": "t.py::a", "property_ids": [], "outcome": "pass", "worker": "gw1"},
+    ]
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    results, lines = read_results_records(path)
+    assert lines == records
+    assert results == read_results_file(path) == [result("t.py::a", FAIL), result("t.py::b", PASS)]
 
 
 def test_results_file_merges_repeated_ids_worst_first(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from helpers.records import property_ledger
 from three_ledger import run_order
 from three_ledger.errors import Refused
 from three_ledger.ledgers import OrderFile, PropertyLedger, RunOrder, Seed, read_ledger
+from three_ledger.results import read_results_records
 
 
 def _results(path: Path, lines: list[dict[str, object]], tail: bytes = b"") -> Path:
@@ -27,12 +28,17 @@ def _line(test_id: str, worker: str | None = None) -> dict[str, object]:
     return line
 
 
+def _lines(path: Path) -> list[dict[str, object]]:
+    """The objects of the results file's lines, from the reading its results come from."""
+    return read_results_records(path)[1]
+
+
 def test_each_worker_keeps_the_order_of_its_lines_without_the_sentinels(tmp_path: Path) -> None:
     lines = [_line("t::a", "gw1"), _line("t::sentinel", "gw0"), _line("t::b", "gw0")]
     lines += [_line("t::c", "gw1"), _line("t::a", "gw1")]
     results = _results(tmp_path / "r.jsonl", lines, tail=b'{"id": "t::cut')
     (tmp_path / "o.json").write_text('[{"plugin": "randomly", "seed": 9}]')
-    order = run_order.recorded(results, tmp_path / "o.json", ["t::a", "t::b", "t::c"])
+    order = run_order.recorded(_lines(results), tmp_path / "o.json", ["t::a", "t::b", "t::c"])
     assert order.workers == {"gw0": ("t::b",), "gw1": ("t::a", "t::c", "t::a")}
     assert order.tests == 4
     assert order.seeds == {"gw0": Seed("randomly", 9), "gw1": Seed("randomly", 9)}
@@ -41,23 +47,28 @@ def test_each_worker_keeps_the_order_of_its_lines_without_the_sentinels(tmp_path
 def test_lines_without_a_worker_are_the_main_process_and_no_seed_is_none(tmp_path: Path) -> None:
     results = _results(tmp_path / "r.jsonl", [_line("t::a"), _line("t::b")])
     (tmp_path / "o.json").write_text('[{"plugin": "randomly", "seed": "not a number"}]')
-    order = run_order.recorded(results, tmp_path / "o.json", ["t::a", "t::b"])
+    order = run_order.recorded(_lines(results), tmp_path / "o.json", ["t::a", "t::b"])
     assert order.workers == {"main": ("t::a", "t::b")}
     assert order.seeds == {}
-    assert run_order.recorded(results, tmp_path / "absent.json", []).tests == 0
+    assert run_order.recorded(_lines(results), tmp_path / "absent.json", []).tests == 0
 
 
-@pytest.mark.parametrize("odd", [b"[1]", b"{not json", b"\xff"])
-def test_a_line_that_is_not_a_record_is_passed_over_and_the_others_kept(
-    tmp_path: Path, odd: bytes
+_CUT = b'{"id": "t::c", "property_ids": []'
+_WHOLE = json.dumps(_line("t::c", "gw0")).encode()
+
+
+@pytest.mark.parametrize(("tail", "ran"), [(_CUT, False), (_WHOLE, True)])
+def test_an_unfinished_last_line_is_in_the_order_as_it_is_in_the_results(
+    tmp_path: Path, tail: bytes, ran: bool
 ) -> None:
-    """The lines are parsed in one call; one that is not an object (results.py refuses such a
-    file before the order is read) sends the reading line by line, with the same order."""
-    path = tmp_path / "r.jsonl"
-    _results(path, [_line("t::a", "gw0")])
-    path.write_bytes(path.read_bytes() + odd + b"\n" + json.dumps(_line("t::b", "gw0")).encode())
-    order = run_order.recorded(path, tmp_path / "absent.json", ["t::a", "t::b"])
-    assert order.workers == {"gw0": ("t::a", "t::b")}
+    """A killed run's last line, without its newline: a record counts in the results and in the
+    order alike, since both come from one reading of the file; anything else in neither."""
+    path = _results(tmp_path / "r.jsonl", [_line("t::a", "gw0"), _line("t::b", "gw0")], tail)
+    results, lines = read_results_records(path)
+    ids = [result.id for result in results]
+    order = run_order.recorded(lines, tmp_path / "absent.json", ids)
+    assert ids == (["t::a", "t::b", "t::c"] if ran else ["t::a", "t::b"])
+    assert order.workers == {"gw0": tuple(ids)}
 
 
 def _with_order(count: int) -> PropertyLedger:

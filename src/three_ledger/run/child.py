@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from three_ledger import env_policy
 from three_ledger.errors import InfraFailure
@@ -35,7 +35,7 @@ from three_ledger.plugin.wire import (
     PIN_ID_ENV,
     RESULTS_ENV,
 )
-from three_ledger.results import TestResult, read_results_file
+from three_ledger.results import TestResult, read_results_file, read_results_records
 from three_ledger.run import network_namespace
 from three_ledger.run.staging import StagedPlugin, plugin_environment
 from three_ledger.run.trampoline import KILLED_BY, SIGNAL_BASE, signal_name
@@ -239,12 +239,28 @@ def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
     try:
         return read_results_file(results_path)
     except InfraFailure as failure:
-        failure.details.append(
-            "the plugin wrote nothing: is the command pytest, and does it keep the "
-            f"environment (PYTHONPATH, PYTEST_PLUGINS)? Other runners need --junit-xml "
-            f"(log: {log_path})"
-        )
+        failure.details.append(_plugin_lost(log_path))
         raise
+
+
+def read_plugin_records(
+    results_path: Path, log_path: Path
+) -> tuple[list[TestResult], list[dict[str, Any]]]:
+    """The plugin's results and the object of each of its lines, in order, from one reading
+    of the file (`read_results_records`); errors as `read_plugin_results`."""
+    try:
+        return read_results_records(results_path)
+    except InfraFailure as failure:
+        failure.details.append(_plugin_lost(log_path))
+        raise
+
+
+def _plugin_lost(log_path: Path) -> str:
+    return (
+        "the plugin wrote nothing: is the command pytest, and does it keep the "
+        f"environment (PYTHONPATH, PYTEST_PLUGINS)? Other runners need --junit-xml "
+        f"(log: {log_path})"
+    )
 
 
 def exit_meaning(

@@ -46,7 +46,7 @@ from three_ledger.run.child import (
     Child,
     exit_meaning,
     killed_in_sandbox,
-    read_plugin_results,
+    read_plugin_records,
     run_child,
     sandbox,
 )
@@ -227,13 +227,13 @@ def observe(
                 f"{meaning} (log: {run.log_path})",
                 read_only_hints(run.log_path, run.root) if confinement.mounts else (),
             )
-        recorded = read_plugin_results(results_path, run.log_path)
+        recorded, lines = read_plugin_records(results_path, run.log_path)
         try:
             results, guarded = tripwire.checked_and_removed(
                 recorded, tripwire.read_record(record), allow_empty=run.shard_ids is not None
             )
             harness = read_harness(harness_path)
-            order = run_order.recorded(results_path, order_path, (r.id for r in results))
+            order = run_order.recorded(lines, order_path, (r.id for r in results))
             index = ResultIndex(results)
             kept = index.pinned(checked.properties_pin.selectors(), checked.flake_selectors())
             uses = {} if measuring is None else measurement.read_measured(measuring, run.root)
