@@ -129,17 +129,23 @@ def test_imports_benchmark_times_a_command_and_a_compared_version() -> None:
     assert rows[2].startswith(f"| {sys.executable} |")
 
 
+def counted_rows(stdout: str) -> dict[str, float]:
+    """count_instructions.py's table: each process and its millions of instructions."""
+    rows = (
+        line.strip("| ").split(" | ")[:2]
+        for line in stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| process")
+    )
+    return {label: float(value.replace(",", "")) for label, value in rows}
+
+
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
 def test_instruction_counts_see_the_gates_plugin_and_its_tripwire() -> None:
     """The child's environment is the gate's: each layer of it executes more than the last."""
     result = run_script("count_instructions.py", "--tests", "1", "--skip-gate")
     assert result.returncode == 0, result.stderr
-    rows = dict(
-        line.strip("| ").split(" | ")[:2]
-        for line in result.stdout.splitlines()
-        if line.startswith("| ") and not line.startswith("| process")
-    )
-    counts = [float(value.replace(",", "")) for value in rows.values()]
+    rows = counted_rows(result.stdout)
+    counts = list(rows.values())
     assert list(rows) == [
         "plain pytest",
         "pytest, the gate's environment without the tripwire",
@@ -159,12 +165,8 @@ def test_instruction_counts_of_a_real_suite_see_each_layer_and_the_closed_set() 
     result = run_script("count_instructions.py", "--suite", "tomli-trimmed", "--skip-gate")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("tomli-trimmed's suite from the copy tests/data/tomli/project;")
-    rows = dict(
-        line.strip("| ").split(" | ")[:2]
-        for line in result.stdout.splitlines()
-        if line.startswith("| ") and not line.startswith("| process")
-    )
-    counts = [float(value.replace(",", "")) for value in rows.values()]
+    rows = counted_rows(result.stdout)
+    counts = list(rows.values())
     assert list(rows) == [
         "plain pytest",
         "pytest, the gate's environment without the tripwire (oracles inferred)",
