@@ -294,3 +294,34 @@ def test_outside_git_there_is_no_git_warning(run_cli: RunCli, tmp_path: Path) ->
     drafted = draft(run_cli, tmp_path)
     assert drafted.code == 0
     assert "git" not in drafted.err
+
+
+def test_test_code_in_the_drafted_folder_is_warned_about(run_cli: RunCli, tmp_path: Path) -> None:
+    # Data beside the test code that reads it: pinned whole, an edit to the tests would move
+    # the digest. What pytest collects follows ROOT's settings, as the gate reads them.
+    make_tree(tmp_path, {
+        "pytest.ini": b"[pytest]\npython_files = check_*.py\n",
+        "fixtures/spec.json": b"{}\n",
+        "fixtures/check_spec.py": b"def test_spec(): pass\n",
+        "fixtures/conftest.py": b"",
+        "fixtures/test_not_collected_here.py": b"",
+        "fixtures/get_spec.py": b"",
+    })  # fmt: skip
+    drafted = draft(run_cli, tmp_path)
+    assert drafted.code == 0, drafted.err
+    assert len(json.loads(drafted.out)["files"]) == 5
+    warned = [line for line in drafted.err.splitlines() if "test code" in line]
+    expected = (
+        "three-ledger: warning: 2 drafted files are test code (fixtures/check_spec.py, "
+        "fixtures/conftest.py): pinned, an edit to one moves the fixture digest and the gate "
+        "rejects the change (row 1), where a change to tests outside the pin goes to their "
+        "owners; draft folders that hold data only"
+    )
+    assert warned == [expected]
+
+
+def test_a_folder_of_data_gets_no_test_code_warning(run_cli: RunCli, tmp_path: Path) -> None:
+    make_tree(tmp_path, {"fixtures/cases/test_case.json": b"{}\n", "fixtures/expected.py": b""})
+    drafted = draft(run_cli, tmp_path)
+    assert drafted.code == 0, drafted.err
+    assert "test code" not in drafted.err

@@ -105,6 +105,58 @@ def test_a_failing_property_is_a_reject_with_annotations_in_github(
     assert "merge" in failed
 
 
+def test_the_console_names_the_tests_behind_a_miss_and_the_failures_outside_every_property(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    # A failure no property covers changes no posture; on the console it is named all the
+    # same, before the posture line, as `merge` names it.
+    repo, base = project
+    outcomes = {
+        **PASSING,
+        f"{TEST_FILE}::test_id_stable": "fail",
+        f"{TEST_FILE}::test_extra": "fail",
+    }
+    code, stdout, out = gate(run_cli, repo, stand_in(outcomes), "--base", base)
+    assert (code, decision(out)[:2]) == (1, ("reject", 7))
+    lines = stdout.splitlines()
+    posture = next(at for at, line in enumerate(lines) if line.startswith("posture: "))
+    miss = lines.index("orders.id.stable is fail:")
+    assert lines[miss + 1] == f"  {TEST_FILE}::test_id_stable (fail)"
+    outside = lines.index("1 test outside every property failed:")
+    assert lines[outside + 1] == f"  {TEST_FILE}::test_extra"
+    assert miss < outside < posture
+
+
+def test_a_failure_outside_every_property_leaves_the_posture_and_is_shown(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    repo, base = project
+    code, stdout, out = gate(
+        run_cli, repo, stand_in({**PASSING, f"{TEST_FILE}::test_extra": "fail"}), "--base", base
+    )
+    assert (code, decision(out)[:2]) == (0, ("review", 9))
+    assert f"1 test outside every property failed:\n  {TEST_FILE}::test_extra\n" in stdout
+
+
+def test_a_refused_step_shows_its_hint_under_its_console_line(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    # A ROOT one folder too deep: the pinned folder is missing there. How to fix it is the
+    # refusal's hint, on the console under the step's line, not in its log alone.
+    repo, base = project
+    result = run_cli(
+        "gate", "--pins-dir", repo / "pins", "--root", repo / "properties", "--command",
+        stand_in(PASSING), "--out-dir", repo.parent / "out", "--base", base,
+    )  # fmt: skip
+    lines = result.out.splitlines()
+    step = next(at for at, line in enumerate(lines) if line.startswith("digest A "))
+    assert ": exit 2: " in lines[step]
+    hint = lines[step + 1]
+    assert hint.startswith("  fixtures/ exists under ")
+    assert "pinned paths are relative to --root" in hint
+    assert ", so give --root " in hint
+
+
 def test_a_fired_flake_is_observed_and_noted(project: tuple[Path, str], run_cli: RunCli) -> None:
     repo, base = project
     fired = {**PASSING, f"{TEST_FILE}::test_boundary_timeout": "fail"}

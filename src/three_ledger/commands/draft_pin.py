@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from three_ledger import git, jsonio
@@ -20,6 +20,7 @@ from three_ledger.frozen import frozen
 from three_ledger.hints import shown_path
 from three_ledger.paths import casefold_twins, path_problem, printable
 from three_ledger.pins import folder_overlaps
+from three_ledger.test_changes import CONFTEST, layout_in_tree
 
 # How many paths a warning names before it only counts.
 _NAMED = 5
@@ -52,6 +53,9 @@ def draft_pin(
     print(f"three-ledger: drafted a fixture pin of {count} files", file=sys.stderr)
     for line in git_warnings(root, folders, untracked, tracked_only):
         print(f"three-ledger: {line}", file=sys.stderr)
+    warning = test_code_warning(root, document["files"])
+    if warning is not None:
+        print(f"three-ledger: {warning}", file=sys.stderr)
     print(f"three-ledger: {REVIEW_NOTE}", file=sys.stderr)
     return ExitCode.OK
 
@@ -184,6 +188,24 @@ def git_warnings(
             "commit them with the pin, or draft with --tracked-only"
         )
     return lines
+
+
+def test_code_warning(root: Path, files: Sequence[str]) -> str | None:
+    """A warning naming the drafted files that are test code: the modules pytest would collect
+    under ROOT's pytest settings, and `conftest.py` files. Pinned, they are fixture bytes, and
+    an edit to one moves the digest: the gate rejects it (row 1) where, outside the pin, it
+    would go to the test owners as a test change. None when the draft holds no test code."""
+    layout = layout_in_tree(root)
+    code = [
+        path for path in files if PurePosixPath(path).name == CONFTEST or layout.would_collect(path)
+    ]
+    if not code:
+        return None
+    return (
+        f"warning: {_files(code)} test code ({_named(code)}): pinned, an edit to one moves "
+        "the fixture digest and the gate rejects the change (row 1), where a change to tests "
+        "outside the pin goes to their owners; draft folders that hold data only"
+    )
 
 
 def _files(paths: Sequence[str]) -> str:

@@ -308,8 +308,8 @@ class InProcess:
         # Taken before the step's output goes to its log: the lines reach the console.
         reporter = progress("gate", sys.stdout)
         with reporter.running(name):
-            code, message, details = run_step_logged(log, lambda: self._run(call))
-        return Ran(code, log, message, tuple(details))
+            code, message, details, hints = run_step_logged(log, lambda: self._run(call))
+        return Ran(code, log, message, tuple(details), tuple(hints))
 
     def finished(self, step: Step) -> None:
         self.steps_done += 1
@@ -442,16 +442,17 @@ def moved_fixtures(root: Path, base: str, plan: Plan) -> tuple[str, ...]:
     return tuple(sorted(moved))
 
 
-def run_step_logged(log: Path, action: Callable[[], int]) -> tuple[int, str, list[str]]:
-    """Run one step with its output in LOG; a refusal becomes its code, message and details."""
+def run_step_logged(log: Path, action: Callable[[], int]) -> tuple[int, str, list[str], list[str]]:
+    """Run one step with its output in LOG; a refusal becomes its code, message, details and
+    notes (its hints, which the console shows too)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with _redirected(log) as stream:
         try:
-            return action(), "", []
+            return action(), "", [], []
         except GateError as exc:
             lines = [exc.message, *(f"  {d}" for d in exc.details), *exc.notes]
             print("\n".join(f"three-ledger: {line}" for line in lines), file=stream)
-            return exc.exit_code, exc.message, exc.details
+            return exc.exit_code, exc.message, exc.details, exc.notes
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ from three_ledger.other_ledgers import (
     MergeDecision,
     VetLedger,
 )
+from three_ledger.report.findings import findings, plain_lines
 from three_ledger.report.junit_verdict import PropertyCase, StepCase, property_cases
 from three_ledger.report.step_summary import (
     FlakeEvidenceNote,
@@ -94,6 +95,8 @@ class Step:
     log: Path | None
     # A refusal's detail lines (check-pins lists every problem there).
     details: tuple[str, ...] = ()
+    # A refusal's hints: what to do about it (a wrong --root, say), shown on the console.
+    hints: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -214,9 +217,11 @@ def _describe_flake_evidence(found: FlakeEvidenceLedger) -> str:
 
 
 def step_line(step: Step) -> str:
+    """The step's console line, then one indented line per hint of a refusal."""
     if step.exit_code is None:
         return one_line(f"{step.name}: not run: {step.note}")
-    return one_line(f"{step.name}: exit {step.exit_code}: {step.note}")
+    lines = [f"{step.name}: exit {step.exit_code}: {step.note}", *(f"  {h}" for h in step.hints)]
+    return "\n".join(map(one_line, lines))
 
 
 def render_steps(steps: Sequence[Step]) -> str:
@@ -234,6 +239,11 @@ def console_report(outcome: GateOutcome) -> str:
     if found is not None and found.ledger is not None:
         shown = [one_line(line) for line in flake_evidence_lines(found.ledger)]
         lines += [*shown, "(flake evidence is for people: the posture stands)", ""]
+    # As `merge` prints them: each property miss with its first failing tests, then the
+    # failures outside every property, which change no posture and must not go unseen.
+    prop = outcome.property_ledger()
+    if prop is not None:
+        lines += [one_line(line) for line in plain_lines(findings(prop))]
     verdict = outcome.verdict
     if verdict is None:
         lines.append("posture: none: merge wrote no decision (see its step above)")

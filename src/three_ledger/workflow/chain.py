@@ -136,12 +136,14 @@ Call = Digest | Properties | DualPin | FlakeObserve | FlakeEvidence | Vet | Chec
 
 @frozen
 class Ran:
-    """How a step that ran ended: its exit code, its log, a refusal's message and details."""
+    """How a step that ran ended: its exit code, its log, a refusal's message, details and
+    hints (what to do about it)."""
 
     exit_code: int
     log: Path | None
     message: str = ""
     details: tuple[str, ...] = ()
+    hints: tuple[str, ...] = ()
 
 
 class StepRunner(Protocol):
@@ -201,7 +203,17 @@ class Chain:
         unreadable = f"ledger unreadable: {problem}" if problem is not None else ""
         note = ran.message or unreadable or describe(call.KIND, record)
         return self._add(
-            Step(call.KIND, name, ran.exit_code, ledger, record, note, ran.log, ran.details)
+            Step(
+                call.KIND,
+                name,
+                ran.exit_code,
+                ledger,
+                record,
+                note,
+                ran.log,
+                ran.details,
+                ran.hints,
+            )
         )
 
     def skip(self, kind: StepKind, name: str, why: str) -> None:
