@@ -278,8 +278,10 @@ def test_plan_prints_the_measured_oracles_as_a_codeowners_block(repo: Repo) -> N
     repo = with_helper_module(repo)
     owners = plan_json(repo)["codeowners"]
     # The helper the tests import is measured; the product and the fixtures are not oracles.
-    assert {"/testsupport/checks.py", "/properties/test_orders.py", "/pytest.ini"} <= set(owners)
+    # The pin's `oracle_paths` folder `properties` is one line, which covers its test modules.
+    assert {"/testsupport/checks.py", "/properties/", "/pytest.ini"} <= set(owners)
     assert not {"/orders.py", "/fixtures/orders_min.json"} & set(owners)
+    assert [path for path in owners if path.startswith("/properties/")] == ["/properties/"]
 
 
 def with_helper_module(repo: Repo) -> Repo:

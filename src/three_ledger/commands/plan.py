@@ -242,6 +242,9 @@ def oracle_owners(
     for entry in pin.oracle_paths:
         folder = (root / entry).is_dir()
         found.add(entry.rstrip("/") + ("/" if folder else ""))
+    # A folder's line covers every file under it: those files are not listed again.
+    folders = tuple(path for path in found if path.endswith("/"))
+    found = {path for path in found if path in folders or not path.startswith(folders)}
     top = git.work_tree_top(root)
     prefix = Path(os.path.relpath(root.resolve(), top)).as_posix()
     anchored = [f"/{path}" if prefix == "." else f"/{prefix}/{path}" for path in sorted(found)]
