@@ -106,6 +106,8 @@ def test_init_drafts_three_pins_and_the_workflow_and_says_what_comes_next(
     assert steps[2].startswith("  2. Move the drafts into the pins folder, in a commit of its own")
     assert steps[5].startswith("  3. three-ledger plan --pin ")
     assert steps[6].startswith("  4. three-ledger vet --pin ")
+    assert steps[7].startswith("  5. Commit ")
+    assert f"{WORKFLOW} in a change of its own, with ledgers/ (where vet and gate " in steps[7]
     assert "set TL_PACKAGE" in steps[-1]
     assert git(project, "status", "--porcelain").splitlines() == ["?? .github/", "?? pins.draft/"]
 

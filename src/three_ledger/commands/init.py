@@ -52,6 +52,8 @@ from three_ledger.vocabulary import Network
 
 DRAFT_FOLDER = "pins.draft"
 PINS_FOLDER = "pins"
+# Where `vet` and `gate` write by default: never committed.
+LEDGERS_FOLDER = "ledgers"
 FIXTURE_DRAFT, PROPERTIES_DRAFT, FLAKE_DRAFT = "fixtures.json", "properties.json", "flakes.json"
 # Lockfiles of the tests' dependencies the workflow installs from, first found wins.
 REQUIREMENTS_FILES = (
@@ -327,8 +329,9 @@ def next_steps(request: InitRequest, targets: Targets, values: Values) -> list[s
         f"  3. three-ledger plan {run}",
         f"  4. three-ledger vet {run}",
         (
-            f"  5. Commit {shown_path(targets.workflow)} in a change of its own; make its job "
-            f"the one required check, and give {pins}/ and the tests owners (CODEOWNERS)."
+            f"  5. Commit {shown_path(targets.workflow)} in a change of its own, with "
+            f"{LEDGERS_FOLDER}/ (where vet and gate write) in .gitignore; make its job the one "
+            f"required check, and give {pins}/ and the tests owners (CODEOWNERS)."
         ),
     ]
     if values.package == PLACEHOLDER_PACKAGE:
