@@ -82,7 +82,9 @@ def test_a_ceremony_property_survives_every_operator_and_exit_1_names_it(
     assert len(found["operators_tried"]) >= 6  # every well-formed and malformed operator
     assert "survived  hollow.ceremony: cannot fail on its fixtures: not a gate" in done.stdout
     verdict = done.stderr.splitlines()[-1]
-    assert verdict.startswith("three-ledger: 3 propert(ies) cannot fail on their fixtures")
+    assert verdict.startswith(
+        "three-ledger: 3 propert(ies) are not a gate: 3 cannot fail on their fixtures: "
+    )
     assert "hollow.ceremony, hollow.unread, hollow.skipping" in verdict
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from three_ledger.commands.vet import read_reads
-from three_ledger.other_ledgers import VetTrial
+from three_ledger.other_ledgers import PropertyVet, VetTrial
 from three_ledger.pins import FixturePin, Property
 from three_ledger.vet.judge import (
     Subject,
@@ -17,6 +17,7 @@ from three_ledger.vet.judge import (
     subjects,
 )
 from three_ledger.vet.mutations import Kind
+from three_ledger.vet.report import not_a_gate_line
 from three_ledger.vocabulary import Status, VetVerdict
 
 PIN = FixturePin(
@@ -132,6 +133,33 @@ def test_a_killed_property_that_read_none_of_its_domain_is_not_a_gate() -> None:
     assert found.unread_domain_files == ("f", "g")
     partly = judge(trials, files=["f", "g"], reads=frozenset({"g"}), strict=False)
     assert (partly.gate, partly.unread_domain_files) == (True, ("f",))
+
+
+def test_the_last_line_names_each_property_that_is_not_a_gate_under_its_reason() -> None:
+    killed = [trial("json.negate_number", WELL, Status.FAIL)]
+    crashed = [trial("json.negate_number", WELL, Status.PASS), trial("empty", BAD, Status.ERROR)]
+    survived = [trial("json.negate_number", WELL, Status.PASS)]
+
+    def judged(trials: list[VetTrial], read: str, *, strict: bool = False) -> PropertyVet:
+        return judge(trials, files=["f"], reads=frozenset({read}), strict=strict)
+
+    properties = {
+        "strong": judged(killed, "f"),
+        "ceremony": judged(survived, "f"),
+        "elsewhere": judged(killed, "other"),
+        "crash.elsewhere": judged(crashed, "other"),
+    }
+    assert not_a_gate_line(properties, strict=False) == (
+        "3 propert(ies) are not a gate: 1 cannot fail on their fixtures: ceremony; "
+        "2 read none of their domain files: elsewhere, crash.elsewhere"
+    )
+    # Under --strict a crash is no kill: that property cannot fail, whatever it reads.
+    strict = {**properties, "crash.elsewhere": judged(crashed, "other", strict=True)}
+    assert not_a_gate_line(strict, strict=True) == (
+        "3 propert(ies) are not a gate: 2 cannot fail on their fixtures: ceremony, "
+        "crash.elsewhere; 1 read none of their domain files: elsewhere"
+    )
+    assert not_a_gate_line({"strong": properties["strong"]}, strict=False) is None
 
 
 def test_a_tracker_stops_a_property_at_its_first_kill() -> None:

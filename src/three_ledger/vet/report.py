@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from three_ledger.exit_codes import ExitCode
 from three_ledger.other_ledgers import PropertyVet, VetLedger, VetTrial
@@ -108,17 +108,39 @@ def _warn_paths(message: str, paths: Sequence[str]) -> None:
 
 
 def _verdict(ledger: VetLedger) -> int:
-    not_gates = [pid for pid, found in ledger.properties.items() if not found.gate]
     counts = {verdict: 0 for verdict in VetVerdict}
     for found in ledger.properties.values():
         counts[found.verdict] += 1
     tally = ", ".join(f"{count} {verdict.value}" for verdict, count in counts.items() if count)
     print(f"three-ledger: {tally}; {ledger.runs} run(s) of the command", file=sys.stderr)
-    if not_gates:
-        print(
-            f"three-ledger: {len(not_gates)} propert(ies) cannot fail on their fixtures: "
-            f"not a gate: {', '.join(not_gates)}",
-            file=sys.stderr,
-        )
+    line = not_a_gate_line(ledger.properties, strict=ledger.strict)
+    if line is not None:
+        print(f"three-ledger: {line}", file=sys.stderr)
         return ExitCode.NOT_A_GATE
     return ExitCode.OK
+
+
+def not_a_gate_line(properties: Mapping[str, PropertyVet], *, strict: bool) -> str | None:
+    """vet's last line when some property is not a gate, naming each under its reason: no
+    mutant made it fail (with --strict, none but a crash or malformed input), or one did but
+    it read none of its domain files. None when every property is a gate."""
+    not_gates = [pid for pid, found in properties.items() if not found.gate]
+    if not not_gates:
+        return None
+    unread = [pid for pid in not_gates if _killed(properties[pid], strict=strict)]
+    survived = [pid for pid in not_gates if pid not in unread]
+    reasons = [
+        f"{len(ids)} {why}: {', '.join(ids)}"
+        for ids, why in (
+            (survived, "cannot fail on their fixtures"),
+            (unread, "read none of their domain files"),
+        )
+        if ids
+    ]
+    return f"{len(not_gates)} propert(ies) are not a gate: {'; '.join(reasons)}"
+
+
+def _killed(found: PropertyVet, *, strict: bool) -> bool:
+    """Whether a mutant made the property fail, as vet counts it: any well-formed one, or,
+    without --strict, a crash or malformed input too."""
+    return found.verdict is VetVerdict.STRONG or (found.verdict is VetVerdict.WEAK and not strict)
