@@ -381,6 +381,9 @@ class PropertyLedger(_Encoded):
     expected_skips_left_out: dict[str, int] = dataclasses.field(default_factory=dict)
     # Per property that is not `pass`, the first tests that did not pass.
     failing_tests: dict[str, tuple[FailingTest, ...]] = dataclasses.field(default_factory=dict)
+    # Per property in `failing_tests`, how many of its counted results did not pass: the
+    # tests beyond the first few are counted, not named.
+    failing_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     # Per property that is `missing`, why: nothing counted, or short of the pin's min_tests
     # or tests_sha256.
     missing_reasons: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -391,6 +394,10 @@ class PropertyLedger(_Encoded):
 
     def failing_ids(self) -> list[str]:
         return [prop_id for prop_id, status in self.status_by_id.items() if status != Status.PASS]
+
+    def failing_count(self, prop_id: str) -> int:
+        """How many tests behind PROP_ID's miss did not pass (`failing_tests` names the first)."""
+        return self.failing_counts.get(prop_id, 0)
 
 
 class Record(Protocol):

@@ -214,9 +214,9 @@ def _miss(prop: PropertyLedger, prop_id: str) -> str:
     said = f"{prop_id} is {prop.status_by_id[prop_id]}"
     if not tests:
         return said
-    shown = ", ".join(tests[:FIRST_FAILING_TESTS])
-    more = len(tests) - FIRST_FAILING_TESTS
-    return f"{said} (failing: {shown}{f' and {more} more' if more > 0 else ''})"
+    shown = tests[:FIRST_FAILING_TESTS]
+    more = prop.failing_count(prop_id) - len(shown)
+    return f"{said} (failing: {', '.join(shown)}{f' and {more} more' if more > 0 else ''})"
 
 
 def _tree_moved(fixture: FixtureLedger, live: LiveTree | None) -> str | None:

@@ -348,7 +348,8 @@ class PropertyScore:
     `matched` counts the results its selectors and markers matched, `expected_skips` those
     left out as expected skips, `tests` the distinct ids of the rest (the counted results,
     in run order), `non_pass` the first FAILING_SHOWN of the rest that did not pass, in run
-    order, and `missing_reason` why a `missing` property is missing (None for any other).
+    order, `non_pass_count` how many of the rest did not pass, and `missing_reason` why a
+    `missing` property is missing (None for any other).
     """
 
     status: Status
@@ -357,6 +358,7 @@ class PropertyScore:
     non_pass: tuple[TestResult, ...]
     tests: tuple[str, ...] = ()
     missing_reason: str | None = None
+    non_pass_count: int = 0
 
     @property
     def tests_matched(self) -> int:
@@ -433,6 +435,7 @@ def _score(
         non_pass=non_pass[:FAILING_SHOWN],
         tests=tests,
         missing_reason=reason,
+        non_pass_count=len(non_pass),
     )
 
 
@@ -643,6 +646,9 @@ def scored_fields(
         },
         "failing_tests": {
             p: _failing_tests(score) for p, score in scores.items() if score.non_pass
+        },
+        "failing_counts": {
+            p: score.non_pass_count for p, score in scores.items() if score.non_pass
         },
         "missing_reasons": {
             p: score.missing_reason for p, score in scores.items() if score.missing_reason

@@ -127,6 +127,36 @@ def test_the_console_names_the_tests_behind_a_miss_and_the_failures_outside_ever
     assert miss < outside < posture
 
 
+def test_a_miss_behind_many_tests_names_three_and_counts_the_rest_everywhere(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    # The ledger names the first three tests behind a miss and counts them all: the console,
+    # the posture's reason, the summary and the JUnit verdict say how many more there are.
+    repo, base = project
+    family = {f"{TEST_FILE}::test_id_stable[{n}]": "fail" for n in range(5)}
+    outcomes = {**PASSING, **family}
+    del outcomes[f"{TEST_FILE}::test_id_stable"]
+    code, stdout, out = gate(run_cli, repo, stand_in(outcomes), "--base", base)
+    assert (code, decision(out)[:2]) == (1, ("reject", 7))
+    ledger = json.loads((out / "property-a.json").read_text(encoding="utf-8"))
+    assert len(ledger["failing_tests"]["orders.id.stable"]) == 3
+    assert ledger["failing_counts"] == {"orders.id.stable": 5}
+    lines = stdout.splitlines()
+    miss = lines.index("orders.id.stable is fail:")
+    assert lines[miss + 1 : miss + 5] == [
+        *(f"  {TEST_FILE}::test_id_stable[{n}] (fail)" for n in range(3)),
+        "  ... and 2 more",
+    ]
+    assert decision(out)[2].endswith(f"{TEST_FILE}::test_id_stable[2] and 2 more)")
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "stable\\[2\\]</code> (fail) and 2 more |" in summary
+    verdict = ET.parse(out / "verdict.xml").getroot()
+    (case,) = [c for c in verdict.iter("testcase") if c.get("name") == "orders.id.stable"]
+    failure = case.find("failure")
+    assert failure is not None
+    assert failure.get("message", "").endswith("test_id_stable[2] and 2 more")
+
+
 def test_a_failure_outside_every_property_leaves_the_posture_and_is_shown(
     project: tuple[Path, str], run_cli: RunCli
 ) -> None:

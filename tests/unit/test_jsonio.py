@@ -277,6 +277,7 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
                     {"id": "t.py::b", "outcome": "fail", "reason": None},
                 ]
             },
+            "failing_counts": {"p.two": 2},
             "missing_reasons": {"p.two": "no test matched once 2 expected skip(s) were left out"},
             "unpinned_failures": {"count": 1, "first_ids": ["t.py::c"]},
             "shards": None,
@@ -325,6 +326,7 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "tests_matched": {},
             "expected_skips_left_out": {},
             "failing_tests": {},
+            "failing_counts": {},
             "missing_reasons": {},
             "unpinned_failures": {"count": 0, "first_ids": []},
             "shards": {

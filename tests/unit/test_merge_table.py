@@ -104,13 +104,15 @@ def test_drift_names_each_split_property() -> None:
 
 
 def test_a_property_miss_names_the_tests_behind_it() -> None:
-    """The posture line and the summary headline carry the reason: it says what to fix."""
+    """The posture line and the summary headline carry the reason: it says what to fix. A
+    ledger names the first three tests behind a miss and counts them all."""
     tests = tuple(
-        FailingTest(f"properties/test_orders.py::test_b[case{n}]", Outcome.FAIL) for n in range(5)
+        FailingTest(f"properties/test_orders.py::test_b[case{n}]", Outcome.FAIL) for n in range(3)
     )
     prop = prop_reading(
         status_by_id={"orders.a": "fail", "orders.b": "error"},
         failing_tests={"orders.a": tests[:1], "orders.b": tests},
+        failing_counts={"orders.a": 1, "orders.b": 5},
     )
     assert decide(evidence(prop=prop)).reason == (
         "property miss stands: "

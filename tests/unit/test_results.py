@@ -584,3 +584,18 @@ def test_scored_fields_count_every_property_and_give_each_missing_one_its_reason
         "p.cases": "4 tests matched, the pin asks for at least 5",
         "p.none": "no test matched",
     }
+
+
+def test_scored_fields_name_the_first_failing_tests_and_count_them_all() -> None:
+    # 39 of a family fail: the ledger names three and counts 39, so a reader can say how
+    # many are behind the miss; a property that passes has neither.
+    family = [result(f"t.py::test_case[{n}]", FAIL if n % 2 else PASS) for n in range(78)]
+    selectors = {"p.cases": "t.py::test_case", "p.none": "t.py::test_gone"}
+    fields = scored_fields(selectors, (), {}, family)
+    assert [test.id for test in fields["failing_tests"]["p.cases"]] == [
+        "t.py::test_case[1]",
+        "t.py::test_case[3]",
+        "t.py::test_case[5]",
+    ]
+    assert fields["failing_counts"] == {"p.cases": 39}
+    assert "p.none" not in fields["failing_tests"]

@@ -160,9 +160,12 @@ def test_a_failing_case_names_its_failing_tests() -> None:
     from three_ledger.ledgers import FailingTest
     from three_ledger.vocabulary import Outcome
 
-    failing = tuple(FailingTest(f"t.py::test_{n}", Outcome.FAIL) for n in range(5))
+    failing = tuple(FailingTest(f"t.py::test_{n}", Outcome.FAIL) for n in range(3))
     ledger = property_ledger(
-        status_by_id={"p": Status.FAIL}, failing_tests={"p": failing}, oracle_moved=False
+        status_by_id={"p": Status.FAIL},
+        failing_tests={"p": failing},
+        failing_counts={"p": 5},
+        oracle_moved=False,
     )
     (case,) = property_cases(ledger, None, {}, "")
     root = ET.fromstring(junit_xml(DecisionCase(Posture.REJECT, 7, "miss"), [case]))

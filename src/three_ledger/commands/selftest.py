@@ -699,7 +699,7 @@ def _tampered(session: Session, plant: Plant) -> Result:
             document["recorded_at"] = stamp
         else:
             document["status_by_id"] = dict.fromkeys(document["status_by_id"], "pass")
-            document["failing_tests"] = {}
+            document["failing_tests"] = document["failing_counts"] = {}
             document["recorded_at"] = fresh_recorded_at()
         forged.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     merged = session.merge(plant.value, fixture, forged, session.scratch.head)

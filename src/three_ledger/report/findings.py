@@ -45,6 +45,7 @@ def _miss(ledger: PropertyLedger, property_id: str) -> Finding:
     return Finding(
         f"{property_id} is {status}: {reason}" if reason else f"{property_id} is {status}",
         tuple((test.id, _how(test.outcome, test.reason)) for test in tests),
+        ledger.failing_count(property_id) - len(tests),
     )
 
 

@@ -48,6 +48,8 @@ class PropertyCase:
     failing: tuple[str, ...] = ()
     # Why the status is not evidence at all (the oracles moved); "" when it is.
     not_evidence: str = ""
+    # How many tests behind the miss did not pass, named or not (`failing` names the first).
+    failing_count: int = 0
 
 
 def property_cases(
@@ -69,6 +71,7 @@ def property_cases(
             tests_counted(ledger, prop_id) if ledger is not None else "",
             _failing(ledger, prop_id),
             NOT_EVIDENCE if ledger is not None and ledger.oracle_moved else "",
+            ledger.failing_count(prop_id) if ledger is not None else 0,
         )
         for prop_id in ids
     ]
@@ -201,9 +204,9 @@ def _property_case(case: PropertyCase) -> ET.Element:
         meaning = f"{case.reason}; missing is not a pass"
     message = f"{case.status}: {meaning}"
     if case.failing:
-        shown = ", ".join(case.failing[:FIRST_FAILING])
-        more = len(case.failing) - FIRST_FAILING
-        message += f"; failing: {shown}" + (f" and {more} more" if more > 0 else "")
+        shown = case.failing[:FIRST_FAILING]
+        more = max(case.failing_count, len(case.failing)) - len(shown)
+        message += f"; failing: {', '.join(shown)}" + (f" and {more} more" if more > 0 else "")
     body = "\n".join(part for part in (meaning, *case.failing, case.detail, counted) if part)
     return _case(PROPERTIES, case.prop_id, message, body)
 

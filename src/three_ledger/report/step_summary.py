@@ -374,9 +374,11 @@ def _property_row(summary: SummaryInput, prop_id: str, status: Status) -> list[s
         lines.append(f"missing: {text(shorten_digests(reason))}")
     tests = _failing_tests(summary, prop_id)
     if tests:
-        listed = ", ".join(tests[:FIRST_TESTS])
-        more = f" and {len(tests) - FIRST_TESTS} more" if len(tests) > FIRST_TESTS else ""
-        lines.append(f"failing: {listed}{more}")
+        first = tests[:FIRST_TESTS]
+        given = summary.failing_tests.get(prop_id)
+        total = len(given) if given is not None else prop.failing_count(prop_id) if prop else 0
+        more = f" and {total - len(first)} more" if total > len(first) else ""
+        lines.append(f"failing: {', '.join(first)}{more}")
     return [mark, code(prop_id), shown, "<br>".join(line for line in lines if line)]
 
 
