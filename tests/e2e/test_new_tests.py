@@ -9,6 +9,7 @@ to the test owners unscored (row 0); anything else beside the tests is scored as
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -282,6 +283,32 @@ def test_plan_prints_the_measured_oracles_as_a_codeowners_block(repo: Repo) -> N
     assert {"/testsupport/checks.py", "/properties/", "/pytest.ini"} <= set(owners)
     assert not {"/orders.py", "/fixtures/orders_min.json"} & set(owners)
     assert [path for path in owners if path.startswith("/properties/")] == ["/properties/"]
+
+
+def test_the_codeowners_block_leaves_out_caches_and_files_git_ignores(repo: Repo) -> None:
+    # With the cache provider on, the collection reads pytest's cache; the helper reads a
+    # file its build would generate, which git ignores. Neither is a file a change can hold.
+    repo = with_helper_module(repo)
+    repo.write(".gitignore", "generated.txt\n")
+    repo.write("generated.txt", "built\n")
+    repo.write("pytest.ini", "[pytest]\npythonpath = .\n")  # the cache provider on
+    helper = repo.root / "testsupport/checks.py"
+    helper.write_text("from pathlib import Path\nBUILT = Path('generated.txt').read_text()\n"
+                      + helper.read_text())  # fmt: skip
+    repo = repo.as_base("a generated file, ignored")
+    # A run by hand first, as a newcomer makes one: pytest's cache is then in the tree.
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "properties"], cwd=repo.root, check=False,
+                   capture_output=True)  # fmt: skip
+    assert (repo.root / ".pytest_cache").is_dir()
+    result = repo.run_cli(
+        "plan", "--pin", repo.root / "pins/fixtures.json",
+        "--properties", repo.root / "pins/properties.json", "--command",
+        f"{sys.executable} -m pytest -q properties", "--root", repo.root, "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    owners = json.loads(result.out)["codeowners"]
+    assert "/testsupport/checks.py" in owners
+    assert not [path for path in owners if "generated" in path or "pytest_cache" in path]
 
 
 def with_helper_module(repo: Repo) -> Repo:

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from three_ledger import git
@@ -36,6 +36,9 @@ from three_ledger.run.collection import Collection, PlanRequest, collect_measure
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import Preflight, new_tests_left_out, preflight
 from three_ledger.selection import hashed_ids, ids_sha256
+
+# Python's bytecode and pytest's cache: what the run writes for itself, never a change's.
+_CACHE_FOLDERS = frozenset({"__pycache__", ".pytest_cache"})
 
 
 def plan(request: PlanRequest) -> int:
@@ -237,7 +240,8 @@ def oracle_owners(
             return pin.is_product(path)
         return any(glob_matches(glob, path) for glob in proposed)
 
-    found = {path for path in collection.uses if not is_product(path) and path not in pinned}
+    measured = {path for path in collection.uses if not is_product(path) and path not in pinned}
+    found = _repository_files(root, measured)
     found.update(module for module in modules if module.endswith(".py"))
     for entry in pin.oracle_paths:
         folder = (root / entry).is_dir()
@@ -249,6 +253,20 @@ def oracle_owners(
     prefix = Path(os.path.relpath(root.resolve(), top)).as_posix()
     anchored = [f"/{path}" if prefix == "." else f"/{prefix}/{path}" for path in sorted(found)]
     return OracleOwners(anchored)
+
+
+def _repository_files(root: Path, paths: set[str]) -> set[str]:
+    """Those of PATHS a change could touch: files of the tree that git does not ignore, out of
+    Python's and pytest's caches. A collection with the cache provider on reads
+    `.pytest_cache` (its own, private to the run), and an installed project may read a file
+    its build generated; no CODEOWNERS line guards either."""
+    kept = {
+        path
+        for path in paths
+        if not _CACHE_FOLDERS.intersection(PurePosixPath(path).parts[:-1])
+        and (root / path).is_file()
+    }
+    return kept - git.ignored_among(root, sorted(kept))
 
 
 def _count(number: int, noun: str) -> str:
