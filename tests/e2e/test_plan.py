@@ -151,7 +151,10 @@ def test_a_collection_error_exits_4_and_shows_the_end_of_the_output(
     repo = make_suite(tmp_path, properties_pin([prop("suite.marked")]), "import not_a_module\n")
     result = plan(run_cli, repo)
     assert result.code == 4
-    assert "collection failed: the command exited 2 (interrupted)" in result.err
+    assert (
+        "collection failed: the command exited 2: 1 error during collection (tests/test_"
+    ) in result.err
+    assert "ModuleNotFoundError: No module named 'not_a_module'); no test ran" in result.err
     assert "ModuleNotFoundError: No module named 'not_a_module'" in result.out
     log = tmp_path / "plan.log"
     kept = plan(run_cli, repo, "--log", log)

@@ -574,7 +574,7 @@ def _baseline_run(
 def _exit_checked(bench: Bench, ran: Ran) -> None:
     code = bench.ended(ran)
     if code not in (0, 1):
-        meaning = exit_meaning(code, bench.enforcement)
+        meaning = exit_meaning(code, bench.enforcement, log_path=bench.log_path)
         raise InfraFailure(f"{ran.label}: {meaning} (log: {bench.log_path})")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -264,9 +265,17 @@ def _plugin_lost(log_path: Path) -> str:
 
 
 def exit_meaning(
-    code: int, enforcement: Enforcement, confinement: Confinement | None = None
+    code: int,
+    enforcement: Enforcement,
+    confinement: Confinement | None = None,
+    log_path: Path | None = None,
 ) -> str:
-    """Why an exit other than 0 or 1 means the run's results cannot be trusted."""
+    """Why an exit other than 0 or 1 means the run's results cannot be trusted. With the
+    run's LOG_PATH, pytest's exit 2 after errors during collection says so, naming the first
+    module and its error: a change that breaks an import is no interrupted run."""
+    collection = collection_errors(log_path) if code == 2 and log_path is not None else None
+    if collection is not None:
+        return f"the command exited 2: {collection}; no test ran"
     sandboxed = confinement is not None and confinement.wraps()
     if sandboxed and code == network_namespace.ISOLATION_FAILED:
         return "the sandbox could not be made (the log says why); the command did not run"
@@ -281,6 +290,42 @@ def exit_meaning(
 
 # How much of a log's end is searched for the trampoline's last word.
 _LOG_TAIL_BYTES = 64 * 1024
+# pytest's last line when collection failed, its short summary's line for each module that
+# failed to collect, and the line naming an exception in an error it shows (`E   SyntaxError:
+# ...`, after the lines that quote the source), else the error's first line.
+_COLLECTION_ERRORS = re.compile(r"Interrupted: (\d+) errors? during collection")
+_COLLECTION_ERROR_MODULE = re.compile(r"^ERROR (\S+)", re.MULTILINE)
+_EXCEPTION_LINE = re.compile(r"^E +([A-Za-z_][\w.]*(?:Error|Exception|Exit)\b.*)$", re.MULTILINE)
+_ERROR_LINE = re.compile(r"^E +(\S.*)$", re.MULTILINE)
+
+
+def collection_errors(log_path: Path) -> str | None:
+    """What pytest said at the end of LOG_PATH when collection failed: how many errors, the
+    first module, and the first line of the first error; None when it said no such thing."""
+    tail = _log_tail(log_path)
+    counted = _COLLECTION_ERRORS.search(tail or "")
+    if tail is None or counted is None:
+        return None
+    count = int(counted.group(1))
+    said = f"{count} error{'s' if count != 1 else ''} during collection"
+    module = _COLLECTION_ERROR_MODULE.search(tail)
+    error = _EXCEPTION_LINE.search(tail) or _ERROR_LINE.search(tail)
+    # The run's own words, each cut short: they go into the posture's reason.
+    first = [_clipped(found.group(1)) for found in (module, error) if found is not None]
+    return f"{said} ({': '.join(first)})" if first else said
+
+
+def _clipped(text: str, most: int = 160) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def _log_tail(log_path: Path) -> str | None:
+    try:
+        with log_path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - _LOG_TAIL_BYTES))
+            return log.read().decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
 def killed_in_sandbox(ran: RunResult, confinement: Confinement, log_path: Path) -> str | None:
@@ -289,11 +334,8 @@ def killed_in_sandbox(ran: RunResult, confinement: Confinement, log_path: Path) 
     code = ran.exit_code
     if not confinement.pid_namespace or code is None or code <= SIGNAL_BASE:
         return None
-    try:
-        with log_path.open("rb") as log:
-            log.seek(max(0, log.seek(0, os.SEEK_END) - _LOG_TAIL_BYTES))
-            tail = log.read().decode("utf-8", "replace")
-    except OSError:
+    tail = _log_tail(log_path)
+    if tail is None:
         return None
     said = f"{KILLED_BY} {signal_name(code - SIGNAL_BASE)}"
     return f"the command was killed by {signal_name(code - SIGNAL_BASE)}" if said in tail else None

@@ -175,7 +175,7 @@ def _collected(
         failure = run.failure()
         if failure is None and run.exit_code != 0:
             assert run.exit_code is not None  # no failure means the command exited
-            failure = exit_meaning(run.exit_code, enforcement)
+            failure = exit_meaning(run.exit_code, enforcement, log_path=log_path)
         if failure is not None:
             raise _collection_failed(failure, log_path, request)
         yield _Collected(collected, log_path, measuring)

@@ -221,7 +221,7 @@ def observe(
         assert ran.exit_code is not None  # no failure means the command exited
         if ran.exit_code not in (0, 1):
             meaning = killed_in_sandbox(ran, confinement, run.log_path) or exit_meaning(
-                ran.exit_code, enforcement, confinement
+                ran.exit_code, enforcement, confinement, run.log_path
             )
             raise InfraFailure(
                 f"{meaning} (log: {run.log_path})",
