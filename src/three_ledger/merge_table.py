@@ -107,7 +107,8 @@ def decide(evidence: Evidence) -> Verdict:
         return _reject(1, f"do not score: {evidence.own_code}")
     fixture = evidence.fixture.record
     if fixture is None:
-        why = f"{evidence.fixture.why_unusable()}{_live_problem(evidence.live)}"
+        said = evidence.fixture.why_unusable()
+        why = f"{said}{_live_problem(evidence.live, said)}"
         return _reject(1, f"do not score: fixture ledger {why}")
     if (moved := _tree_moved(fixture, evidence.live)) is not None:
         return _reject(1, f"do not score: {moved}")
@@ -232,10 +233,15 @@ def _tree_moved(fixture: FixtureLedger, live: LiveTree | None) -> str | None:
     return None
 
 
-def _live_problem(live: LiveTree | None) -> str:
-    """Why `--pin` refused the tree under ROOT, often why F is missing: it names the files."""
-    if live is None or live.problem is None:
+def _live_problem(live: LiveTree | None, said: str) -> str:
+    """Why `--pin` refused the tree under ROOT, often why F is missing: it names the files.
+    What SAID already holds (the digest step's refusal, its head) is not said again."""
+    if live is None or live.problem is None or live.problem in said:
         return ""
+    parts = live.problem.split("; ")
+    for count in range(len(parts) - 1, 0, -1):
+        if "; ".join(parts[:count]) in said:
+            return f"; the tree itself is refused, naming: {'; '.join(parts[count:])}"
     return f"; the tree itself is refused: {live.problem}"
 
 
