@@ -20,6 +20,13 @@ ADVICE = (
     "install three-ledger into an environment of its own and run its console script, or "
     "`python -P -m three_ledger` (-P keeps the current folder off sys.path)"
 )
+# When the entry came from PYTHONPATH, which the job may set for its tests: the gate's own
+# Python can ignore it while the test run keeps it.
+PYTHONPATH_ADVICE = (
+    "it comes from PYTHONPATH: run the gate as `python -I -m three_ledger` with the Python of "
+    "its own environment (-I ignores PYTHON* variables for the gate alone; the test run still "
+    "gets PYTHONPATH), or give the tests their path with pytest's `pythonpath` setting"
+)
 
 
 def refuse_code_from_root(root: Path) -> None:
@@ -30,7 +37,7 @@ def refuse_code_from_root(root: Path) -> None:
     if any(_resolved(entry) == top for entry in inside):
         raise Refused(
             f"ROOT {root} is on three-ledger's own sys.path: a module in the change under "
-            f"review could stand in for the gate's own; {ADVICE}"
+            f"review could stand in for the gate's own; {_advice(top)}"
         )
     imported = _modules_under(top)
     if not inside and not imported:
@@ -42,7 +49,8 @@ def refuse_code_from_root(root: Path) -> None:
         if git.tracked_among(work_tree, [_resolved(entry).relative_to(work_tree)]):
             raise Refused(
                 f"{entry} is on three-ledger's own sys.path and holds files git tracks under "
-                f"ROOT {root} (an editable install of the project under test?); {ADVICE}"
+                f"ROOT {root} (an editable install of the project under test?); "
+                f"{_advice(_resolved(entry))}"
             )
     tracked = _tracked(work_tree, imported)
     if tracked:
@@ -51,6 +59,14 @@ def refuse_code_from_root(root: Path) -> None:
             f"three-ledger imported {name} from {path}, a file git tracks under ROOT {root}: "
             f"the gate would run code from the change it judges; {ADVICE}"
         )
+
+
+def _advice(entry: Path) -> str:
+    """How to keep ENTRY (resolved) off the gate's sys.path."""
+    listed = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if any(item and _resolved(item) == entry for item in listed):
+        return PYTHONPATH_ADVICE
+    return ADVICE
 
 
 def _resolved(entry: str) -> Path:

@@ -53,6 +53,24 @@ def test_a_tracked_folder_on_the_path_is_refused(
         refuse_code_from_root(root)
 
 
+def test_a_tracked_folder_from_pythonpath_is_refused_with_the_way_to_keep_it_for_the_tests(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A src layout the job tests through PYTHONPATH: the gate's own Python must ignore it
+    # (-I), the test run keeps it.
+    monkeypatch.setenv("PYTHONPATH", f"{root / 'src'}")
+    monkeypatch.syspath_prepend(str(root / "src"))
+    with pytest.raises(Refused, match="holds files git tracks under ROOT") as caught:
+        refuse_code_from_root(root)
+    assert "it comes from PYTHONPATH: run the gate as `python -I -m three_ledger`" in (
+        caught.value.message
+    )
+    monkeypatch.setenv("PYTHONPATH", "")
+    with pytest.raises(Refused) as elsewhere:
+        refuse_code_from_root(root)
+    assert "PYTHONPATH" not in elsewhere.value.message
+
+
 def test_an_ignored_virtual_environment_on_the_path_passes(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
