@@ -234,3 +234,27 @@ def test_properties_runs_where_xdist_is_not_loaded(run_cli: RunCli, tmp_path: Pa
     result = score(run_cli, repo)
     assert result.code == 0, result.err
     assert ledger(repo)["tripwire"] == "sentinels"
+
+
+@pytest.mark.parametrize("workers", ["", "-n 2"])
+def test_a_module_that_no_longer_imports_is_named_with_its_error(
+    run_cli: RunCli, tmp_path: Path, workers: str
+) -> None:
+    # pytest exits 2 after errors during collection; under xdist it exits 1 with no result.
+    # Either way the refusal says which module failed to collect and why, not "interrupted"
+    # or "is the command pytest?".
+    repo = make_suite(tmp_path / "suite", properties_pin([prop("suite.marked")]), "def broken(:\n")
+    digest = run_cli(
+        "digest", "--pin", repo / "pins/fixtures.json", "--root", repo,
+        "--out", repo / "ledgers/fixture.json",
+    )  # fmt: skip
+    result = run_cli(
+        "properties", "--pin", repo / "pins/fixtures.json", "--expect-digest", digest.out.strip(),
+        "--properties", repo / "pins/properties.json", "--command", f"{PYTEST} {workers} tests",
+        "--root", repo, "--base", "HEAD", "--out", repo / "ledgers/property.json",
+    )  # fmt: skip
+    assert result.code == 4, result.err
+    assert f"1 error during collection ({TEST_FILE}: SyntaxError: " in result.first_error_line
+    assert "interrupted" not in result.err
+    assert "is the command pytest" not in result.err
+    assert not (repo / "ledgers/property.json").exists()

@@ -50,8 +50,8 @@ def test_errors_during_collection_name_the_first_module_and_its_error(tmp_path: 
 
 def test_the_error_named_is_the_line_that_names_an_exception(tmp_path: Path) -> None:
     # A syntax error quotes the source first: the line that says what went wrong is later.
-    syntax = COLLECTION_FAILED.split("____________________ ERROR collecting tests/test_other")[1]
-    path = log(tmp_path, "ERROR tests/test_other.py\n" + syntax)
+    other = "____________________ ERROR collecting tests/test_other.py"
+    path = log(tmp_path, other + COLLECTION_FAILED.split(other)[1])
     assert collection_errors(path) == (
         "2 errors during collection (tests/test_other.py: SyntaxError: invalid syntax)"
     )
@@ -84,3 +84,18 @@ def test_the_words_taken_from_the_output_are_cut_short(tmp_path: Path) -> None:
     assert said is not None
     assert len(said) < 200
     assert said.endswith("xxx...)")
+
+
+def test_under_xdist_the_modules_that_failed_to_collect_are_counted(tmp_path: Path) -> None:
+    # pytest-xdist says "1 error in 0.8s" and exits 1, with no result: no "Interrupted".
+    xdist = COLLECTION_FAILED.replace(
+        "!!!!!!!!!!!!!!!!!!! Interrupted: 2 errors during collection !!!!!!!!!!!!!!!!!!!!\n", ""
+    )
+    assert collection_errors(log(tmp_path, xdist)) == (
+        "2 errors during collection (tests/test_format.py: "
+        "ModuleNotFoundError: No module named 'black')"
+    )
+    spaced = "___ ERROR collecting tests/with space/test_a.py ___\nE   ImportError: x\n"
+    assert collection_errors(log(tmp_path, spaced)) == (
+        "1 error during collection (tests/with space/test_a.py: ImportError: x)"
+    )

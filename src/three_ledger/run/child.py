@@ -240,8 +240,7 @@ def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
     try:
         return read_results_file(results_path)
     except InfraFailure as failure:
-        failure.details.append(_plugin_lost(log_path))
-        raise
+        raise _unread(failure, log_path) from None
 
 
 def read_plugin_records(
@@ -252,8 +251,19 @@ def read_plugin_records(
     try:
         return read_results_records(results_path)
     except InfraFailure as failure:
-        failure.details.append(_plugin_lost(log_path))
-        raise
+        raise _unread(failure, log_path) from None
+
+
+def _unread(failure: InfraFailure, log_path: Path) -> InfraFailure:
+    """FAILURE to read the plugin's results, with why it may have written none: modules that
+    failed to collect, said first where the log shows them (pytest-xdist then exits 1 with
+    no result), or a command that lost the plugin."""
+    collection = collection_errors(log_path)
+    if collection is not None:
+        message = f"pytest reported {collection}, and no test ran: {failure.message}"
+        return InfraFailure(f"{message} (log: {log_path})", failure.details)
+    failure.details.append(_plugin_lost(log_path))
+    return failure
 
 
 def _plugin_lost(log_path: Path) -> str:
@@ -290,25 +300,29 @@ def exit_meaning(
 
 # How much of a log's end is searched for the trampoline's last word.
 _LOG_TAIL_BYTES = 64 * 1024
-# pytest's last line when collection failed, its short summary's line for each module that
-# failed to collect, and the line naming an exception in an error it shows (`E   SyntaxError:
-# ...`, after the lines that quote the source), else the error's first line.
+# pytest's heading of each module that failed to collect, its count of them when it stopped
+# there (without xdist), and the line naming an exception in an error it shows (`E
+# SyntaxError: ...`, after the lines that quote the source), else the error's first line.
+_COLLECTING = re.compile(r"^_+ ERROR collecting (.+?) _+$", re.MULTILINE)
 _COLLECTION_ERRORS = re.compile(r"Interrupted: (\d+) errors? during collection")
-_COLLECTION_ERROR_MODULE = re.compile(r"^ERROR (\S+)", re.MULTILINE)
 _EXCEPTION_LINE = re.compile(r"^E +([A-Za-z_][\w.]*(?:Error|Exception|Exit)\b.*)$", re.MULTILINE)
 _ERROR_LINE = re.compile(r"^E +(\S.*)$", re.MULTILINE)
 
 
 def collection_errors(log_path: Path) -> str | None:
-    """What pytest said at the end of LOG_PATH when collection failed: how many errors, the
-    first module, and the first line of the first error; None when it said no such thing."""
+    """What pytest said at the end of LOG_PATH when modules failed to collect: how many, the
+    first, and the line naming its exception; None when it said no such thing. With xdist a
+    run whose modules all failed to collect exits 1 with no result, not 2."""
     tail = _log_tail(log_path)
-    counted = _COLLECTION_ERRORS.search(tail or "")
-    if tail is None or counted is None:
+    if tail is None:
         return None
-    count = int(counted.group(1))
+    modules = _COLLECTING.findall(tail)
+    counted = _COLLECTION_ERRORS.search(tail)
+    if not modules and counted is None:
+        return None
+    count = int(counted.group(1)) if counted is not None else len(modules)
     said = f"{count} error{'s' if count != 1 else ''} during collection"
-    module = _COLLECTION_ERROR_MODULE.search(tail)
+    module = _COLLECTING.search(tail)
     error = _EXCEPTION_LINE.search(tail) or _ERROR_LINE.search(tail)
     # The run's own words, each cut short: they go into the posture's reason.
     first = [_clipped(found.group(1)) for found in (module, error) if found is not None]
