@@ -291,8 +291,14 @@ def test_a_properties_pin_change_is_vetted_on_each_pin_and_vet_reports_the_cerem
     vetted = json.loads((gate_dir / "vet-a.json").read_text())["properties"]
     assert vetted[CEREMONY_ID]["verdict"] == "survived"
     assert all(found["gate"] for prop_id, found in vetted.items() if prop_id != CEREMONY_ID)
-    # vet informs the pin owners; it never turns a pin change into a score.
+    # vet informs the pin owners; it never turns a pin change into a score. What it found is
+    # in the reason too, not in the step table alone.
     assert decision_of(gate_dir) == Expected(Posture.HUMAN_REVIEW, 0)
+    reason = json.loads((gate_dir / "decision.json").read_text())["reason"]
+    assert reason.startswith("pin change: the pin owners review it (pins/properties.json); ")
+    assert f"; vet A (fixpin-orders-a) exited 1: cannot fail on its fixtures: {CEREMONY_ID}" in (
+        reason
+    )
     summary = (gate_dir / "summary.md").read_text()
     vet_section = summary.split("**vet**", 1)[1].split("\n\n**", 1)[0]
     ceremony_rows = [line for line in vet_section.splitlines() if "orders.<wbr>fixtures" in line]
@@ -323,6 +329,29 @@ def test_a_test_and_the_pin_naming_it_go_to_their_owners_vetted_for_the_report(
     summary = (project.folder / "gate" / "summary.md").read_text()
     assert "**vet**" in summary
     assert "**Tests changed**" in summary
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_a_pin_naming_a_test_that_fails_on_the_tree_says_so_in_the_reason(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    # Merged, such a pin would reject every later change at row 7: the owners must read that
+    # on the posture line, not only in vet's step.
+    repo = tmp_path / "repo"
+    project = Project(tmp_path, demo.build_repository(repo))
+    CEREMONY_TEST.apply(repo)
+    oracle = repo / "properties/test_orders.py"
+    oracle.write_text(
+        oracle.read_text().replace("is not None\n", "is not None\n    assert False, 'a new case'\n")
+    )
+    AddProperty().apply(repo)
+    git(repo, "commit", "-q", "-am", "a failing test, and the pin that names it")
+    code, out, _ = run_gate(run_cli, project)
+    assert code == 0, out
+    assert decision_of(project.folder / "gate") == Expected(Posture.HUMAN_REVIEW, 0)
+    reason = json.loads((project.folder / "gate" / "decision.json").read_text())["reason"]
+    assert "; vet A (fixpin-orders-a) exited 2: vet needs a passing baseline: 1 propert" in reason
+    assert f"posture: human_review (row 0): {reason}" in out
 
 
 @pytest.mark.usefixtures("clean_env")

@@ -16,7 +16,7 @@ import dataclasses
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, assert_never
@@ -472,9 +472,22 @@ def _pin_change(request: GateRequest, out: OutDir, change: Change) -> GateOutcom
     if refused is not None:
         return refused
     changed = ", ".join(change.changed_pins())
-    verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, f"{PIN_CHANGE_REASON} ({changed})")
+    reason = f"{PIN_CHANGE_REASON} ({changed}){vet_said(chain.steps)}"
+    verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, reason)
     # No plan in the outcome: nothing was scored, so no property is reported as missing.
     return GateOutcome(verdict, None, change, None, chain.steps, pin_change=True)
+
+
+def vet_said(steps: Sequence[Step]) -> str:
+    """Each vet that did not exit 0, for the reason of a pin change: the posture stays the pin
+    owners', but what vet found must not be left to the step table. A failing baseline (exit
+    2) means the pinned properties do not pass on the tree the pins come with, and every
+    change after them would be rejected at row 7."""
+    return "".join(
+        f"; {step.name} exited {step.exit_code}: {step.note}"
+        for step in steps
+        if step.kind is StepKind.VET and step.exit_code not in (None, 0)
+    )
 
 
 def _checked_and_vetted(
@@ -630,7 +643,7 @@ def _test_change(
         refused = _checked_and_vetted(request, out, change, chain)
         if refused is not None:
             return refused
-        reason += f"; {PIN_CHANGE_REASON} ({', '.join(pins)})"
+        reason += f"; {PIN_CHANGE_REASON} ({', '.join(pins)}){vet_said(chain.steps)}"
     verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, reason)
     return GateOutcome(
         verdict, None, change, None, chain.steps, pin_change=bool(pins), test_change=tuple(tests)
