@@ -9,6 +9,7 @@ It is a guess for a person to review; `--fixtures-dir` replaces it.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
@@ -63,6 +64,41 @@ def data_folders(files: Iterable[str]) -> list[str]:
         for folder in candidates
         if not any(parent in candidates for parent in _parents(folder + "/x")[1:])
     )
+
+
+# A module that makes its folder code rather than data: a test module, a conftest, a package.
+_CODE_MODULES = re.compile(r"^(test_.*|.*_test|conftest|__init__)\.py$")
+
+
+def python_data_folders(files: Iterable[str], chosen: Iterable[str]) -> list[str]:
+    """The outermost folders that look like test data but hold Python, none of it a test
+    module, a conftest or a package's `__init__.py` (a formatter's cases are Python source):
+    `data_folders` leaves them out, and `init` names them for a person to judge. None of them
+    holds or lies in a CHOSEN folder. Sorted."""
+    every = list(files)
+    taken = list(chosen)
+    code = {
+        folder
+        for path in every
+        if _CODE_MODULES.match(PurePosixPath(path).name)
+        for folder in _parents(path)
+    }
+    with_python = {folder for path in every if path.endswith(".py") for folder in _parents(path)}
+    candidates = {
+        folder
+        for folder in with_python - code
+        if _looks_like_data(PurePosixPath(folder))
+        and not any(_overlap(folder, other) for other in taken)
+    }
+    return sorted(
+        folder
+        for folder in candidates
+        if not any(parent in candidates for parent in _parents(folder + "/x")[1:])
+    )
+
+
+def _overlap(one: str, other: str) -> bool:
+    return one == other or one.startswith(other + "/") or other.startswith(one + "/")
 
 
 def _parents(path: str) -> list[str]:

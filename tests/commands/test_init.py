@@ -202,6 +202,25 @@ def test_skips_at_collection_are_expected_and_an_untracked_data_file_is_warned_a
     assert f"1 drafted file is untracked ({PORT_FOLDER}/new.md)" in result.err
 
 
+def test_a_folder_of_python_cases_is_named_as_not_drafted(
+    run_cli: RunCli, project: Path, collector: str
+) -> None:
+    # A formatter's cases are Python source: init cannot tell them from code, so it leaves
+    # the folder out, and says so.
+    make_tree(project, {"tests/cases/comments.py": b"x = 1  # a comment\n"})
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "formatting cases")
+    result = run_cli("init", "--root", project, "--command", collector)
+    assert result.code == 0, result.err
+    assert (
+        "three-ledger: note: not drafted, since they hold Python: tests/cases; if those files "
+        "are data the tests read (a formatter's cases, say), not code, draft again naming each "
+        "folder with --fixtures-dir"
+    ) in result.err.splitlines()
+    fixtures = json.loads((project / DRAFTS[0]).read_text(encoding="utf-8"))
+    assert "tests/cases" not in fixtures["fixtures_dirs"]
+
+
 def test_a_failed_collection_writes_nothing(run_cli: RunCli, project: Path, tmp_path: Path) -> None:
     before = tree(project)
     result = run_cli("init", "--root", project, "--command", stand_in(tmp_path / "broken", 3))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from helpers import git, make_tree
-from three_ledger.data_folders import data_folders, project_files
+from three_ledger.data_folders import data_folders, project_files, python_data_folders
 
 
 @pytest.mark.parametrize(
@@ -57,6 +57,34 @@ def test_the_outermost_python_free_folders_of_test_data(
     files: list[str], folders: list[str]
 ) -> None:
     assert data_folders(files) == folders
+
+
+def test_folders_of_python_data_are_named_apart_from_the_data_taken() -> None:
+    # black: its formatting cases are Python source in tests/data/cases, beside data folders
+    # of other files; test code, a conftest or a package make a folder code, never data.
+    files = [
+        "src/black/__init__.py",
+        "tests/test_format.py",
+        "tests/conftest.py",
+        "tests/data/cases/comments.py",
+        "tests/data/cases/empty_lines.py",
+        "tests/data/miscellaneous/force_py36.py",
+        "tests/data/jupyter/notebook.ipynb",
+        "tests/helpers/__init__.py",
+        "tests/helpers/util.py",
+        "tests/unit/test_a.py",
+        "tests/unit/cases/check.py",
+    ]
+    chosen = data_folders(files)
+    assert chosen == ["tests/data/jupyter"]
+    # Named for a person to judge: `cases` beside unit tests may be data or a helper.
+    assert python_data_folders(files, chosen) == [
+        "tests/data/cases",
+        "tests/data/miscellaneous",
+        "tests/unit/cases",
+    ]
+    # A folder the person named is not named again, nor anything in it.
+    assert python_data_folders(files, ["tests/data"]) == ["tests/unit/cases"]
 
 
 def test_project_files_in_git_are_what_git_tracks_or_would_add(tmp_path: Path) -> None:

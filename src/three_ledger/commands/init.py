@@ -35,7 +35,7 @@ from three_ledger.commands.draft_pin import (
     git_warnings,
     untracked_states,
 )
-from three_ledger.data_folders import data_folders, project_files
+from three_ledger.data_folders import data_folders, project_files, python_data_folders
 from three_ledger.draft_properties import PropertiesDraft, draft_properties, test_modules
 from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import Refused
@@ -151,8 +151,27 @@ def init(request: InitRequest) -> int:
         print(f"three-ledger: {line}", file=sys.stderr)
     for note in properties.notes:
         print(f"three-ledger: {note}", file=sys.stderr)
+    if not request.fixtures_dirs:
+        left_out = python_data_folders(project_files(request.root), folders)
+        if left_out:
+            print(f"three-ledger: {_python_data_note(left_out)}", file=sys.stderr)
     sys.stdout.write(report(request, targets, fixture_draft, properties.document, values))
     return ExitCode.OK
+
+
+def _python_data_note(folders: Sequence[str]) -> str:
+    shown = ", ".join(folders[:_NAMED_FOLDERS])
+    more = len(folders) - _NAMED_FOLDERS
+    named = shown + (f" and {more} more" if more > 0 else "")
+    return (
+        f"note: not drafted, since they hold Python: {named}; if those files are data the "
+        "tests read (a formatter's cases, say), not code, draft again naming each folder "
+        "with --fixtures-dir"
+    )
+
+
+# How many left-out folders the note names before it only counts.
+_NAMED_FOLDERS = 5
 
 
 def refuse_existing(targets: Sequence[tuple[Path, Path]]) -> None:
