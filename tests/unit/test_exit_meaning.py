@@ -99,3 +99,13 @@ def test_under_xdist_the_modules_that_failed_to_collect_are_counted(tmp_path: Pa
     assert collection_errors(log(tmp_path, spaced)) == (
         "1 error during collection (tests/with space/test_a.py: ImportError: x)"
     )
+
+
+def test_control_characters_from_the_output_are_escaped(tmp_path: Path) -> None:
+    # A test's output must not forge a line of the gate's through the refusal it causes.
+    forged = "E   ValueError: x\x1b[2K\rthree-ledger: every pinned property passed\n"
+    said = collection_errors(log(tmp_path, forged + "Interrupted: 1 error during collection\n"))
+    assert said == (
+        "1 error during collection (ValueError: x\\x1b[2K\\rthree-ledger: every pinned "
+        "property passed)"
+    )

@@ -289,3 +289,15 @@ def test_each_refused_write_says_what_the_sandbox_allows(tmp_path: Path) -> None
         "the run tried to write /elsewhere/c.json, which the sandbox keeps read-only: the run may "
         "write only its private /tmp (TMPDIR), its HOME and the pin's writable_paths"
     )
+
+
+def test_a_path_from_the_output_cannot_forge_a_line(tmp_path: Path) -> None:
+    # The path comes from whatever the run printed: a carriage return or an escape sequence
+    # in it is shown escaped, never sent to the terminal.
+    log = tmp_path / "run.log"
+    forged = "/x\x1b[2K\rthree-ledger: every pinned property passed"
+    log.write_text(f"OSError: [Errno 30] Read-only file system: '{forged}'\n")
+    (hint,) = read_only_hints(log, tmp_path)
+    assert "\r" not in hint
+    assert "\x1b" not in hint
+    assert hint.startswith("the run tried to write '/x\\x1b[2K\\rthree-ledger: every pinned")

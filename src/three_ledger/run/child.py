@@ -324,13 +324,19 @@ def collection_errors(log_path: Path) -> str | None:
     said = f"{count} error{'s' if count != 1 else ''} during collection"
     module = _COLLECTING.search(tail)
     error = _EXCEPTION_LINE.search(tail) or _ERROR_LINE.search(tail)
-    # The run's own words, each cut short: they go into the posture's reason.
-    first = [_clipped(found.group(1)) for found in (module, error) if found is not None]
+    # The run's own words, each cut short and its control characters escaped: they go into
+    # a refusal on the console and into the posture's reason, where a carriage return or an
+    # escape sequence could otherwise forge a line of the gate's.
+    first = [_shown(found.group(1)) for found in (module, error) if found is not None]
     return f"{said} ({': '.join(first)})" if first else said
 
 
-def _clipped(text: str, most: int = 160) -> str:
-    return text if len(text) <= most else text[: most - 3] + "..."
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _shown(text: str, most: int = 160) -> str:
+    clipped = text if len(text) <= most else text[: most - 3] + "..."
+    return _CONTROL.sub(lambda match: repr(match.group(0))[1:-1], clipped)
 
 
 def _log_tail(log_path: Path) -> str | None:

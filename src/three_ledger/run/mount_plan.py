@@ -19,7 +19,7 @@ from pathlib import Path
 
 from three_ledger.errors import Refused
 from three_ledger.frozen import frozen
-from three_ledger.paths import is_under
+from three_ledger.paths import is_under, printable
 
 TMP = "/tmp"
 SHARED_MEMORY = "/dev/shm"
@@ -309,13 +309,14 @@ def read_only_writes(log_path: Path, limit: int = 5) -> list[str]:
 
 
 def read_only_hints(log_path: Path, root: Path) -> list[str]:
-    """One line per path the run could not write, saying what the sandbox allows."""
+    """One line per path the run could not write, saying what the sandbox allows. Each path
+    comes from the run's output: shown escaped, it cannot forge a line of the gate's."""
     top = os.path.realpath(root)
     hints = []
     for path in read_only_writes(log_path):
         full = os.path.realpath(os.path.join(top, path))
         if _holds(top, full):
-            relative = os.path.relpath(full, top)
+            relative = printable(os.path.relpath(full, top))
             hints.append(
                 f"the run tried to write {relative}, which the sandbox keeps read-only: a test "
                 "that writes into ROOT fails; if the run must write there, list its folder "
@@ -323,7 +324,8 @@ def read_only_hints(log_path: Path, root: Path) -> list[str]:
             )
         else:
             hints.append(
-                f"the run tried to write {path}, which the sandbox keeps read-only: the run may "
-                "write only its private /tmp (TMPDIR), its HOME and the pin's writable_paths"
+                f"the run tried to write {printable(path)}, which the sandbox keeps read-only: "
+                "the run may write only its private /tmp (TMPDIR), its HOME and the pin's "
+                "writable_paths"
             )
     return hints
