@@ -5,6 +5,8 @@ them; `merge` reports them.
 
 from __future__ import annotations
 
+import re
+
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import PropertyLedger
 
@@ -72,13 +74,22 @@ def _how(outcome: str, reason: str | None) -> str:
     return f"{outcome}: {reason}" if reason else outcome
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(value: str) -> str:
+    """VALUE with every control character shown as an escape: a console line stays one line."""
+    return _CONTROL.sub(lambda match: repr(match.group(0))[1:-1], value)
+
+
 def plain_lines(found: list[Finding]) -> list[str]:
-    """Each headline, then its tests indented below it, one per line."""
+    """Each headline, then its tests indented below it, one per line; a test id (a file name
+    of the change's, a parameter) cannot break its line or forge another."""
     lines = []
     for finding in found:
-        lines.append(f"{finding.headline}:" if finding.tests else finding.headline)
+        lines.append(one_line(f"{finding.headline}:" if finding.tests else finding.headline))
         lines += [
-            f"  {test_id} ({outcome})" if outcome else f"  {test_id}"
+            one_line(f"  {test_id} ({outcome})" if outcome else f"  {test_id}")
             for test_id, outcome in finding.tests
         ]
         if finding.more > 0:

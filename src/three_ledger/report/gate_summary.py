@@ -4,7 +4,6 @@ summary, and GitHub annotations for moved fixtures, oracle changes and pin mutat
 from __future__ import annotations
 
 import enum
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import field
@@ -23,7 +22,7 @@ from three_ledger.other_ledgers import (
     MergeDecision,
     VetLedger,
 )
-from three_ledger.report.findings import findings, plain_lines
+from three_ledger.report.findings import findings, one_line, plain_lines
 from three_ledger.report.junit_verdict import PropertyCase, StepCase, property_cases
 from three_ledger.report.step_summary import (
     FlakeEvidenceNote,
@@ -38,17 +37,11 @@ from three_ledger.test_changes import TestSideChange
 from three_ledger.vet.report import finding
 from three_ledger.vocabulary import Posture
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _LEVEL: dict[Posture, Level] = {
     Posture.REJECT: "error",
     Posture.HUMAN_REVIEW: "warning",
     Posture.REVIEW: "notice",
 }
-
-
-def one_line(value: str) -> str:
-    """VALUE with every control character shown as an escape: a console line stays one line."""
-    return _CONTROL.sub(lambda match: repr(match.group(0))[1:-1], value)
 
 
 class StepKind(enum.StrEnum):
