@@ -12,6 +12,7 @@ pytest_unconfigure
 pytest_runtest_protocol
 pytest_runtest_logreport
 pytest_runtest_logfinish
+pytest_collectreport
 pytest_sessionfinish
 # ... and of the tripwire plugin, with its sentinel item's methods that pytest calls, and the
 # hook through which the machinery audit judges each registration.

@@ -300,6 +300,7 @@ PROPERTY_LEDGER = {
     "tests_matched": {"p.one": 3, "p.two": 1},
     "expected_skips_left_out": {"p.one": 2},
     "failing_tests": {"p.two": [{"id": "t.py::test_two", "outcome": "fail", "reason": None}]},
+    "failing_counts": {"p.two": 1},
     "missing_reasons": {},
     "unpinned_failures": {"count": 1, "first_ids": ["t.py::test_other"]},
     "shards": None,

@@ -258,3 +258,38 @@ def test_a_module_that_no_longer_imports_is_named_with_its_error(
     assert "interrupted" not in result.err
     assert "is the command pytest" not in result.err
     assert not (repo / "ledgers/property.json").exists()
+
+
+@pytest.mark.parametrize("workers", ["-n 2", "--continue-on-collection-errors"])
+@pytest.mark.parametrize("named", [True, False])
+def test_a_module_that_fails_to_collect_in_a_run_that_goes_on_is_a_result(
+    run_cli: RunCli, tmp_path: Path, workers: str, named: bool
+) -> None:
+    # Under xdist, or told to go on, pytest runs the other modules and exits 1. The module
+    # that failed to collect is an error of its own, where its tests used to vanish from the
+    # results unseen: a property whose selector names the module errs, and outside every
+    # property it is listed with the failures there.
+    broken = [prop("suite.broken", "tests/test_broken.py")] if named else []
+    repo = make_suite(tmp_path / "suite", properties_pin([prop("suite.marked"), *broken]))
+    (repo / "tests/test_broken.py").write_text("import not_a_module\n\n\ndef test_x():\n    pass\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a module that does not import")
+    digest = run_cli(
+        "digest", "--pin", repo / "pins/fixtures.json", "--root", repo,
+        "--out", repo / "ledgers/fixture.json",
+    )  # fmt: skip
+    result = run_cli(
+        "properties", "--pin", repo / "pins/fixtures.json", "--expect-digest", digest.out.strip(),
+        "--properties", repo / "pins/properties.json", "--command", f"{PYTEST} {workers} tests",
+        "--root", repo, "--base", "HEAD", "--out", repo / "ledgers/property.json",
+    )  # fmt: skip
+    written = ledger(repo)
+    error = {"id": "tests/test_broken.py", "outcome": "error", "reason": None}
+    if named:
+        assert result.code == 1, result.err
+        assert written["status_by_id"] == {"suite.marked": "pass", "suite.broken": "error"}
+        assert written["failing_tests"]["suite.broken"] == [error]
+    else:
+        assert result.code == 0, result.err
+        assert "tests/test_broken.py" in written["unpinned_failures"]["first_ids"]
+        assert "  tests/test_broken.py" in result.err.splitlines()

@@ -214,7 +214,7 @@ def test_a_weak_property_fails_under_strict(run_cli: RunCli, tmp_path: Path) -> 
     strict = run_cli(*vet_args(root, "--strict"))
     assert strict.code == 1, strict.err
     assert "--strict counts it as surviving" in strict.out
-    assert "not a gate: detect.empty" in strict.err
+    assert "are not a gate: 1 cannot fail on their fixtures: detect.empty" in strict.err
     assert ledger(root)["properties"]["detect.empty"]["gate"] is False
     assert ledger(root)["strict"] is True
 

@@ -155,6 +155,18 @@ class _ResultsWriter:
             if name == PROPERTY_KEY and isinstance(value, str) and value not in record.property_ids:
                 record.property_ids.append(value)
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # A module (or folder) that failed to collect has no item to report. Run alone, pytest
+        # then stops (exit 2), and the gate refuses the run; under xdist it goes on without
+        # it (exit 1), and the tests in it would vanish from the results unseen. So it is one
+        # result of its own, an error under the collector's id: a property whose selector
+        # names it errs, and outside every property it is a failure the ledger lists.
+        if report.failed:
+            nodeid = report.nodeid or "."
+            line = results_line(nodeid, [], Outcome.ERROR, _worker(report), None)
+            self.recorder.stream.write(line)
+            self.recorder.stream.flush()
+
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         # logfinish follows the teardown report, in-process and as xdist forwards it.
         if nodeid in self.recorder.pending:
@@ -208,7 +220,7 @@ _KEYS = {
 }
 
 
-def _worker(report: pytest.TestReport) -> str:
+def _worker(report: pytest.TestReport | pytest.CollectReport) -> str:
     """The xdist worker a report came from, or main: the controller sets `node` on each report
     a worker sends. Read from the report's own attributes, where xdist puts it: a `node` put
     on the `TestReport` class would otherwise name a worker for every report of a serial

@@ -44,6 +44,7 @@ from three_ledger.run import measurement, tripwire
 from three_ledger.run import sandbox as layers
 from three_ledger.run.child import (
     Child,
+    collection_errors,
     exit_meaning,
     killed_in_sandbox,
     read_plugin_records,
@@ -255,6 +256,11 @@ def observe(
                 )
             world.changes.update(unpinned_plugins(harness, checked.properties_pin.plugins))
         except InfraFailure as not_evidence:
+            # Under xdist a run whose every module failed to collect selected nothing, so the
+            # tripwire placed no sentinel: the collection errors are the cause to name first.
+            collection = collection_errors(run.log_path)
+            if collection is not None:
+                not_evidence.message = f"pytest reported {collection}: {not_evidence.message}"
             not_evidence.details.append(f"no property ledger written (log: {run.log_path})")
             raise
     model = OracleModel.CLOSED if closed else OracleModel.INFERRED
