@@ -95,6 +95,29 @@ def test_a_rejected_clean_run_stops_everything(run_cli: RunCli, tmp_path: Path) 
     assert not (tmp_path / "s.json").exists()
 
 
+@pytest.mark.pytest_child
+def test_a_clean_run_that_cannot_import_the_product_says_how_the_clone_gets_it(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    # The tests import a module the user's tree has and the clone lacks (here untracked; an
+    # editable install of the user's tree does the same): the refusal names the error, and
+    # the note says how the clone's tests get its own checkout.
+    repo = tmp_path / "repo"
+    build_repository(repo)
+    _one_pin(repo)
+    test = repo / "properties/test_orders.py"
+    test.write_text(test.read_text(encoding="utf-8") + "\nimport outside_the_clone  # noqa\n")
+    _commit(repo)
+    (repo / "outside_the_clone.py").write_text("")
+    done = run_cli(*_args(repo, tmp_path / "s.json", "--quiet"))
+    assert done.code == 4, done.err
+    assert "ModuleNotFoundError: No module named 'outside_the_clone'" in done.err
+    assert "three-ledger: note: the tests could not import a module in the scratch clone" in (
+        done.err
+    )
+    assert not (tmp_path / "s.json").exists()
+
+
 @pytest.fixture(scope="module")
 def whole_run(one_pin_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     where = tmp_path_factory.mktemp("whole")

@@ -106,6 +106,16 @@ class Seen:
         return None
 
 
+# The clean run's tests could not import something in the scratch clone: most often the
+# product, installed editable from the user's tree (which the sandbox hides when under /tmp).
+NOT_IMPORTED_IN_THE_CLONE = (
+    "note: the tests could not import a module in the scratch clone: a project installed "
+    "editable (`pip install -e .`) imports the user's tree, not the clone, and the sandbox "
+    "hides a tree under /tmp; give the tests the checkout they run in (pytest's "
+    "`pythonpath`), as a CI job does"
+)
+
+
 @frozen
 class Result:
     plant: Plant
@@ -227,7 +237,10 @@ class Session:
         self.commit()
         seen = self.gate("clean", self.scratch.head)
         if (why := seen.infrastructure()) is not None:
-            raise InfraFailure(f"selftest: the clean run on HEAD failed: {why}")
+            failure = InfraFailure(f"selftest: the clean run on HEAD failed: {why}")
+            if "ModuleNotFoundError" in why or "ImportError" in why:
+                failure.notes.append(NOT_IMPORTED_IN_THE_CLONE)
+            raise failure
         if seen.posture is Posture.REJECT:
             raise Refused(
                 f"selftest: the clean run (an empty change on HEAD "
