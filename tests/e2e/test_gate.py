@@ -310,15 +310,27 @@ def test_a_properties_pin_change_is_vetted_on_each_pin_and_vet_reports_the_cerem
     assert not junit_cases(gate_dir / "verdict.xml").get("three-ledger.properties")
 
 
+def a_test_with_its_pin(tmp_path: Path, *, failing: bool = False) -> Project:
+    """The example with one change: the ceremony test (made to fail, with FAILING) and the
+    property that names it in the properties pin."""
+    repo = tmp_path / "repo"
+    project = Project(tmp_path, demo.build_repository(repo))
+    CEREMONY_TEST.apply(repo)
+    if failing:
+        oracle = repo / "properties/test_orders.py"
+        oracle.write_text(
+            oracle.read_text().replace("is not None\n", "is not None\n    assert False, 'new'\n")
+        )
+    AddProperty().apply(repo)
+    git(repo, "commit", "-q", "-am", "a test, and the pin that names it, in one change")
+    return project
+
+
 @pytest.mark.usefixtures("clean_env")
 def test_a_test_and_the_pin_naming_it_go_to_their_owners_vetted_for_the_report(
     tmp_path: Path, run_cli: RunCli
 ) -> None:
-    repo = tmp_path / "repo"
-    project = Project(tmp_path, demo.build_repository(repo))
-    CEREMONY_TEST.apply(repo)
-    AddProperty().apply(repo)
-    git(repo, "commit", "-q", "-am", "a test, and the pin that names it, in one change")
+    project = a_test_with_its_pin(tmp_path)
     code, out, _ = run_gate(run_cli, project)
     # Tests and pins alone go to their owners unscored, with vet's finding for them to read.
     assert code == 0
@@ -337,15 +349,7 @@ def test_a_pin_naming_a_test_that_fails_on_the_tree_says_so_in_the_reason(
 ) -> None:
     # Merged, such a pin would reject every later change at row 7: the owners must read that
     # on the posture line, not only in vet's step.
-    repo = tmp_path / "repo"
-    project = Project(tmp_path, demo.build_repository(repo))
-    CEREMONY_TEST.apply(repo)
-    oracle = repo / "properties/test_orders.py"
-    oracle.write_text(
-        oracle.read_text().replace("is not None\n", "is not None\n    assert False, 'a new case'\n")
-    )
-    AddProperty().apply(repo)
-    git(repo, "commit", "-q", "-am", "a failing test, and the pin that names it")
+    project = a_test_with_its_pin(tmp_path, failing=True)
     code, out, _ = run_gate(run_cli, project)
     assert code == 0, out
     assert decision_of(project.folder / "gate") == Expected(Posture.HUMAN_REVIEW, 0)

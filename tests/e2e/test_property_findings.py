@@ -20,7 +20,8 @@ FORMAT_SKIP = {"test": DRAFT, "reason": "Format checker "}
 LEAP_SKIP = {"test": f"{DRAFT}::test_format_dynamic", "reason": "Leap seconds"}
 
 
-def score(run_cli: RunCli, repo: Path, base: str = "HEAD") -> CliResult:
+def score(run_cli: RunCli, repo: Path, base: str = "HEAD", options: str = "") -> CliResult:
+    """`digest`, then `properties` on the suite's tests, with pytest OPTIONS."""
     digest = run_cli(
         "digest", "--pin", repo / "pins/fixtures.json", "--root", repo,
         "--out", repo / "ledgers/fixture.json",
@@ -28,7 +29,7 @@ def score(run_cli: RunCli, repo: Path, base: str = "HEAD") -> CliResult:
     assert digest.code == 0, digest.err
     return run_cli(
         "properties", "--pin", repo / "pins/fixtures.json", "--expect-digest", digest.out.strip(),
-        "--properties", repo / "pins/properties.json", "--command", f"{PYTEST} tests",
+        "--properties", repo / "pins/properties.json", "--command", f"{PYTEST} {options} tests",
         "--root", repo, "--base", base, "--out", repo / "ledgers/property.json",
     )  # fmt: skip
 
@@ -244,15 +245,7 @@ def test_a_module_that_no_longer_imports_is_named_with_its_error(
     # Either way the refusal says which module failed to collect and why, not "interrupted"
     # or "is the command pytest?".
     repo = make_suite(tmp_path / "suite", properties_pin([prop("suite.marked")]), "def broken(:\n")
-    digest = run_cli(
-        "digest", "--pin", repo / "pins/fixtures.json", "--root", repo,
-        "--out", repo / "ledgers/fixture.json",
-    )  # fmt: skip
-    result = run_cli(
-        "properties", "--pin", repo / "pins/fixtures.json", "--expect-digest", digest.out.strip(),
-        "--properties", repo / "pins/properties.json", "--command", f"{PYTEST} {workers} tests",
-        "--root", repo, "--base", "HEAD", "--out", repo / "ledgers/property.json",
-    )  # fmt: skip
+    result = score(run_cli, repo, options=workers)
     assert result.code == 4, result.err
     assert f"1 error during collection ({TEST_FILE}: SyntaxError: " in result.first_error_line
     assert "interrupted" not in result.err
@@ -274,15 +267,7 @@ def test_a_module_that_fails_to_collect_in_a_run_that_goes_on_is_a_result(
     (repo / "tests/test_broken.py").write_text("import not_a_module\n\n\ndef test_x():\n    pass\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "a module that does not import")
-    digest = run_cli(
-        "digest", "--pin", repo / "pins/fixtures.json", "--root", repo,
-        "--out", repo / "ledgers/fixture.json",
-    )  # fmt: skip
-    result = run_cli(
-        "properties", "--pin", repo / "pins/fixtures.json", "--expect-digest", digest.out.strip(),
-        "--properties", repo / "pins/properties.json", "--command", f"{PYTEST} {workers} tests",
-        "--root", repo, "--base", "HEAD", "--out", repo / "ledgers/property.json",
-    )  # fmt: skip
+    result = score(run_cli, repo, options=workers)
     written = ledger(repo)
     error = {"id": "tests/test_broken.py", "outcome": "error", "reason": None}
     if named:
