@@ -23,6 +23,7 @@ from three_ledger.selection import (
     Selectors,
     TestsRequirement,
     count_matched,
+    held,
     selector_tuple,
     selects,
 )
@@ -86,7 +87,9 @@ class TestResult:
     def matches(self, selector: str) -> bool:
         """True when `selector` selects this result by its id or one of its aliases."""
         if self.groups is None and not self.aliases:  # a plugin result: its node id alone
-            return selects(selector, self.id)
+            return selects(selector, self.id) or (
+                self.outcome is Outcome.ERROR and held(selector, self.id)
+            )
         names = (self.id, *self.aliases)
         if self.groups is None:
             return any(selects(selector, name) for name in names)
@@ -129,11 +132,14 @@ class _Lookup(ABC):
 
     A selector without `*` selects a plugin result whose name (id or alias) equals it or
     begins with it and `[` or `::`; in the names sorted, those are three runs found by
-    bisection. A JUnit result's names are looked up the same way, with the selector
-    normalised; its groups, by equality. A selector with `*` is matched one by one.
+    bisection. It also selects the plugin's error of a collector it lies under (`held`),
+    looked up by each of its folders and its file. A JUnit result's names are looked up
+    the same way, with the selector normalised; its groups, by equality. A selector with
+    `*` is matched one by one.
     """
 
     _plugin: _SortedNames
+    _collectors: _SortedNames
     _junit: _SortedNames
     _junit_groups: dict[str, list[int]]
     _by_marker: dict[str, list[int]]
@@ -155,6 +161,7 @@ class _Lookup(ABC):
         wanted = normalised(selector)
         return itertools.chain(
             self._plugin.equal_to(selector),
+            *map(self._collectors.equal_to, _collector_ids(selector)),
             self._plugin.beginning_with(selector + "["),
             self._plugin.beginning_with(selector + "::"),
             self._junit.equal_to(wanted),
@@ -208,6 +215,16 @@ class ResultIndex(_Lookup):
                 self._junit_groups.setdefault(group, []).append(position)
         self._plugin = _SortedNames(plugin)
         self._junit = _SortedNames(junit)
+        self._collectors = _SortedNames(
+            [
+                (result.id, position)
+                for position, result in enumerate(self.results)
+                if result.groups is None
+                and not result.aliases
+                and result.outcome is Outcome.ERROR
+                and "::" not in result.id
+            ]
+        )
         self._selected = {}
 
     def _matching_one_by_one(self, selector: str) -> Iterator[int]:
@@ -245,6 +262,7 @@ class CollectedIndex(_Lookup):
                     self._by_marker.setdefault(property_id, []).append(position)
         self._plugin = _SortedNames.of(ids)
         self._junit = _SortedNames.of(())
+        self._collectors = _SortedNames.of(())  # a collection holds no error of its own
         self._junit_groups = {}
         self._selected = {}
 
@@ -295,6 +313,20 @@ class _SortedNames:
             return iter(self._positions[start:stop])
         names, positions = self._names, self._positions
         return (positions[at] for at in range(start, stop) if names[at].endswith(ending))
+
+
+def _collector_ids(selector: str) -> list[str]:
+    """The ids of the collectors a selector without `*` lies under (`held`): the session,
+    each of its folders, and its file."""
+    path, _, inside = selector.partition("::")
+    ids = ["."]
+    at = path.find("/")
+    while at != -1:
+        ids.append(path[:at])
+        at = path.find("/", at + 1)
+    if inside:
+        ids.append(path)
+    return ids
 
 
 def _parametrised(selector: str, name: str) -> bool:

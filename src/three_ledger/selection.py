@@ -35,6 +35,28 @@ def selects(selector: str, test_id: str) -> bool:
     return _wildcard(selector).fullmatch(test_id) is not None
 
 
+def held(selector: str, collector: str) -> bool:
+    """Whether SELECTOR chooses tests inside COLLECTOR, a module or folder that failed to
+    collect (the plugin's `error` under the collector's id, which holds no `::`).
+
+    Under xdist, pytest runs the other modules and the collector's tests are simply not
+    there: a property counts its error in their place, where it would read `missing` or
+    pass on the tests left. A selector without `*` is held by the collectors it begins
+    under (its folders, its file; `.` is the session); one with `*`, where what comes
+    before its first `::` matches the collector (a `*` there may stand for the file).
+    """
+    if "::" in collector:
+        return False
+    if collector == ".":
+        return True
+    if "*" not in selector:
+        return selector.startswith((collector + "::", collector + "/"))
+    path = selector.split("::", 1)[0]
+    return _wildcard(path).fullmatch(collector) is not None or held(
+        path.split("*", 1)[0], collector
+    )
+
+
 @functools.lru_cache(maxsize=4096)
 def _wildcard(selector: str) -> re.Pattern[str]:
     body = ".*".join(re.escape(part) for part in selector.split("*"))

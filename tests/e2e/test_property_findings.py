@@ -254,15 +254,17 @@ def test_a_module_that_no_longer_imports_is_named_with_its_error(
 
 
 @pytest.mark.parametrize("workers", ["-n 2", "--continue-on-collection-errors"])
-@pytest.mark.parametrize("named", [True, False])
+@pytest.mark.parametrize(
+    "selector", [None, "tests/test_broken.py", "tests/test_broken.py::test_x", "tests/*::test_x"]
+)
 def test_a_module_that_fails_to_collect_in_a_run_that_goes_on_is_a_result(
-    run_cli: RunCli, tmp_path: Path, workers: str, named: bool
+    run_cli: RunCli, tmp_path: Path, workers: str, selector: str | None
 ) -> None:
     # Under xdist, or told to go on, pytest runs the other modules and exits 1. The module
     # that failed to collect is an error of its own, where its tests used to vanish from the
-    # results unseen: a property whose selector names the module errs, and outside every
-    # property it is listed with the failures there.
-    broken = [prop("suite.broken", "tests/test_broken.py")] if named else []
+    # results unseen: a property with a selector under the module errs, even where its other
+    # selector's tests pass, and outside every property it is listed with the failures there.
+    broken = [prop("suite.broken", [f"{TEST_FILE}::test_parse", selector])] if selector else []
     repo = make_suite(tmp_path / "suite", properties_pin([prop("suite.marked"), *broken]))
     (repo / "tests/test_broken.py").write_text("import not_a_module\n\n\ndef test_x():\n    pass\n")
     git(repo, "add", "-A")
@@ -270,10 +272,11 @@ def test_a_module_that_fails_to_collect_in_a_run_that_goes_on_is_a_result(
     result = score(run_cli, repo, options=workers)
     written = ledger(repo)
     error = {"id": "tests/test_broken.py", "outcome": "error", "reason": None}
-    if named:
+    if selector:
         assert result.code == 1, result.err
         assert written["status_by_id"] == {"suite.marked": "pass", "suite.broken": "error"}
         assert written["failing_tests"]["suite.broken"] == [error]
+        assert written["unpinned_failures"]["count"] == 0
     else:
         assert result.code == 0, result.err
         assert "tests/test_broken.py" in written["unpinned_failures"]["first_ids"]

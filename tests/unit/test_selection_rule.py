@@ -102,9 +102,10 @@ def test_a_marker_alone_makes_a_result_answer_for_its_property() -> None:
 
 # Ids built from the characters the rule cuts at, so that beginnings, overlapping `::`,
 # parametrisations, wildcards and whitespace that JUnit normalises all come up; with the
-# characters just past `[` and `:`, where the index's runs of one beginning end.
+# characters just past `[` and `:`, where the index's runs of one beginning end; and `/`
+# and `.`, where a collector that failed to collect (an error without `::`) holds a selector.
 TRICKY = st.lists(
-    st.sampled_from(["a", ":", "::", "[", "]", "*", " ", "\t", "\\", ";"]), max_size=6
+    st.sampled_from(["a", ":", "::", "[", "]", "*", " ", "\t", "\\", ";", "/", "."]), max_size=6
 ).map("".join)
 
 
@@ -151,9 +152,10 @@ def test_the_index_chooses_exactly_what_the_rule_chooses(data: st.DataObject) ->
 @given(st.data())
 def test_the_index_of_collected_ids_chooses_what_the_rule_chooses(data: st.DataObject) -> None:
     """`shard-plan`'s index, made from the ids and property ids alone, chooses what the rule
-    chooses of the plugin results they stand for (no alias, no group; ids may repeat)."""
+    chooses of the plugin results they stand for (no alias, no group; ids may repeat). A
+    collection holds items alone, never a collector's error."""
     tests = [
-        TestResult(test.id, test.property_ids, test.outcome)
+        TestResult(test.id, test.property_ids, Outcome.PASS)
         for test in data.draw(st.lists(tricky_results(), max_size=8))
     ]
     index = CollectedIndex([t.id for t in tests], [t.property_ids for t in tests])
@@ -182,3 +184,27 @@ def test_the_index_finds_every_beginning_the_rule_cuts_at() -> None:
     assert index.selected("j.Case") == {3}
     assert index.selected("j.Case::test_a") == {3}
     assert index.selected("t.py::test_*") == {0, 1}
+
+
+def test_a_selector_chooses_the_error_of_a_collector_it_lies_under() -> None:
+    """Under xdist a module that failed to collect is an error under its id, and its tests
+    are not there: each selector inside it chooses the error in their place."""
+    tests = [
+        TestResult("tests/test_ok.py::test_a", (), Outcome.PASS),
+        TestResult("tests/test_broken.py", (), Outcome.ERROR),
+        TestResult("tests/sub", (), Outcome.ERROR),
+        TestResult("tests/test_other.py", (), Outcome.PASS),  # no error: nothing held
+    ]
+    index = ResultIndex(tests)
+    assert index.selected("tests/test_broken.py::test_x[1]") == {1}
+    assert index.selected("tests/test_broken.py") == {1}
+    assert index.selected("tests/sub/test_c.py::test_c") == {2}
+    assert index.selected("tests/*::test_x") == {1, 2}  # tests/sub/ may hold one too
+    assert index.selected("tests/test_broken.py::*") == {1}
+    assert index.selected("tests/test_ok.py::test_a") == {0}
+    assert index.selected("tests/test_other.py::test_b") == set()
+    assert index.selected("tests/test_broken_too.py::test_x") == set()
+    assert index.selected("other/test_broken.py::test_x") == set()
+    scores = score_properties({"p": ("tests/test_ok.py::test_a", "tests/test_broken.py::t")}, tests)
+    assert scores["p"].status.value == "error"
+    assert [r.id for r in scores["p"].non_pass] == ["tests/test_broken.py"]
