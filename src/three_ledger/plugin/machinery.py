@@ -1,4 +1,5 @@
-"""The machinery audit: pytest's and pluggy's code, compared with what the plugin saw at load.
+"""The machinery audit: pytest's, pluggy's and unittest's code, compared with what the plugin saw
+at load.
 
 Code that forces outcomes without being a hook the gate can see patches pytest: it replaces a
 function of `_pytest.runner`, a method of `TestReport`, a hook implementation, pluggy's
@@ -8,10 +9,10 @@ function of `_pytest.runner`, a method of `TestReport`, a hook implementation, p
   function's `__code__`, `__defaults__` and `__kwdefaults__`, a class's `__name__`,
   `__qualname__`, `__module__`, `__doc__` and `__bases__`, and any object's `__class__`; for
   an ordinary assignment to a class attribute it raises nothing (the call is commented out in
-  CPython as too noisy). The hook notes each such event on a function or class of pytest or
-  pluggy, and on the `__class__` of their instances, with the stack that made it;
+  CPython as too noisy). The hook notes each such event on a function or class of pytest,
+  pluggy or unittest, and on the `__class__` of their instances, with the stack that made it;
 - identity checks, for the assignments no event reports: every callable, descriptor and
-  imported module in the `__dict__` of every module and class of pytest and pluggy (a
+  imported module in the `__dict__` of every module and class of pytest, pluggy and unittest (a
   look-alike put in place of `_pytest.runner.os` would run before and after each phase of
   each test), and every registered hook implementation, compared by identity (never by
   `==`, which the replacement could answer) with what was seen before. What a report
@@ -60,6 +61,9 @@ REPORT_PATH_MODULES = (
     "pluggy._impl",
     "pluggy._execution",
     "pluggy._result",
+    # A unittest-style test's outcome is unittest's to make: its `TestCase.run`, its asserts.
+    "_pytest.unittest",
+    "unittest.case",
 )
 # The classes of those modules that a report passes through: compared after each test too;
 # the other classes of those modules, with the rest, in turns.
@@ -78,14 +82,17 @@ REPORT_PATH_CLASSES = frozenset(
         "pluggy._impl.HookImpl",
         "pluggy._manager.PluginManager",
         "pluggy._result.Result",
+        "_pytest.unittest.TestCaseFunction",
+        "unittest.case.TestCase",
+        "unittest.case._Outcome",
     }
 )
 # pytest sets its assertion hooks here for every test: compared when collection starts and
 # ends and at session end (between tests), never in turns, where each test's would differ.
 PER_TEST_STATE = frozenset({"_pytest.assertion.util"})
-_PREFIXES = ("_pytest.", "pytest.", "pluggy.")
+_PREFIXES = ("_pytest.", "pytest.", "pluggy.", "unittest.")
 _SETATTR = "object.__setattr__"
-_ROOTS = frozenset({"_pytest", "pytest", "pluggy"})
+_ROOTS = frozenset({"_pytest", "pytest", "pluggy", "unittest"})
 # How many values of the other modules and classes are compared after each test, in turn.
 SLICE = 64
 _is = operator.is_
@@ -426,7 +433,8 @@ class Audit:
     # --- what is watched -------------------------------------------------------------------
 
     def discover(self) -> list[_Namespace]:
-        """Watch every module and class of pytest and pluggy not yet watched; the new ones."""
+        """Watch every module and class of pytest, pluggy and unittest not yet watched; the new
+        ones."""
         added = []
         for name, module in list(sys.modules.items()):
             if is_machinery(name) and isinstance(module, types.ModuleType):
@@ -756,7 +764,15 @@ def _wrapped_callables(value: object, depth: int = 4) -> list[object]:
 
 
 def start() -> Audit:
-    """Arm the audit in this process (once: an audit hook cannot be removed)."""
+    """Arm the audit in this process (once: an audit hook cannot be removed).
+
+    unittest is imported first. pytest imports it only once a test module does, after the
+    project's code may have run, and the audit must first see it as the standard library
+    made it: product code that sets `TestCase.assertEqual` to a function that asserts
+    nothing passes every unittest-style test that calls it.
+    """
+    import unittest  # noqa: F401 - watched from here on (`is_machinery`)
+
     audit = Audit()
     sys.addaudithook(_hook(audit))
     return audit

@@ -119,7 +119,10 @@ def checked_and_removed(
     Nothing else recorded is refused, except with ALLOW_EMPTY (a shard's empty slice).
     """
     if record.findings:
-        why = "code that patches pytest can force outcomes: no result of this run is evidence"
+        why = (
+            "code that patches pytest or unittest can force outcomes: "
+            "no result of this run is evidence"
+        )
         raise InfraFailure(
             f"the run's machinery was modified: {record.findings[0]}",
             [*record.findings[1:], why],
