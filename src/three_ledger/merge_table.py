@@ -16,7 +16,7 @@ from three_ledger.frozen import frozen
 from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT
 from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
 from three_ledger.pins import FlakePin
-from three_ledger.vocabulary import Posture
+from three_ledger.vocabulary import Outcome, Posture
 
 # Row 8 for a change that adds test modules beside what is scored: nothing ran them.
 UNSCORED_NEW_TESTS = "new tests land unscored: the test owners review them"
@@ -149,6 +149,9 @@ def decide(evidence: Evidence) -> Verdict:
         reason = f"{UNSCORED_NEW_TESTS}: {listed}{_flake_note(evidence)}"
         return Verdict(Posture.HUMAN_REVIEW, 8, reason)
 
+    if (unexplained := _unexplained_exit(prop)) is not None:
+        return Verdict(Posture.HUMAN_REVIEW, 8, f"{unexplained}{_flake_note(evidence)}")
+
     dual = evidence.dual_pin.record if evidence.dual_pin else None
     if dual is None or not dual.run:
         why = "no dual-pin ledger" if dual is None else "dual-pin not run"
@@ -160,6 +163,26 @@ def decide(evidence: Evidence) -> Verdict:
         f"{dual.right_pin_id} agree{_flake_note(evidence)}"
     )
     return Verdict(Posture.REVIEW, 9, reason)
+
+
+_FAILED = frozenset({Outcome.FAIL, Outcome.ERROR})
+
+
+def _unexplained_exit(prop: PropertyLedger) -> str | None:
+    """Row 8: the command exited non-zero, yet no test of its results failed, pinned or not.
+
+    Something failed that the results do not show: a runner whose report leaves a failure
+    out, a crash after the last test, a report rewritten after it was written (the JUnit
+    path trusts the code under test with it). The statuses stand; a person reads the log.
+    """
+    if prop.command_exit == 0 or prop.unpinned_failures.count:
+        return None
+    if any(outcome in _FAILED for outcome in prop.flake_results.values()):
+        return None
+    return (
+        f"the command exited {prop.command_exit}, but no test of its results failed: "
+        "something failed that the results do not show (read the run's log)"
+    )
 
 
 def _scored_elsewhere(binding: TreeBinding | None, prop: PropertyLedger) -> str | None:

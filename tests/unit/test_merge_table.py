@@ -22,7 +22,7 @@ from helpers.records import (
     prop_reading,
     stamp,
 )
-from three_ledger.ledgers import FailingTest
+from three_ledger.ledgers import FailingTest, UnpinnedFailures
 from three_ledger.merge_table import (
     FlakePinView,
     LiveTree,
@@ -75,6 +75,8 @@ def test_all_evidence_in_order_is_review() -> None:
          "not about this run"),
         ({"prop": prop_reading(status_by_id={"orders.a": "pass", "orders.b": "missing"})}, 7,
          "property miss stands: orders.b is missing"),
+        ({"prop": prop_reading(flake_results={}), "flakes": ()}, 8,
+         "the command exited 1, but no test of its results failed"),
         ({"dual_pin": None}, 8, "no dual-pin ledger"),
         ({"dual_pin": Reading(Path("d.json"), "2" * 64, DualPinLedger.not_run("2" * 32, stamp(3)))},
          8, "dual-pin not run"),
@@ -86,6 +88,23 @@ def test_each_check(change: dict[str, Any], row: int, fragment: str) -> None:
     assert fragment in verdict.reason
     expected = {8: Posture.HUMAN_REVIEW, 9: Posture.REVIEW}.get(row, Posture.REJECT)
     assert verdict.posture is expected
+
+
+@pytest.mark.parametrize(
+    "explained",
+    [
+        {"command_exit": 0},
+        {"unpinned_failures": UnpinnedFailures(1, ("tests/t.py::test_other",))},
+    ],
+)
+def test_a_failing_exit_needs_a_failure_in_the_results_to_account_for_it(
+    explained: dict[str, Any],
+) -> None:
+    """A run that exited 1 with every result passing is something the results do not show
+    (a JUnit report that leaves a failure out): row 8. A failure outside every property, or
+    an exit of 0, accounts for it."""
+    verdict = decide(evidence(prop=prop_reading(flake_results={}, **explained), flakes=()))
+    assert (verdict.posture, verdict.row) == (Posture.REVIEW, 9), verdict.reason
 
 
 def test_review_by_today_still_backs_a_flake_ledger() -> None:
