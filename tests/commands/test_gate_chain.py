@@ -518,3 +518,81 @@ def test_its_reruns_and_budget_go_with_the_flag(project: tuple[Path, str], run_c
     code, _, out = gate(run_cli, repo, stand_in(PASSING), "--base", base, "--flake-reruns", "3")
     assert code == 64
     assert not (out / "decision.json").exists()
+
+
+# --- a runner other than pytest (--junit-xml) ----------------------------------------------
+
+REPORT = "test-results/junit.xml"
+WRITE_REPORT = """
+import sys, pathlib
+cases = "".join(
+    f'<testcase classname="t" name="{name}" file="properties/test_orders.py"/>'
+    for name in sys.argv[1].split(",")
+)
+report = pathlib.Path("test-results/junit.xml")
+report.parent.mkdir(exist_ok=True)
+report.write_text(f'<testsuites><testsuite name="t">{cases}</testsuite></testsuites>')
+sys.exit(int(sys.argv[2]))
+"""
+
+
+def junit_runner(exit_code: int) -> str:
+    """A runner whose report says every test of the demo's properties passed, then exits."""
+    names = ",".join(test.split("::")[1] for test in PASSING)
+    return shlex.join([sys.executable, "-c", WRITE_REPORT, names, str(exit_code)])
+
+
+def junit_project(repo: Path) -> str:
+    """The demo with its report folder ignored and each property naming its test (a JUnit
+    report carries no markers): the base, committed."""
+    (repo / ".gitignore").write_text((repo / ".gitignore").read_text() + "test-results/\n")
+    pin_path = repo / "pins/properties.json"
+    pin = json.loads(pin_path.read_text())
+    for prop in pin["properties"]:
+        prop.setdefault("test", f"{TEST_FILE}::test_round_trip")
+    pin_path.write_text(json.dumps(pin, indent=2) + "\n")
+    git(repo, "commit", "-q", "-am", "properties a JUnit report can answer")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_a_failing_exit_with_a_report_that_shows_no_failure_is_human_review(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    """With two pins that agree, a clean report is `review`; the same report from a runner
+    that exited 1 says something failed that it does not show: `human_review`, row 8."""
+    repo, _ = project
+    base = junit_project(repo)
+    (repo / "orders.py").write_text((repo / "orders.py").read_text() + "\n# a comment\n")
+    git(repo, "commit", "-q", "-am", "a harmless edit")
+    code, stdout, out = gate(
+        run_cli, repo, junit_runner(0), "--base", base, "--junit-xml", repo / REPORT
+    )
+    assert (code, decision(out)[:2]) == (0, ("review", 9)), stdout
+    code, stdout, out = gate(
+        run_cli, repo, junit_runner(1), "--base", base, "--junit-xml", repo / REPORT
+    )
+    posture, row, reason = decision(out)
+    assert (code, posture, row) == (0, "human_review", 8), stdout
+    assert reason.startswith("the command exited 1, but no test of its results failed")
+    assert "the command exited 1, but no test of its results failed" in stdout
+
+
+def test_a_pin_change_under_a_junit_runner_is_not_vetted_and_says_why(
+    project: tuple[Path, str], run_cli: RunCli
+) -> None:
+    """vet runs pytest with the plugin: under --junit-xml it is a skipped step with its reason,
+    not a failed one that the pin owners' reason reports as exit 4."""
+    repo, _ = project
+    base = junit_project(repo)
+    pin_path = repo / "pins/properties.json"
+    pin_path.write_text(pin_path.read_text().replace('"claim": "', '"claim": "Still: ', 1))
+    git(repo, "commit", "-q", "-am", "a claim reworded")
+    code, stdout, out = gate(
+        run_cli, repo, junit_runner(0), "--base", base, "--junit-xml", repo / REPORT
+    )
+    posture, row, reason = decision(out)
+    assert (code, posture, row) == (0, "human_review", 0), stdout
+    assert "vet" not in reason
+    vet_line = next(line for line in stdout.splitlines() if line.lstrip().startswith("vet"))
+    assert "vet runs the tests through three-ledger's pytest plugin" in vet_line
+    assert not list(out.glob("vet-*.json"))

@@ -229,6 +229,22 @@ def _fixtures_in_oracle_path(repo: Path) -> None:
     test.write_text(text, encoding="utf-8")
 
 
+def _src_layout(repo: Path) -> None:
+    """The product a package under `src/`, found through pytest's `pythonpath`, importing a
+    module of its own: the masking conftest must restore it as `orders`, the name the tests
+    import, not `src.orders`, whose relative import fails (an infrastructure failure)."""
+    (repo / "src/orders").mkdir(parents=True)
+    product = (repo / "orders.py").read_text(encoding="utf-8")
+    (repo / "orders.py").unlink()
+    (repo / "src/orders/__init__.py").write_text(
+        product + "\nfrom . import _version  # noqa: E402\n", encoding="utf-8"
+    )
+    (repo / "src/orders/_version.py").write_text('VERSION = "1"\n', encoding="utf-8")
+    ini = repo / "pytest.ini"
+    ini.write_text(ini.read_text(encoding="utf-8").replace("pythonpath = .", "pythonpath = src"))
+    edit_json(repo / PROPERTIES_PIN, lambda pin: pin.__setitem__("product_paths", ["src/**"]))
+
+
 def _no_digest(repo: Path) -> None:
     edit_json(repo / "pins/fixtures.json", lambda pin: pin.pop("digest"))
 
@@ -250,6 +266,7 @@ WEAK = {
         "reject row 1",
     ),
     "fixture-pin-without-digest": (_no_digest, ("moved-fixture",), None, "reject row 1"),
+    "src-layout": (_src_layout, ("masking-conftest",), None, "reject row 5"),
 }
 
 

@@ -160,6 +160,25 @@ def test_the_masking_conftest_puts_the_base_module_in_place(tmp_path: Path) -> N
         sys.modules.pop("selftest_fake_pkg.mod", None)
 
 
+def test_the_masking_conftest_restores_a_package_whose_code_imports_its_own_modules(
+    tmp_path: Path,
+) -> None:
+    """A package's `__init__.py` (attrs' `from . import exceptions`) is made as the import
+    system makes it: its `__path__` set and in `sys.modules` before its code runs."""
+    folder = tmp_path / "selftest_fake_package"
+    folder.mkdir()
+    (folder / "_version.py").write_text("VERSION = 3\n")
+    init = folder / "__init__.py"
+    source = "from . import _version\n\ndef f():\n    return _version.VERSION\n"
+    try:
+        text = plants.masking_conftest("selftest_fake_package", str(init), source)
+        exec(compile(text, "conftest.py", "exec"), {})
+        assert sys.modules["selftest_fake_package"].f() == 3
+    finally:
+        sys.modules.pop("selftest_fake_package", None)
+        sys.modules.pop("selftest_fake_package._version", None)
+
+
 @pytest.mark.parametrize("text", [plants.sleeper_canary("1.5"), plants.network_canary(9)])
 def test_the_canaries_are_python(text: str) -> None:
     ast.parse(text)

@@ -661,13 +661,19 @@ def _conftest(session: Session, plant: Plant) -> Result:
 
 
 def _module_name(session: Session, path: str) -> str:
-    """The import name of PATH: relative to the first search folder that holds it."""
+    """The import name of PATH: relative to the deepest search folder that holds it (ROOT
+    holds every path; `src/attr/_funcs.py` under a src layout is `attr._funcs`, not
+    `src.attr._funcs`), unless that folder is itself a package, imported from above."""
+    root = session.scratch.root
+    prefixes = []
     for folder in session.search_folders(path)[1:]:
-        prefix = "" if folder in ("", ".") else f"{folder.rstrip('/')}/"
-        if path.startswith(prefix):
-            inner = path.removeprefix(prefix).removesuffix(".py").removesuffix("/__init__")
-            return inner.replace("/", ".")
-    return PurePosixPath(path).stem
+        prefix = "" if folder in ("", ".") else f"{folder.strip('/')}/"
+        if path.startswith(prefix) and not (prefix and (root / prefix / "__init__.py").is_file()):
+            prefixes.append(prefix)
+    if not prefixes:
+        return PurePosixPath(path).stem
+    inner = path.removeprefix(max(prefixes, key=len)).removesuffix(".py")
+    return inner.removesuffix("/__init__").replace("/", ".")
 
 
 def _pin_mutation(session: Session) -> Result:

@@ -269,8 +269,9 @@ def _unread(failure: InfraFailure, log_path: Path) -> InfraFailure:
 def _plugin_lost(log_path: Path) -> str:
     return (
         "the plugin wrote nothing: is the command pytest, and does it keep the "
-        f"environment (PYTHONPATH, PYTEST_PLUGINS)? Other runners need --junit-xml "
-        f"(log: {log_path})"
+        "environment (PYTHONPATH, PYTEST_PLUGINS)? Other runners are scored through "
+        "--junit-xml (properties, gate, plan --from-report); vet, selftest and "
+        f"flake-evidence run pytest alone (log: {log_path})"
     )
 
 

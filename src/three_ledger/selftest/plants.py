@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+from pathlib import PurePosixPath
 
 from three_ledger.frozen import frozen
 from three_ledger.vocabulary import Posture
@@ -139,8 +140,13 @@ def pytest_runtest_makereport(item, call):
 
 
 def masking_conftest(module: str, file_name: str, base_source: str) -> str:
-    """A conftest that puts the base's product in `sys.modules` before any test imports it."""
-    parent, _, leaf = module.rpartition(".")
+    """A conftest that puts the base's product in `sys.modules` before any test imports it.
+
+    It makes the module as the import system would: in `sys.modules` before its code runs,
+    and, for a package's `__init__.py`, with its `__path__`, so that the product's relative
+    imports (`from . import exceptions`) find it."""
+    outer, _, leaf = module.rpartition(".")
+    package = PurePosixPath(file_name).name == "__init__.py"
     lines = [
         "",
         "import importlib",
@@ -151,12 +157,14 @@ def masking_conftest(module: str, file_name: str, base_source: str) -> str:
         f"_restored = types.ModuleType({module!r})",
         f"_restored.__file__ = {file_name!r}",
     ]
-    if parent:
-        lines.append(f"_restored.__package__ = {parent!r}")
-    lines.append(f"exec(compile(_SOURCE, {file_name!r}, 'exec'), _restored.__dict__)")
+    if package:
+        lines.append(f"_restored.__path__ = [{str(PurePosixPath(file_name).parent)!r}]")
+    if package or outer:
+        lines.append(f"_restored.__package__ = {module if package else outer!r}")
     lines.append(f"sys.modules[{module!r}] = _restored")
-    if parent:
-        lines.append(f"setattr(importlib.import_module({parent!r}), {leaf!r}, _restored)")
+    lines.append(f"exec(compile(_SOURCE, {file_name!r}, 'exec'), _restored.__dict__)")
+    if outer:
+        lines.append(f"setattr(importlib.import_module({outer!r}), {leaf!r}, _restored)")
     return "\n".join(lines) + "\n"
 
 
