@@ -8,6 +8,7 @@ to the test owners unscored (row 0); anything else beside the tests is scored as
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from helpers import CI_VARIABLES, CliResult, RunCli
+from helpers import CI_VARIABLES, CliResult, RunCli, git
 from helpers.patches import Repo, break_total, example_repo, posture
 
 pytestmark = pytest.mark.pytest_child
@@ -152,6 +153,43 @@ def test_gate_sends_an_edit_of_existing_tests_to_the_test_owners(repo: Repo) -> 
         "properties/test_orders.py (test module; properties orders.total.non_negative"
         in (decision["reason"])
     )
+
+
+@pytest.mark.parametrize(
+    ("requirement", "said"),
+    [
+        ({"min_tests": 1}, "; the properties pin asks for min_tests tests of orders.id.stable: "),
+        (
+            {"tests_sha256": "0" * 64},
+            "; the properties pin hashes the tests of orders.id.stable (tests_sha256): ",
+        ),
+    ],
+)
+def test_gate_warns_the_test_owners_of_a_pin_that_counts_the_tests_changed(
+    repo: Repo, requirement: dict[str, Any], said: str
+) -> None:
+    """A pin that counts a property's tests (`min_tests`, `tests_sha256`) may need to change
+    with its tests, or the property is `missing` in every change after this one: the reason
+    says so where the edit touches such a property, and only there."""
+    path = repo.root / "pins/properties.json"
+    pin = json.loads(path.read_text())
+    for prop in pin["properties"]:
+        if prop["id"] == "orders.id.stable":
+            prop.update(requirement)
+    path.write_text(json.dumps(pin, indent=2) + "\n")
+    repo = repo.as_base("pins: orders.id.stable counts its tests")
+    test = repo.root / "properties/test_orders.py"
+    test.write_text(test.read_text() + "\n\ndef test_id_stable_again() -> None:\n    pass\n")
+    repo = repo.as_base("one more test")
+    repo = dataclasses.replace(repo, base=git(repo.root, "rev-parse", "HEAD~1"))
+    decision = gate(repo)
+    assert posture(decision) == ("human_review", 0)
+    assert said in decision["reason"]
+    assert decision["reason"].endswith("or every change after it is rejected at row 7")
+    repo = dataclasses.replace(repo, base=git(repo.root, "rev-parse", "HEAD"))
+    repo.write("properties/test_free_orders.py", NEW_TEST)  # in no property
+    repo.commit("a test for free orders")
+    assert "the properties pin" not in gate(repo)["reason"]
 
 
 def test_gate_names_a_conftest_as_steering_every_test(repo: Repo) -> None:

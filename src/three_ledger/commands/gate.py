@@ -55,7 +55,7 @@ from three_ledger.gate_plan import Change, FixtureSide, Plan, Unusable, find_cha
 from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
 from three_ledger.pin_folder import fixture_folders
-from three_ledger.pins import load_fixture_pin
+from three_ledger.pins import PropertiesPin, load_fixture_pin
 from three_ledger.progress import progress
 from three_ledger.report.gate_summary import (
     GateOutcome,
@@ -213,7 +213,7 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
         verdict = Verdict(Posture.REJECT, GATE_ROW, f"gate inputs unusable: {exc}")
         return _finish(request, out, GateOutcome(verdict, None, None, None, []), env)
     if tests is not None:
-        return _finish(request, out, _test_change(request, out, change, tests), env)
+        return _finish(request, out, _test_change(request, out, change, plan, tests), env)
     return _finish(request, out, _scored(request, out, change, plan, env), env)
 
 
@@ -650,13 +650,15 @@ def _test_side(
 
 
 def _test_change(
-    request: GateRequest, out: OutDir, change: Change, tests: list[TestSideChange]
+    request: GateRequest, out: OutDir, change: Change, plan: Plan, tests: list[TestSideChange]
 ) -> GateOutcome:
     """Tests, conftests and pytest's settings move in changes of their own, which the test
     owners review: nothing is scored, since what judges the change is what changed. Pins
     changed beside them are checked and vetted as in a pin change."""
     chain = Chain(InProcess(request, out, change.base, change.resolution.given, {}))
     reason = f"{TEST_CHANGE_REASON}: {', '.join(test.describe() for test in tests)}"
+    if plan.properties_pin.source.name not in change.changed_pin_names():
+        reason += _counted_tests_note(plan.properties_pin, tests)
     pins = change.changed_pins()
     if pins:
         refused = _checked_and_vetted(request, out, change, chain)
@@ -666,6 +668,38 @@ def _test_change(
     verdict = Verdict(Posture.HUMAN_REVIEW, GATE_ROW, reason)
     return GateOutcome(
         verdict, None, change, None, chain.steps, pin_change=bool(pins), test_change=tuple(tests)
+    )
+
+
+def _counted_tests_note(pin: PropertiesPin, tests: Sequence[TestSideChange]) -> str:
+    """What the test owners must know when the change touches tests of properties whose pin
+    counts their tests and leaves the pin alone: under `tests_sha256`, a test added, renamed
+    or removed there, and under `min_tests`, one too many removed, makes the property
+    `missing` in every change after this one."""
+    touched = {name for test in tests for name in test.properties}
+    props = [prop for prop in pin.properties if prop.id in touched]
+    exact = [prop.id for prop in props if prop.requirement.tests_sha256 is not None]
+    least = [
+        prop.id
+        for prop in props
+        if prop.requirement.tests_sha256 is None and prop.requirement.min_tests is not None
+    ]
+    said = []
+    if exact:
+        said.append(
+            f"the properties pin hashes the tests of {', '.join(exact)} (tests_sha256): a "
+            "test this change adds, renames or removes there needs the pin changed with it"
+        )
+    if least:
+        said.append(
+            f"the properties pin asks for min_tests tests of {', '.join(least)}: a test "
+            "this change removes there may need the pin lowered with it"
+        )
+    if not said:
+        return ""
+    return (
+        f"; {'; '.join(said)} (`three-ledger plan` prints the figures), or every change "
+        "after it is rejected at row 7"
     )
 
 
