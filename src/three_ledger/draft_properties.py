@@ -19,7 +19,7 @@ from typing import Any
 
 from three_ledger import jsonio
 from three_ledger.frozen import frozen
-from three_ledger.matching import PinMatch, match_pin
+from three_ledger.matching import match_pin
 from three_ledger.paths import glob_matches, printable
 from three_ledger.pins import PropertiesPin
 from three_ledger.product_guess import TEST_FOLDERS, Proposal
@@ -130,14 +130,17 @@ def _with_counts(
     """Each property with `min_tests`, the count it has now; those that count none left out."""
     match = match_pin(_loaded(document, source), (), tests)
     counts = {prop.id: prop.score.tests_matched for prop in match.properties}
+    by_id = {prop.id: prop for prop in match.properties}
     kept, notes = [], []
     for prop in document["properties"]:
-        if counts[prop["id"]] and not _skips_unaccepted(match, prop["id"]):
+        matched = by_id[prop["id"]]
+        if matched.expected_failures:
+            notes.append(
+                f"{prop['test']}: no property drafted: {matched.expected_failures} of its tests "
+                "are marked xfail, and an expected failure scores fail: pin the others by hand"
+            )
+        elif counts[prop["id"]] and not matched.unaccepted_skips:
             kept.append({**prop, "min_tests": counts[prop["id"]]})
         else:
             notes.append(f"{prop['test']}: no property drafted: its tests skip at collection")
     return PropertiesDraft({**document, "properties": kept}, tuple(notes))
-
-
-def _skips_unaccepted(match: PinMatch, property_id: str) -> bool:
-    return any(prop.id == property_id and prop.unaccepted_skips for prop in match.properties)

@@ -58,6 +58,9 @@ class PropertyMatch:
     marked: int
     # Matched tests that skip (as far as is known) with no expected skip accepting them.
     unaccepted_skips: int
+    # Matched tests that fail before they run: in a collection, those marked xfail (an
+    # expected failure scores `fail`, so the property cannot pass while it counts them).
+    expected_failures: int = 0
 
 
 @frozen
@@ -133,6 +136,7 @@ def _property_match(
         selectors=tuple(_selector_match(s, index, candidates) for s in selectors),
         marked=len(index.marked(property_id)),
         unaccepted_skips=sum(1 for test in matched if _unaccepted_skip(test, expected_skips)),
+        expected_failures=sum(1 for test in matched if test.outcome is Outcome.FAIL),
     )
 
 

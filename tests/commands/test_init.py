@@ -29,9 +29,12 @@ ids = [
     "tests/test_api/test_render.py::test_empty_input_renders_nothing",
 ]
 skips = {skips!r}
+xfails = {xfails!r}
 with open(os.environ["THREE_LEDGER_COLLECT"], "a") as out:
-    for node in [*ids, *skips]:
+    for node in [*ids, *skips, *xfails]:
         line = {{"id": node, "property_ids": [], "skip_reason": skips.get(node)}}
+        if node in xfails:
+            line["xfail"] = True
         out.write(json.dumps(line) + "\\n")
 sys.exit({exit_code})
 """
@@ -47,11 +50,19 @@ def project(tmp_path: Path) -> Path:
     return repo
 
 
-def stand_in(folder: Path, exit_code: int, skips: dict[str, str] | None = None) -> str:
-    """A collection of four tests (and SKIPS, node id: reason) that exits EXIT_CODE."""
+def stand_in(
+    folder: Path,
+    exit_code: int,
+    skips: dict[str, str] | None = None,
+    xfails: tuple[str, ...] = (),
+) -> str:
+    """A collection of four tests (and SKIPS, node id: reason; and XFAILS, node ids marked
+    to fail) that exits EXIT_CODE."""
     script = folder / "pytest"
     folder.mkdir()
-    text = STAND_IN.format(python=sys.executable, exit_code=exit_code, skips=skips or {})
+    text = STAND_IN.format(
+        python=sys.executable, exit_code=exit_code, skips=skips or {}, xfails=list(xfails)
+    )
     script.write_text(text, "utf-8")
     script.chmod(0o755)
     return str(script)
@@ -200,6 +211,25 @@ def test_skips_at_collection_are_expected_and_an_untracked_data_file_is_warned_a
         in result.err.splitlines()
     )
     assert f"1 drafted file is untracked ({PORT_FOLDER}/new.md)" in result.err
+
+
+def test_a_module_with_a_test_marked_xfail_gets_no_property_and_is_named(
+    run_cli: RunCli, project: Path, tmp_path: Path
+) -> None:
+    """An expected failure scores `fail`: a drafted property counting one would reject every
+    change at row 7."""
+    known_bug = "tests/test_api/test_render.py::test_known_bug"
+    collector = stand_in(tmp_path / "s", 0, xfails=(known_bug,))
+    result = run_cli("init", "--root", project, "--command", collector)
+    assert result.code == 0, result.err
+    document = json.loads((project / DRAFTS[2]).read_text(encoding="utf-8"))
+    assert "tests/test_api/test_render.py" not in {prop["test"] for prop in document["properties"]}
+    assert "tests/test_spec.py" in {prop["test"] for prop in document["properties"]}
+    assert (
+        "three-ledger: tests/test_api/test_render.py: no property drafted: 1 of its tests are "
+        "marked xfail, and an expected failure scores fail: pin the others by hand"
+        in result.err.splitlines()
+    )
 
 
 def test_a_folder_of_python_cases_is_named_as_not_drafted(

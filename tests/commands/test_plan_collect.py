@@ -12,6 +12,7 @@ import pytest
 
 from helpers import RunCli, path_without_unshare, unshare_refusing, write_json
 from helpers.suites import (
+    SUITE,
     TEST_FILE,
     by_id,
     edit_properties,
@@ -45,6 +46,24 @@ def test_skips_known_at_collection_are_offered_as_expected_skips(
     assert (draft_entry["expected_skips_left_out"], draft_entry["unaccepted_skips"]) == (1, 0)
     assert document["unlisted_skips"] == []
     assert document["expected_skips"] == [{"selector": draft, "matched": 4, "did_you_mean": []}]
+
+
+def test_a_test_marked_xfail_is_named_as_one_the_property_cannot_pass_with(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """An expected failure scores `fail` (SPEC 4.2): a property that counts one cannot pass,
+    and plan says so before any run, where a drafted pin once rejected every change."""
+    source = SUITE + (
+        "\n\n@pytest.mark.xfail(reason='a known bug')\ndef test_known_bug():\n    assert False\n"
+    )
+    repo = make_suite(tmp_path, properties_pin([prop("suite.bugs", TEST_FILE)]), source)
+    result = plan(run_cli, repo)
+    assert "1 marked xfail: it would score fail, since an expected failure counts as fail" in (
+        result.out
+    )
+    assert by_id(plan_json(run_cli, repo))["suite.bugs"]["expected_failures"] == 1
+    edit_properties(repo, properties_pin([prop("suite.bugs", f"{TEST_FILE}::test_total")]))
+    assert by_id(plan_json(run_cli, repo))["suite.bugs"]["expected_failures"] == 0
 
 
 def test_tests_outside_every_property_and_flake_entry_are_counted(

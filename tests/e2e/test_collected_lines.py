@@ -48,7 +48,24 @@ def plain_line(item):
     reason = plain_skip(item, markers)
     if reason is not None:
         line["skip_reason"] = reason
+    if plain_xfail(item, markers):
+        line["xfail"] = True
     return line
+
+
+def plain_xfail(item, markers):
+    if getattr(getattr(item, "obj", None), "__unittest_expecting_failure__", False) is True:
+        return True
+    for marker in markers.get("xfail", ()):
+        if "condition" in marker.kwargs:
+            conditions = (marker.kwargs["condition"],)
+        else:
+            conditions = marker.args
+        if not conditions:
+            return True
+        if all(isinstance(c, bool) for c in conditions) and any(conditions):
+            return True
+    return False
 
 
 def plain_skip(item, markers):
@@ -168,6 +185,25 @@ class Case(unittest.TestCase):
     def test_runs(self):
         pass
 
+    @unittest.expectedFailure
+    def test_unittest_expected_failure(self):
+        assert False
+
+
+@pytest.mark.xfail(reason="a known bug")
+def test_xfail():
+    assert False
+
+
+@pytest.mark.xfail(False, reason="not this time")
+def test_xfail_false():
+    pass
+
+
+@pytest.mark.xfail("sys.platform != 'nowhere'", reason="decided when it runs")
+def test_xfail_string():
+    assert False
+
 
 def doubled(n):
     """
@@ -197,7 +233,7 @@ def test_the_plugins_lines_are_the_plain_walks_bytes(tmp_path: Path) -> None:
     lines = {line["id"]: line for line in map(json.loads, plugin.decode().splitlines())}
     # Not a vacuous comparison: every kind of line is there, in an order that leaves the
     # items of one parent apart.
-    assert len(lines) == 24
+    assert len(lines) == 28
     suite = "test_suite.py::"
     assert lines[f"{suite}test_marked"]["property_ids"] == ["f.a", "f.b", "m.module"]
     assert lines[f"{suite}test_params[skipped]"]["skip_reason"] == "a param's skip"
@@ -216,6 +252,10 @@ def test_the_plugins_lines_are_the_plain_walks_bytes(tmp_path: Path) -> None:
     assert "skip_reason" not in lines[f"{suite}Case::test_runs"]
     assert lines[f"{suite}test_skip_reason_not_a_string"]["skip_reason"] == "unconditional skip"
     assert "skip_reason" not in lines[f"{suite}test_skipif_string"]
+    assert lines[f"{suite}test_xfail"]["xfail"] is True
+    assert lines[f"{suite}Case::test_unittest_expected_failure"]["xfail"] is True
+    assert "xfail" not in lines[f"{suite}test_xfail_false"]
+    assert "xfail" not in lines[f"{suite}test_xfail_string"]
     assert "test_suite.py::test_suite.doubled" in lines
     # Sorted by name: the two parents' items alternate, and a class's run is two long.
     assert list(lines)[:5] == [

@@ -22,17 +22,25 @@ def collected(tmp_path: Path, *lines: str) -> Path:
     return path
 
 
-def line(test_id: str, *property_ids: str, skip: str | None = None) -> str:
-    return json.dumps({"id": test_id, "property_ids": list(property_ids), "skip_reason": skip})
+def line(test_id: str, *property_ids: str, skip: str | None = None, xfail: bool = False) -> str:
+    record = {"id": test_id, "property_ids": list(property_ids), "skip_reason": skip}
+    return json.dumps({**record, "xfail": True} if xfail else record)
 
 
 def test_each_line_is_a_test_in_collection_order(tmp_path: Path) -> None:
-    path = collected(tmp_path, line("t.py::b", "p.b"), line("t.py::a"), line("t.py::c", skip="x"))
+    path = collected(
+        tmp_path,
+        line("t.py::b", "p.b"),
+        line("t.py::a"),
+        line("t.py::c", skip="x"),
+        line("t.py::d", xfail=True),  # an expected failure scores fail
+    )
     tests = read_collected(path, tmp_path / "log")
     assert [(t.id, t.property_ids, t.outcome) for t in tests] == [
         ("t.py::b", ("p.b",), Outcome.PASS),
         ("t.py::a", (), Outcome.PASS),
         ("t.py::c", (), Outcome.SKIP),
+        ("t.py::d", (), Outcome.FAIL),
     ]
     assert tests[2].skip_reason == "x"
 
@@ -52,6 +60,8 @@ def test_each_line_is_a_test_in_collection_order(tmp_path: Path) -> None:
          "line 2: not a collected test"),
         (['{"id": 1, "property_ids": []}'], "line 1: not a collected test"),
         ([line("t.py::a"), '{"id": "t.py::b", "property_ids": [], "skip_reason": 3}'],
+         "line 2: not a collected test"),
+        ([line("t.py::a"), '{"id": "t.py::b", "property_ids": [], "xfail": 1}'],
          "line 2: not a collected test"),
     ],
 )  # fmt: skip

@@ -137,6 +137,11 @@ def _property_lines(prop: PropertyMatch) -> list[str]:
         notes.append(f"{score.expected_skips} expected skips left out")
     if prop.unaccepted_skips:
         notes.append(f"{prop.unaccepted_skips} skip at collection: it would score skip")
+    if prop.expected_failures:
+        notes.append(
+            f"{prop.expected_failures} marked xfail: it would score fail, since an expected "
+            "failure counts as fail; leave them out of its selectors"
+        )
     if score.matched == 0:
         notes.append("it would be missing")
     elif score.missing_reason is not None:
@@ -181,6 +186,7 @@ def _property_document(prop: PropertyMatch) -> dict[str, Any]:
         "marked": prop.marked,
         "expected_skips_left_out": prop.score.expected_skips,
         "unaccepted_skips": prop.unaccepted_skips,
+        "expected_failures": prop.expected_failures,
         "tests_matched": score.tests_matched,
         "counted_ids": hashed_ids(score.tests),
         "proposed_min_tests": score.tests_matched or None,

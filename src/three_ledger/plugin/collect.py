@@ -4,7 +4,10 @@ Plugin-side: standard library and pytest only, staged into the test child with t
 With THREE_LEDGER_COLLECT set, once collection ends, one JSON line per collected item is
 appended to that file: its node id, the property ids of its markers and, when a skip is
 already decided at collection (a `skip` marker, a `skipif` marker whose conditions are
-booleans, a `unittest.skip` decorator), the reason it will skip with.
+booleans, a `unittest.skip` decorator), the reason it will skip with; when an expected
+failure is (an `xfail` marker whose conditions are booleans, a `unittest.expectedFailure`
+decorator), `"xfail": true`: the run scores such a test `fail` (SPEC 4.2), so a property
+that counts it cannot pass.
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from json.encoder import encode_basestring_ascii as _json_string
 
 import pytest
 
-from .wire import COLLECT_ENV, ID_KEY, PROPERTY_IDS_KEY, PROPERTY_MARKER, SKIP_REASON_KEY
+from .wire import (
+    COLLECT_ENV,
+    ID_KEY,
+    PROPERTY_IDS_KEY,
+    PROPERTY_MARKER,
+    SKIP_REASON_KEY,
+    XFAIL_KEY,
+)
 
 # What pytest puts before a skip's reason in the report.
 _SKIPPED_PREFIX = "Skipped: "
@@ -61,6 +71,7 @@ def collected_lines(items: Iterable[pytest.Item]) -> Iterator[str]:
     # The items of one parametrised function share it: its skip is looked up once a run.
     function: object = _NONE_YET
     function_skip: str | _Undecided | None = _BY_CLASS
+    function_xfail = False
     for item in items:
         if item.parent is not parent:
             parent = item.parent
@@ -79,23 +90,26 @@ def collected_lines(items: Iterable[pytest.Item]) -> Iterator[str]:
         # The item's own markers, then its parents', closest first (`iter_markers`).
         markers = [*own, *above] if says else []
         reason = _marker_skip(markers) if says else _BY_FUNCTION
+        obj = getattr(item, "obj", None)
+        if obj is not function:
+            function, function_skip = obj, _function_skip(obj)
+            function_xfail = getattr(obj, "__unittest_expecting_failure__", False) is True
         if reason is _BY_FUNCTION:
-            obj = getattr(item, "obj", None)
-            if obj is not function:
-                function, function_skip = obj, _function_skip(obj)
             reason = function_skip
         if isinstance(reason, _Undecided):
             if not class_known:
                 class_skip, class_known = _class_skip(item), True
             reason = class_skip
-        if says or reason is not None:
-            yield collected_line(item.nodeid, markers, reason)
+        xfail = function_xfail or (says and _marker_xfail(markers))
+        if says or reason is not None or xfail:
+            yield collected_line(item.nodeid, markers, reason, xfail=xfail)
         else:
             yield f"{{{_ID}: {_json_string(item.nodeid)}, {_PROPERTY_IDS}: []}}\n"
 
 
-# The markers a line says something about: its property ids, a skip known at collection.
-_SAYING = frozenset({PROPERTY_MARKER, "skip", "skipif"})
+# The markers a line says something about: its property ids, a skip or an expected failure
+# known at collection.
+_SAYING = frozenset({PROPERTY_MARKER, "skip", "skipif", "xfail"})
 
 
 class _Undecided:
@@ -109,7 +123,9 @@ _BY_CLASS = _Undecided()
 _NONE_YET = object()
 
 
-def collected_line(nodeid: str, markers: list[pytest.Mark], reason: str | None) -> str:
+def collected_line(
+    nodeid: str, markers: list[pytest.Mark], reason: str | None, *, xfail: bool = False
+) -> str:
     """One item's line, the text `json.dumps` makes of it, with its newline.
 
     Made from `json`'s own string encoder, as a results line is (`hooks.results_line`):
@@ -123,15 +139,21 @@ def collected_line(nodeid: str, markers: list[pytest.Mark], reason: str | None) 
         line: dict[str, object] = {ID_KEY: nodeid, PROPERTY_IDS_KEY: property_ids}
         if reason is not None:
             line[SKIP_REASON_KEY] = reason
+        if xfail:
+            line[XFAIL_KEY] = True
         return json.dumps(line) + "\n"
     ids = ", ".join(map(_json_string, property_ids))
     text = f"{{{_ID}: {_json_string(nodeid)}, {_PROPERTY_IDS}: [{ids}]"
     if reason is not None:
         text += f", {_SKIP_REASON}: {_json_string(reason)}"
+    if xfail:
+        text += f", {_XFAIL}: true"
     return text + "}\n"
 
 
-_ID, _PROPERTY_IDS, _SKIP_REASON = map(_json_string, (ID_KEY, PROPERTY_IDS_KEY, SKIP_REASON_KEY))
+_ID, _PROPERTY_IDS, _SKIP_REASON, _XFAIL = map(
+    _json_string, (ID_KEY, PROPERTY_IDS_KEY, SKIP_REASON_KEY, XFAIL_KEY)
+)
 
 
 def _marker_skip(markers: list[pytest.Mark]) -> str | _Undecided | None:
@@ -149,6 +171,23 @@ def _marker_skip(markers: list[pytest.Mark]) -> str | _Undecided | None:
         if all(isinstance(c, bool) for c in conditions) and any(conditions):
             return reason if isinstance(reason, str) else None
     return _BY_FUNCTION
+
+
+def _marker_xfail(markers: list[pytest.Mark]) -> bool:
+    """Whether MARKERS decide an expected failure at collection: an `xfail` marker with no
+    condition, or with conditions that are booleans, one of them true. pytest evaluates a
+    string condition only when the test runs."""
+    for marker in markers:
+        if marker.name != "xfail":
+            continue
+        conditions = marker.args or (
+            (marker.kwargs["condition"],) if "condition" in marker.kwargs else ()
+        )
+        if not conditions:
+            return True
+        if all(isinstance(c, bool) for c in conditions) and any(conditions):
+            return True
+    return False
 
 
 def _function_skip(function: object) -> str | _Undecided | None:

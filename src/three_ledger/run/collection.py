@@ -204,20 +204,21 @@ def _log_tail(log_path: Path) -> list[str]:
 
 
 def read_collected(path: Path, log_path: Path) -> list[TestResult]:
-    """The plugin's collection lines as tests: `skip` where the skip is known, else `pass`."""
-    ids, property_ids, reasons = _read_lines(path, log_path)
+    """The plugin's collection lines as tests: `skip` where the skip is known, `fail` where an
+    expected failure is (the run scores an xfail `fail`), else `pass`."""
+    ids, property_ids, reasons, xfails = _read_lines(path, log_path)
     return merge_worst(
-        TestResult(test_id, marked, Outcome.PASS)
-        if reason is None
-        else TestResult(test_id, marked, Outcome.SKIP, (), None, reason)
-        for test_id, marked, reason in zip(ids, property_ids, reasons, strict=True)
+        TestResult(test_id, marked, Outcome.SKIP, (), None, reason)
+        if reason is not None
+        else TestResult(test_id, marked, Outcome.FAIL if xfail else Outcome.PASS)
+        for test_id, marked, reason, xfail in zip(ids, property_ids, reasons, xfails, strict=True)
     )
 
 
 def read_collected_ids(path: Path, log_path: Path) -> CollectedIds:
     """The ids of the plugin's collection lines, each once, with its property ids united
     over its lines (as `read_collected` unites them)."""
-    ids, property_ids, _ = _read_lines(path, log_path)
+    ids, property_ids, _, _ = _read_lines(path, log_path)
     if len(set(ids)) == len(ids):
         return CollectedIds(ids, property_ids)
     # The same node id on more than one line (pytest given a file twice, or a second run).
@@ -229,8 +230,9 @@ def read_collected_ids(path: Path, log_path: Path) -> CollectedIds:
 
 def _read_lines(
     path: Path, log_path: Path
-) -> tuple[list[str], list[tuple[str, ...]], list[str | None]]:
-    """Each line's id, property ids and skip reason (None where no skip is known)."""
+) -> tuple[list[str], list[tuple[str, ...]], list[str | None], list[bool]]:
+    """Each line's id, property ids, skip reason (None where no skip is known) and whether an
+    expected failure is known."""
     label = f"collection file {path.name}"
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -272,28 +274,32 @@ def _parsed(label: str, lines: list[str]) -> list[Any]:
 
 def _columns(
     label: str, records: list[Any]
-) -> tuple[list[str], list[tuple[str, ...]], list[str | None]]:
-    """Each record's id, property ids and skip reason; the first record that is not the
-    plugin's collection line is refused.
+) -> tuple[list[str], list[tuple[str, ...]], list[str | None], list[bool]]:
+    """Each record's id, property ids, skip reason and xfail mark; the first record that is
+    not the plugin's collection line is refused.
 
     One loop, no call per record: this runs for every collected test of a `shard-plan`."""
     ids: list[str] = []
     property_ids: list[tuple[str, ...]] = []
     reasons: list[str | None] = []
+    xfails: list[bool] = []
     for number, record in enumerate(records, 1):
         if type(record) is dict:  # as JSON makes them: no subclass to look past
             test_id = record.get("id")
             marked = record.get("property_ids")
             reason = record.get("skip_reason")
+            xfail = record.get("xfail", False)
             if (
                 type(test_id) is str
                 and type(marked) is list
                 and (not marked or all(type(p) is str for p in marked))
                 and (reason is None or type(reason) is str)
+                and type(xfail) is bool
             ):
                 ids.append(test_id)
                 property_ids.append(tuple(marked))
                 reasons.append(reason)
+                xfails.append(xfail)
                 continue
         raise InfraFailure(f"{label}: line {number}: not a collected test")
-    return ids, property_ids, reasons
+    return ids, property_ids, reasons, xfails
