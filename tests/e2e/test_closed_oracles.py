@@ -9,7 +9,9 @@ honest change `review`, with nothing measured that a clean checkout would not ha
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -185,6 +187,29 @@ def test_a_conftest_that_hides_itself_is_still_measured(repo: Repo) -> None:
     assert repo.property_ledger()["harness"]["conftests"] == []
 
 
+def test_a_data_file_the_product_reads_through_a_product_folder_is_still_data(
+    repo: Repo,
+) -> None:
+    """`vendor/../limits/extra.json` spells a path under the product glob `vendor/**`; the file
+    it opens is the data file, which the product changed with the code: an oracle move."""
+    pin = json.loads((repo.root / "pins/properties.json").read_text())
+    pin["product_paths"] = [*pin["product_paths"], "vendor/**"]
+    (repo.root / "pins/properties.json").write_text(json.dumps(pin, indent=2) + "\n")
+    repo.write("vendor/README", "vendored code\n")
+    repo = repo.as_base("pins: vendored code is product")
+    repo.write("limits/extra.json", '{"max": 5}\n')
+    reads = (
+        "\nimport os as _os\n"
+        "_HERE = _os.path.dirname(_os.path.abspath(__file__))\n"
+        "with open(_os.path.join(_HERE, 'vendor', '..', 'limits', 'extra.json')) as _f:\n"
+        "    LIMITS = _f.read()\n"
+    )
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + reads)
+    repo.commit("limits the product reads")
+    assert posture(repo.ci()) == ("reject", 5)
+    assert reasons(repo) == {"limits/extra.json": "read by the run"}
+
+
 def test_a_gitattributes_edit_beside_an_honest_change_is_review(repo: Repo) -> None:
     repo.write(".gitattributes", "*.json text eol=lf\n")
     repo = repo.as_base("line endings")
@@ -216,25 +241,59 @@ def test_product_paths_covering_a_test_module_is_refused(repo: Repo) -> None:
 # --- the interpreter's own environment -------------------------------------------------------
 
 
-def make_venv(repo: Repo) -> Path:
-    """A virtual environment inside ROOT that sees this interpreter's packages (pytest)."""
+def make_venv(repo: Repo, *, own_pytest: bool = False) -> Path:
+    """A virtual environment inside ROOT that sees this interpreter's packages; with OWN_PYTEST,
+    pytest and pluggy installed in it too, as `pip install pytest` in a fresh one puts them:
+    pytest's own plugins then load from ROOT."""
     folder = repo.root / ".venv"
     subprocess.run(
         [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)],
         check=True,
     )
+    if own_pytest:
+        site = next(folder.glob("lib/python*/site-packages"))
+        for name in ("pytest", "_pytest", "pluggy"):
+            spec = importlib.util.find_spec(name)
+            assert spec is not None
+            assert spec.origin is not None
+            installed = Path(spec.origin).parent
+            shutil.copytree(installed, site / installed.name)
+            for info in installed.parent.glob(f"{name}-*.dist-info"):
+                shutil.copytree(info, site / info.name)
     return folder
 
 
-def test_a_venv_inside_root_is_no_oracle_and_no_refusal(repo: Repo) -> None:
+@pytest.mark.parametrize("own_pytest", [False, True], ids=["system pytest", "its own pytest"])
+def test_a_venv_inside_root_is_no_oracle_and_no_refusal(repo: Repo, own_pytest: bool) -> None:
     repo.write(".gitignore", ".venv/\n")
     repo = repo.as_base("ignore the environment")
-    python = make_venv(repo) / "bin/python"
+    python = make_venv(repo, own_pytest=own_pytest) / "bin/python"
     repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
     repo.commit("a harmless edit")
     decision = repo.ci(command=f"{python} -m pytest -q properties/test_orders.py")
-    assert posture(decision) == ("review", 9)
+    assert posture(decision) == ("review", 9), decision["reason"]
     assert repo.property_ledger()["untracked_reads"] == []
+    if own_pytest:  # not a vacuous control: the run's pytest was the one inside ROOT
+        plugins = repo.property_ledger()["harness"]["plugins"]
+        assert any(plugin["source"].startswith(".venv/") for plugin in plugins)
+
+
+def test_a_pyvenv_cfg_a_change_brings_makes_no_installation(repo: Repo) -> None:
+    """An installation is what the job put in ROOT before the run, which git does not track:
+    a tracked `pyvenv.cfg` beside a tracked plugin of the change's is no installation. With
+    the oracles inferred, where nothing measures what the run imports: the harness alone
+    names the plugin."""
+    pin = json.loads((repo.root / "pins/properties.json").read_text())
+    del pin["product_paths"]
+    (repo.root / "pins/properties.json").write_text(json.dumps(pin, indent=2) + "\n")
+    repo = repo.as_base("pins: the oracles inferred")
+    repo.write("tools/pyvenv.cfg", "home = /usr/bin\n")
+    repo.write("tools/forcing.py", "import pytest\n")
+    repo.commit("a plugin beside a pyvenv.cfg")
+    command = "python -m pytest -q -p tools.forcing properties/test_orders.py"
+    decision = repo.ci(command=command.replace("python", sys.executable, 1))
+    assert posture(decision) == ("reject", 5), decision["reason"]
+    assert "tools/forcing.py" in repo.property_ledger()["oracle_changes"]
 
 
 def test_project_code_loaded_before_the_hook_is_a_late_measurement(repo: Repo) -> None:

@@ -68,7 +68,9 @@ class _Recorder:
         if key in self.seen:
             return
         self.seen.add(key)
-        full = path if path[0] == os.sep else os.path.normpath(os.path.join(os.getcwd(), path))
+        # Normalised whole: `pkg/../../data.txt` opened by a product module is the data file,
+        # not a file of `pkg`'s for the product globs to pass as product.
+        full = os.path.normpath(path if path[0] == os.sep else os.path.join(os.getcwd(), path))
         for prefix in self.prefixes:
             if full.startswith(prefix):
                 # The text `json.dumps` makes of {"how": how, "path": ...}, by its own string

@@ -167,22 +167,39 @@ def harness_files(root: Path, harness: Harness) -> dict[str, str]:
     The harness names the run's `__main__` and its plugins by a path relative to ROOT when they
     came from there (a sourceless `pytest.pyc` as well as a `pytest.py`), else by a label in
     angle brackets or a distribution, which names no file: comparing it finds nothing. A file
-    of a virtual environment inside ROOT (its `bin/pytest`, say) is the installation, trusted
-    like any other, not the change.
+    a virtual environment inside ROOT installed (its `bin/pytest`, pytest's own plugins in
+    its site-packages) is the installation, trusted like any other, not the change.
     """
     files = harness.files_under_root()
     named = {harness.main: "the run's __main__"}
     named.update((plugin.source, f"pytest plugin {plugin.name}") for plugin in harness.plugins)
+    installed = _installed(root, [path for path in named if not path.startswith("<")])
     for path, why in named.items():
-        if not path.startswith("<") and not _in_virtual_environment(root, path):
+        if path in installed:
+            files.pop(path, None)
+        elif not path.startswith("<"):
             files.setdefault(path, why)
     return files
 
 
-def _in_virtual_environment(root: Path, path: str) -> bool:
-    """Whether PATH (relative to ROOT) lies in a folder holding a `pyvenv.cfg`."""
-    parents = PurePosixPath(path).parents
-    return any((root / parent / "pyvenv.cfg").is_file() for parent in parents if str(parent) != ".")
+def _installed(root: Path, paths: Sequence[str]) -> set[str]:
+    """Those of PATHS (relative to ROOT) that a virtual environment inside ROOT installed:
+    they lie in a folder holding a `pyvenv.cfg`, and git tracks neither them nor it. A change
+    brings only files git tracks: a `pyvenv.cfg` it adds makes no folder an installation."""
+    configs = {path: config for path in paths if (config := _venv_config(root, path)) is not None}
+    if not configs:
+        return set()
+    asked = sorted({*configs, *configs.values()})
+    tracked = {found.as_posix() for found in git.tracked_among(root, [Path(p) for p in asked])}
+    return {path for path, config in configs.items() if not {path, config} & tracked}
+
+
+def _venv_config(root: Path, path: str) -> str | None:
+    """The `pyvenv.cfg` (relative to ROOT) of the folder above PATH that holds one, if any."""
+    for parent in PurePosixPath(path).parents:
+        if str(parent) != "." and (root / parent / "pyvenv.cfg").is_file():
+            return f"{parent}/pyvenv.cfg"
+    return None
 
 
 def is_site_startup_file(path: str) -> bool:
