@@ -312,10 +312,12 @@ def test_test_code_in_the_drafted_folder_is_warned_about(run_cli: RunCli, tmp_pa
     assert len(json.loads(drafted.out)["files"]) == 5
     warned = [line for line in drafted.err.splitlines() if "test code" in line]
     expected = (
-        "three-ledger: warning: 2 drafted files are test code (fixtures/check_spec.py, "
+        "three-ledger: warning: 2 drafted files are test code by pytest's settings, a "
+        "conftest.py or a module its python_files match (fixtures/check_spec.py, "
         "fixtures/conftest.py): pinned, an edit to one moves the fixture digest and the gate "
         "rejects the change (row 1), where a change to tests outside the pin goes to their "
-        "owners; draft folders that hold data only"
+        "owners; draft folders that hold data only (a sample named like a test that your "
+        "conftest keeps pytest from collecting is data: then ignore this)"
     )
     assert warned == [expected]
 

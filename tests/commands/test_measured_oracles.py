@@ -44,8 +44,23 @@ def test_harness_files_count_whatever_their_suffix(tmp_path: Path) -> None:
 
 
 def test_a_virtual_environment_inside_root_is_the_installation(tmp_path: Path) -> None:
-    make_tree(tmp_path, {".venv/pyvenv.cfg": b"", ".venv/bin/pytest": b""})
-    assert harness_files(tmp_path, harness(".venv/bin/pytest")) == {}
+    git(tmp_path, "init", "-q")
+    site = ".venv/lib/python3.11/site-packages"
+    make_tree(tmp_path, {".venv/pyvenv.cfg": b"", ".venv/bin/pytest": b"", f"{site}/p.py": b""})
+    plugin = PluginSource("p", f"{site}/p.py")
+    assert harness_files(tmp_path, harness(".venv/bin/pytest", plugin)) == {}
+
+
+def test_a_pyvenv_cfg_git_tracks_makes_no_installation(tmp_path: Path) -> None:
+    """A change brings only tracked files: its `pyvenv.cfg` beside its plugin is no venv."""
+    git(tmp_path, "init", "-q")
+    make_tree(tmp_path, {"tools/pyvenv.cfg": b"", "tools/forcing.py": b""})
+    git(tmp_path, "add", "tools/pyvenv.cfg")
+    plugin = PluginSource("forcing", "tools/forcing.py")
+    assert harness_files(tmp_path, harness("pytest 9.2.0", plugin)) == {
+        "tools/forcing.py": "pytest plugin forcing",
+        "pytest 9.2.0": "the run's __main__",
+    }
 
 
 @pytest.mark.parametrize(

@@ -297,6 +297,27 @@ def test_vet_findings_mark_each_property_that_cannot_fail_on_its_pin() -> None:
     assert minimum_width_px(table) <= PAGE_PX
 
 
+@pytest.mark.parametrize(
+    ("vet_exit", "warned"),
+    [("0", False), ("2", True), ("-", False)],
+    ids=["passed", "failed", "skipped"],
+)
+def test_a_pin_change_vet_did_not_pass_warns_what_merging_it_alone_does(
+    vet_exit: str, warned: bool
+) -> None:
+    """New golden files before their fix: vet's baseline fails, and merged alone the pin makes
+    every later change a reject. A vet that was skipped (another runner) warns of nothing."""
+    summary = SummaryInput(
+        Verdict(Posture.HUMAN_REVIEW, 0, "pin change: the pin owners review it"),
+        None,
+        pin_change=["pins/fixtures.json"],
+        steps=[StepRow("vet A (fixpin-a)", vet_exit, "vet-a.json", ok=vet_exit == "0")],
+    )
+    markdown = render(summary)
+    assert ("merged alone it makes every later change a reject at row 7" in markdown) is warned
+    assert ("Merge it on its own" in markdown) is not warned
+
+
 def _candidate(test_id: str, verdict: FlakeVerdict, **changes: Any) -> CandidateEvidence:
     modes = {
         RerunMode.ORIGINAL: ModeTally(4, 2, 0, "2 of 4 failed: 6.8 % to 93.2 % (two-sided, 95 %)"),

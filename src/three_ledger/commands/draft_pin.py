@@ -202,9 +202,11 @@ def test_code_warning(root: Path, files: Sequence[str]) -> str | None:
     if not code:
         return None
     return (
-        f"warning: {_files(code)} test code ({_named(code)}): pinned, an edit to one moves "
-        "the fixture digest and the gate rejects the change (row 1), where a change to tests "
-        "outside the pin goes to their owners; draft folders that hold data only"
+        f"warning: {_files(code)} test code by pytest's settings, a conftest.py or a module "
+        f"its python_files match ({_named(code)}): pinned, an edit to one moves the fixture "
+        "digest and the gate rejects the change (row 1), where a change to tests outside the "
+        "pin goes to their owners; draft folders that hold data only (a sample named like a "
+        "test that your conftest keeps pytest from collecting is data: then ignore this)"
     )
 
 

@@ -520,7 +520,8 @@ def _judged(session: Session, plant: Plant, seen: Seen, what: str = "") -> Resul
     caught = expected.holds(seen.posture, seen.row, seen.properties_exit)
     prefix = f"{what}: " if what else ""
     if not caught and (why := seen.infrastructure()) is not None:
-        return Result(plant, Outcome.INFRA_FAILURE, str(seen), prefix + why)
+        # The log it names is in the work folder, removed at the end unless kept.
+        return Result(plant, Outcome.INFRA_FAILURE, str(seen), prefix + why + _kept(session, seen))
     if caught:
         return Result(plant, Outcome.CAUGHT, str(seen), prefix + seen.reason)
     said = f"{prefix}expected {expected}, the gate said {seen}: {seen.reason}"
@@ -529,8 +530,8 @@ def _judged(session: Session, plant: Plant, seen: Seen, what: str = "") -> Resul
 
 def _kept(session: Session, seen: Seen) -> str:
     if session.request.keep is None:
-        return " (run with --keep DIR to keep its ledgers)"
-    return f" (ledgers kept in {seen.out_dir})"
+        return " (run with --keep DIR to keep its ledgers and logs)"
+    return f" (ledgers and logs kept in {seen.out_dir})"
 
 
 def _write_broken(session: Session) -> Broken:

@@ -89,6 +89,12 @@ NEXT_STEP_PIN_CHANGE = (
     "The pin owners (CODEOWNERS on the pins folder) review this pin change. Merge it on its "
     "own; changes that rely on it are scored once it has landed."
 )
+NEXT_STEP_PIN_CHANGE_UNVETTED = (
+    "The pin owners (CODEOWNERS on the pins folder) review this pin change, knowing vet did "
+    "not pass on it (the reason says why). Where its properties do not hold on this tree (new "
+    "golden files before the fix that produces them), merged alone it makes every later change "
+    "a reject at row 7: land the change that makes them hold right after it, scored against it."
+)
 NEXT_STEP_TEST_CHANGE = (
     "The test owners (CODEOWNERS on the tests, conftests and pytest's settings) review this "
     "test change. Merge it on its own; product changes are scored against it once it has landed."
@@ -240,10 +246,18 @@ def _next_step(summary: SummaryInput) -> str:
     if summary.test_change is not None and verdict.posture is not Posture.REJECT:
         return NEXT_STEP_TEST_CHANGE
     if summary.pin_change is not None:
-        return (
-            NEXT_STEP_PIN_CHANGE if verdict.posture is not Posture.REJECT else NEXT_STEP_PIN_REFUSED
-        )
+        if verdict.posture is Posture.REJECT:
+            return NEXT_STEP_PIN_REFUSED
+        return NEXT_STEP_PIN_CHANGE_UNVETTED if _vet_failed(summary) else NEXT_STEP_PIN_CHANGE
     return NEXT_STEP_UNUSABLE
+
+
+def _vet_failed(summary: SummaryInput) -> bool:
+    """Whether a vet of the gate's ran and did not pass (a skipped one did not run)."""
+    return any(
+        step.name.startswith("vet") and step.exit_text != "-" and not step.ok
+        for step in summary.steps
+    )
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

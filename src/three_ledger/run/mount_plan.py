@@ -273,7 +273,8 @@ def refuse_writable_holding(
 # --- what a read-only write looks like in the log ---------------------------------------------
 
 # How programs name a file they could not write on a read-only filesystem: Python, coreutils
-# (`mkdir`, `touch`, `cp`, ...), the shells, and Node. Compiled where first needed.
+# (`mkdir`, `touch`, `cp`, ...), the shells, Node, and Go's `os` errors (esbuild's `open
+# /abs/path: read-only file system`). Compiled where first needed.
 _READ_ONLY_WRITE = (
     rb"Read-only file system: '(?P<python>[^'\n]{1,4096})'"
     rb"|cannot [a-z ]{1,30} (?:\xe2\x80\x98|['\"])(?P<coreutils>[^\n]{1,4096}?)"
@@ -281,6 +282,8 @@ _READ_ONLY_WRITE = (
     rb"|(?:sh|bash): (?:[0-9]+: |line [0-9]+: )?(?:cannot create )?(?P<shell>[^:\n]{1,4096}): "
     rb"Read-only file system"
     rb"|EROFS: read-only file system, [a-z]+ '(?P<node>[^'\n]{1,4096})'"
+    rb"|(?:open|mkdir|remove|rename|symlink|link|chmod|truncate) "
+    rb"(?P<go>/[^\n]{1,4096}?): read-only file system"
 )
 # How much of the log is searched, from its end: a flood of output is not read whole.
 _SEARCHED_BYTES = 8 * 1024 * 1024
