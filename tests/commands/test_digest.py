@@ -466,3 +466,26 @@ def test_properties_says_how_the_plugin_may_have_been_lost_when_no_results_came(
     assert "results.jsonl: missing, so no results could be read" in result.first_error_line
     assert "the plugin wrote nothing: is the command pytest" in result.err
     assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize(("exit_code", "hinted"), [(7, True), (4, False)])
+def test_an_exit_no_pytest_gives_with_nothing_from_the_plugin_asks_if_it_is_pytest(
+    run_cli: RunCli, tmp_path: Path, exit_code: int, hinted: bool
+) -> None:
+    """Another runner given without --junit-xml (node failing on its report, exit 7): the exit
+    is refused with the question whether the command is pytest. pytest's own exits (a usage
+    error, 4) are pytest's, and ask nothing."""
+    root = tmp_path / "project"
+    make_tree(root, {"fixtures/a.json": b"{}"})
+    properties = write_properties_pin(root)
+    pin = committed(root, {"fixtures/a.json": b"{}"})
+    result = run_cli(
+        "properties", "--pin", pin, "--properties", properties,
+        "--expect-digest", seed_digest(root, ["fixtures/a.json"]),
+        "--command", f"sh -c 'exit {exit_code}'",
+        "--root", root, "--out", tmp_path / "p.json", "--base", "HEAD",
+    )  # fmt: skip
+    assert result.code == 4, result.err
+    assert f"the command exited {exit_code}" in result.first_error_line
+    assert ("the plugin wrote nothing: is the command pytest" in result.err) is hinted
+    assert not (tmp_path / "p.json").exists()

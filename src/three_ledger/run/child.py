@@ -262,11 +262,12 @@ def _unread(failure: InfraFailure, log_path: Path) -> InfraFailure:
     if collection is not None:
         message = f"pytest reported {collection}, and no test ran: {failure.message}"
         return InfraFailure(f"{message} (log: {log_path})", failure.details)
-    failure.details.append(_plugin_lost(log_path))
+    failure.details.append(plugin_lost(log_path))
     return failure
 
 
-def _plugin_lost(log_path: Path) -> str:
+def plugin_lost(log_path: Path) -> str:
+    """What to check when the plugin wrote nothing: the command, and its environment."""
     return (
         "the plugin wrote nothing: is the command pytest, and does it keep the "
         "environment (PYTHONPATH, PYTEST_PLUGINS)? Other runners are scored through "

@@ -47,6 +47,7 @@ from three_ledger.run.child import (
     collection_errors,
     exit_meaning,
     killed_in_sandbox,
+    plugin_lost,
     read_plugin_records,
     run_child,
     sandbox,
@@ -224,10 +225,11 @@ def observe(
             meaning = killed_in_sandbox(ran, confinement, run.log_path) or exit_meaning(
                 ran.exit_code, enforcement, confinement, run.log_path
             )
-            raise InfraFailure(
-                f"{meaning} (log: {run.log_path})",
-                read_only_hints(run.log_path, run.root) if confinement.mounts else (),
-            )
+            hints = read_only_hints(run.log_path, run.root) if confinement.mounts else []
+            # An exit no pytest gives (0 to 5), with nothing from the plugin: another runner?
+            if ran.exit_code > _PYTEST_EXITS and not results_path.exists():
+                hints.append(plugin_lost(run.log_path))
+            raise InfraFailure(f"{meaning} (log: {run.log_path})", hints)
         recorded, lines = read_plugin_records(results_path, run.log_path)
         try:
             results, guarded = tripwire.checked_and_removed(
@@ -327,6 +329,10 @@ def _read_only_details(run: ScoredRun, report_path: Path) -> list[str]:
         "anywhere else under ROOT fails on the read-only tree"
     )
     return [allowed]
+
+
+# The highest exit code pytest itself gives (5: no tests collected).
+_PYTEST_EXITS = 5
 
 
 def _writable_reads(
