@@ -61,6 +61,8 @@ class PropertyMatch:
     # Matched tests that fail before they run: in a collection, those marked xfail (an
     # expected failure scores `fail`, so the property cannot pass while it counts them).
     expected_failures: int = 0
+    # The first of them, by id.
+    expected_failure_examples: tuple[str, ...] = ()
 
 
 @frozen
@@ -129,6 +131,7 @@ def _property_match(
     expected_skips: Sequence[ExpectedSkip],
 ) -> PropertyMatch:
     matched = index.answering(property_id, selectors)
+    failing = [test.id for test in matched if test.outcome is Outcome.FAIL]
     return PropertyMatch(
         id=property_id,
         score=score,
@@ -136,7 +139,8 @@ def _property_match(
         selectors=tuple(_selector_match(s, index, candidates) for s in selectors),
         marked=len(index.marked(property_id)),
         unaccepted_skips=sum(1 for test in matched if _unaccepted_skip(test, expected_skips)),
-        expected_failures=sum(1 for test in matched if test.outcome is Outcome.FAIL),
+        expected_failures=len(failing),
+        expected_failure_examples=tuple(failing[:EXAMPLES_SHOWN]),
     )
 
 

@@ -61,6 +61,7 @@ def test_a_test_marked_xfail_is_named_as_one_the_property_cannot_pass_with(
     assert "1 marked xfail: it would score fail, since an expected failure counts as fail" in (
         result.out
     )
+    assert f"  marked xfail: {TEST_FILE}::test_known_bug\n" in result.out
     assert by_id(plan_json(run_cli, repo))["suite.bugs"]["expected_failures"] == 1
     edit_properties(repo, properties_pin([prop("suite.bugs", f"{TEST_FILE}::test_total")]))
     assert by_id(plan_json(run_cli, repo))["suite.bugs"]["expected_failures"] == 0

@@ -153,6 +153,7 @@ def _property_lines(prop: PropertyMatch) -> list[str]:
     lines += [f"  {test_id}" for test_id in prop.examples]
     if score.matched > len(prop.examples):
         lines.append(f"  ... and {score.matched - len(prop.examples)} more")
+    lines += [f"  marked xfail: {test_id}" for test_id in prop.expected_failure_examples]
     if score.tests:
         proposal = {"min_tests": score.tests_matched, "tests_sha256": ids_sha256(score.tests)}
         lines.append(f"  proposed for the pin: {json.dumps(proposal)[1:-1]}")
