@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from three_ledger.commands.selftest import (
+    MAX_TRIALS,
     Result,
     Seen,
+    Session,
     _exit_code,
     _plant_environment,
     _test_location,
@@ -254,3 +256,21 @@ def test_which_runs_are_no_answer(tmp_path: Path) -> None:
     tripwire = Seen(1, Posture.REJECT, 2, "r", 4, "tripwire: sentinel ...", tmp_path)
     assert tripwire.infrastructure() is None
     assert str(tripwire) == "reject row 2"
+
+
+def test_the_broken_product_is_looked_for_across_modules_before_deep_in_one(
+    tmp_path: Path,
+) -> None:
+    """A product of many modules (pygments': its package's `__init__`, then its command line)
+    is tried a few mutations a module first: twelve trials once went to one module that no
+    property runs, and the report named every candidate as mutated."""
+    source = "def f(a, b):\n    return a + b + 1 - 2 * 3\n"
+    modules = [f"m{index}.py" for index in range(8)]
+    for module in modules:
+        (tmp_path / module).write_text(source)
+    session = types.SimpleNamespace(scratch=types.SimpleNamespace(root=tmp_path))
+    tried = [module for module, _, _ in Session._trials(session, modules)]  # type: ignore[arg-type]
+    assert len(tried) == MAX_TRIALS
+    assert tried[: 2 * 6] == [module for module in modules[:6] for _ in range(2)]
+    one = [module for module, _, _ in Session._trials(session, modules[:1])]  # type: ignore[arg-type]
+    assert one == ["m0.py"] * min(MAX_TRIALS, len(list(mutations("m0.py", source))))

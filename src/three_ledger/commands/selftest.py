@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import importlib.util
+import itertools
 import json
 import os
 import py_compile
@@ -57,6 +58,8 @@ from three_ledger.vocabulary import Posture
 SCHEMA = "selftest-ledger"
 # How many product mutations are tried, each with one `properties` run, before giving up.
 MAX_TRIALS = 12
+# How many mutations of each candidate module the first pass tries, before the rest of each.
+FIRST_PASS_MUTATIONS = 2
 # The commit message of every plant: the kind a project's own history holds.
 MESSAGE = "Update"
 # The variables a CI job sets that name a base or an event: never seen by a plant's gate.
@@ -258,21 +261,39 @@ class Session:
             self.why_unbroken = "no product module found to mutate"
             return
         tried = 0
-        for module in candidates:
-            source = (self.scratch.root / module).read_text(encoding="utf-8")
-            for mutation in mutations(module, source):
-                if tried >= MAX_TRIALS:
-                    break
-                tried += 1
-                failing = self._fails(mutation, tried)
-                if failing:
-                    self.broken = Broken(mutation, module, source, failing)
-                    self.say(f"broken product: {mutation.describe}")
-                    return
+        mutated: list[str] = []
+        for module, source, mutation in self._trials(candidates):
+            tried += 1
+            if module not in mutated:
+                mutated.append(module)
+            failing = self._fails(mutation, tried)
+            if failing:
+                self.broken = Broken(mutation, module, source, failing)
+                self.say(f"broken product: {mutation.describe}")
+                return
         self.why_unbroken = (
-            f"none of {tried} mutation(s) of {', '.join(candidates)} made a pinned property "
-            "fail: the gate cannot see a broken product"
+            f"none of {tried} mutation(s) of {', '.join(mutated) or 'the product'} made a pinned "
+            "property fail: the gate cannot see a broken product there (a ceremony property, "
+            "or properties that do not run these modules: selftest mutates the product the "
+            "property tests import first)"
         )
+
+    def _trials(self, candidates: Sequence[str]) -> Iterator[tuple[str, str, Mutation]]:
+        """Up to MAX_TRIALS mutations: first a few of each candidate module in turn, so that a
+        product of many modules is tried in more than its first, then the rest of each."""
+        made: dict[str, tuple[str, Iterator[Mutation]]] = {}
+        budget = MAX_TRIALS
+        for per_module in (FIRST_PASS_MUTATIONS, MAX_TRIALS):
+            for module in candidates:
+                if module not in made:
+                    source = (self.scratch.root / module).read_text(encoding="utf-8")
+                    made[module] = (source, iter(mutations(module, source)))
+                source, pending = made[module]
+                for mutation in itertools.islice(pending, per_module):
+                    if budget == 0:
+                        return
+                    budget -= 1
+                    yield module, source, mutation
 
     def _fails(self, mutation: Mutation, trial: int) -> dict[str, list[str]]:
         """The failing tests per property under MUTATION, scored by `properties` alone."""
