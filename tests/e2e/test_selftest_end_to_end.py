@@ -110,6 +110,11 @@ def test_the_example_catches_every_applicable_plant(example: Ran) -> None:
         if sandbox_problem(layer) is not None:
             not_applicable.add(plant)
     assert {p for p, o in outcomes.items() if o == "not_applicable"} == not_applicable
+    # Its progress line says why, where it once said only `-`.
+    assert (
+        "selftest: weakened-helper: not_applicable: the property tests import no helper module "
+        "outside the product and the tests"
+    ) in example.stdout.splitlines()
     assert {p for p, o in outcomes.items() if o == "known_escape"} == {"fresh-clock-forgery"}
     caught = set(outcomes) - not_applicable - {"fresh-clock-forgery"}
     assert {p for p, o in outcomes.items() if o == "caught"} == caught

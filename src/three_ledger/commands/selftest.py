@@ -507,7 +507,9 @@ def _plant_all(session: Session, only: Sequence[Plant]) -> None:
         session.say(f"{plant.value}: {p.DESCRIPTIONS[plant]} ...")
         result = _plant(session, plant)
         session.results.append(result)
-        session.say(f"{plant.value}: {result.outcome.value}: {result.seen}")
+        # A plant that was not made saw nothing: its reason is what there is to say.
+        seen = result.detail if result.outcome is Outcome.NOT_APPLICABLE else result.seen
+        session.say(f"{plant.value}: {result.outcome.value}: {seen}")
 
 
 def _plant(session: Session, plant: Plant) -> Result:
