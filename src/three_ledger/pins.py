@@ -238,7 +238,7 @@ class PropertiesPin:
                     raise Refused(
                         f"{self.source}: $.properties[{index}].domain[{position}]: "
                         f"{entry!r} names no file pinned by {fixture_pin.source} "
-                        f"{domain_base(fixture_pin)}"
+                        f"{domain_base(fixture_pin)}{domain_hint(entry, fixture_pin)}"
                     )
 
 
@@ -248,6 +248,15 @@ def domain_covers(entry: str, fixture_pin: FixturePin) -> bool:
     if entry.endswith("/"):
         return any(path.startswith(full) for path in fixture_pin.files)
     return full in fixture_pin.files
+
+
+def domain_hint(entry: str, fixture_pin: FixturePin) -> str:
+    """The entry a domain entry spelled from ROOT stands for, in a pin of one folder."""
+    prefix = f"{fixture_pin.first_dir}/"
+    if fixture_pin.listed or not entry.startswith(prefix):
+        return ""
+    inner = entry.removeprefix(prefix)
+    return f": did you mean {inner!r}?" if inner and domain_covers(inner, fixture_pin) else ""
 
 
 def domain_base(fixture_pin: FixturePin) -> str:

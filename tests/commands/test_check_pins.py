@@ -66,6 +66,14 @@ BROKEN: dict[str, tuple[Callable[[Path], object], str]] = {
         ),
         "$.properties[0].domain[2]: 'nope.json' names no file pinned by",
     ),
+    "domain spelled from ROOT": (
+        lambda root: edit_pin(
+            root,
+            "properties.json",
+            lambda pin: pin["properties"][0]["domain"].append("fixtures/orders_min.json"),
+        ),
+        "fixtures.json under 'fixtures': did you mean 'orders_min.json'?",
+    ),
     "pinned path": (
         lambda root: (root / "fixtures" / "orders_min.json").unlink(),
         "$.files[0]: 'fixtures/orders_min.json' pinned file is missing",

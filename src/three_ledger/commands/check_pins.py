@@ -31,6 +31,7 @@ from three_ledger.pins import (
     PropertiesPin,
     domain_base,
     domain_covers,
+    domain_hint,
     load_fixture_pin,
     load_flake_pin,
     load_properties_pin,
@@ -143,6 +144,7 @@ def domain_problems(properties_pin: PropertiesPin, fixture_pin: FixturePin) -> l
     return [
         f"{properties_pin.source}: $.properties[{index}].domain[{position}]: {entry!r} names "
         f"no file pinned by {fixture_pin.source} {domain_base(fixture_pin)}"
+        f"{domain_hint(entry, fixture_pin)}"
         for index, prop in enumerate(properties_pin.properties)
         for position, entry in enumerate(prop.domain)
         if not domain_covers(entry, fixture_pin)
