@@ -87,9 +87,19 @@ def parse_report(label: str, data: bytes, root: Path | None = None) -> Reading:
     cases = list(_cases(document, root))
     if not cases:
         raise InfraFailure(f"{label}: no testcase, so no results could be read")
+    written = len(cases)
     cases.extend(hook_consequences(cases))
     named, warnings = name_unnamed(label, cases)
-    return Reading(merged([case_result(case) for case in named]), warnings, _timestamps(document))
+    results = [case_result(case) for case in named]
+    united = merged(results)
+    # Of the testcases the runner wrote: a hook's consequences merge with their tests by design.
+    if (shared := written - len(merged(results[:written]))) > 0:
+        warnings.append(
+            f"{label}: {shared} testcase(s) share their id with another and count as one test "
+            "each, with the worst outcome (a runner that writes one classname for every "
+            "testcase, as node's does, tells tests apart by their titles alone)"
+        )
+    return Reading(united, warnings, _timestamps(document))
 
 
 def _timestamps(document: ET.Element) -> tuple[str, ...]:
@@ -388,15 +398,16 @@ def _as_test(text: str, hook_title: str, target: str) -> str:
     return text[: -len(hook_title)] + target if text.endswith(hook_title) else text
 
 
-def read_junit_xml(path: Path, root: Path | None = None) -> list[TestResult]:
-    """Read a JUnit XML report (SPEC 6), merged worst-first per id; see `parse_report`.
+def read_junit_report(path: Path, root: Path | None = None) -> Reading:
+    """Read a JUnit XML report (SPEC 6): its results merged worst-first per id, and its
+    warnings (unnamed testcases, ids shared); see `parse_report`.
 
     Refused (InfraFailure): a DOCTYPE or ENTITY declaration, more than 64 MiB, malformed XML,
     a root other than testsuites/testsuite, no testcase. Nothing is ever fetched. JUnit cannot
     tell a non-strict xpass from a pass (pytest writes both as a plain testcase).
     """
     label = f"JUnit XML {path}"
-    return parse_report(label, _read_bounded(path, label), root).results
+    return parse_report(label, _read_bounded(path, label), root)
 
 
 def _read_bounded(path: Path, label: str) -> bytes:

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from helpers import PLUGIN_STAND_IN, RunCli, beside, write_json
 from three_ledger import jsonio
 from three_ledger.errors import GateError, InfraFailure, Refused
-from three_ledger.junit_report import read_junit_xml
+from three_ledger.junit_report import read_junit_report
 from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT, read_ledger
 from three_ledger.other_ledgers import DualPinLedger, FlakeLedger, MergeDecision
 from three_ledger.pins import load_fixture_pin, load_flake_pin, load_properties_pin
@@ -813,7 +813,7 @@ def junit_documents(draw: st.DrawFn) -> bytes:
 def test_junit_reader_refuses_cleanly_or_reads(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "junit.xml"
     path.write_bytes(data)
-    results, failure = outcome_of(lambda: read_junit_xml(path))
+    results, failure = outcome_of(lambda: read_junit_report(path).results)
     if failure is not None:
         assert failure.message.startswith(f"JUnit XML {path}: ")
         assert "\n" not in failure.message
@@ -852,7 +852,9 @@ def test_fuzz_findings_in_results_are_infrastructure_failures(
     """Found by this fuzzing: each of these once crashed the gate (exit 70) after the run."""
     path = tmp_path / name
     path.write_bytes(raw)
-    reader = read_junit_xml if name.endswith(".xml") else read_results_file
+    reader: Callable[[Path], object] = (
+        read_junit_report if name.endswith(".xml") else read_results_file
+    )
     with pytest.raises(InfraFailure, match=fragment):
         reader(path)
 
@@ -959,7 +961,7 @@ def test_properties_turns_any_junit_file_into_exit_4_or_a_true_ledger(
     copy_in = ["sh", "-c", 'cat "$0" > "$1"', str(source), str(junit)]
     code, err, out = score_with(run_cli, repo, digest, copy_in, "--junit-xml", junit)
     try:
-        results = read_junit_xml(source, repo)
+        results = read_junit_report(source, repo).results
     except InfraFailure:
         assert code == 4, err
         assert_one_line_refusal(err, junit, "infrastructure failure: JUnit XML")

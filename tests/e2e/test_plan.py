@@ -181,10 +181,10 @@ REPORTS = Path(__file__).parent.parent / "data" / "junit"
 
 def test_plan_from_a_recorded_junit_report(run_cli: RunCli, tmp_path: Path) -> None:
     """Most runners cannot collect without running: plan reads an earlier run's report."""
-    from three_ledger.junit_report import read_junit_xml
+    from three_ledger.junit_report import read_junit_report
 
     report = REPORTS / "mocha-junit-reporter-jenkins.xml"
-    real = sorted(result.id for result in read_junit_xml(report))[0]
+    real = sorted(result.id for result in read_junit_report(report).results)[0]
     typo = real[:-2] + real[-1] + real[-2]  # two letters swapped
     repo = make_suite(tmp_path, properties_pin([prop("js.ok", real), prop("js.typo", typo)]))
     base = ("plan", "--pin", repo / "pins/fixtures.json", "--properties",

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from three_ledger.errors import InfraFailure
 from three_ledger.exit_codes import ExitCode
-from three_ledger.junit_report import MAX_JUNIT_BYTES, read_junit_xml
+from three_ledger.junit_report import MAX_JUNIT_BYTES, read_junit_report
 from three_ledger.results import (
     PropertyScore,
     TestResult,
@@ -227,7 +227,7 @@ def test_only_an_unfinished_line_gives_no_results(tmp_path: Path) -> None:
         read_results_file(path)
 
 
-# --- read_junit_xml ------------------------------------------------------------------------------
+# --- read_junit_report ----------------------------------------------------------------------------
 
 
 def write_junit(tmp_path: Path, cases: str, root: str = "testsuites") -> Path:
@@ -246,7 +246,7 @@ def test_junit_call_failure_and_teardown_error_of_one_test_is_error(tmp_path: Pa
         '<testcase classname="tests.test_a" name="test_x"><error message="td"/></testcase>'
         '<testcase classname="tests.test_a" name="test_y"/>',
     )
-    assert [(r.id, r.outcome) for r in read_junit_xml(path)] == [
+    assert [(r.id, r.outcome) for r in read_junit_report(path).results] == [
         ("tests.test_a::test_x", ERROR),
         ("tests.test_a::test_y", PASS),
     ]
@@ -267,7 +267,7 @@ def test_junit_written_by_real_pytest_merges_call_failure_and_teardown_error(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "THREE_LEDGER_"))}
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--junit-xml=j.xml"]
     subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, timeout=120, check=False)
-    outcomes = {r.id: r.outcome for r in read_junit_xml(tmp_path / "j.xml")}
+    outcomes = {r.id: r.outcome for r in read_junit_report(tmp_path / "j.xml").results}
     assert outcomes == {"test_inner::test_both": ERROR, "test_inner::test_fine": PASS}
 
 
@@ -291,7 +291,7 @@ def test_junit_child_elements_give_the_worst_outcome(
     tmp_path: Path, children: str, expected: Outcome
 ) -> None:
     path = write_junit(tmp_path, f'<testcase classname="c" name="t">{children}</testcase>')
-    assert [r.outcome for r in read_junit_xml(path)] == [expected]
+    assert [r.outcome for r in read_junit_report(path).results] == [expected]
 
 
 def test_junit_file_attribute_makes_the_id_and_classname_dot_name_still_matches(
@@ -301,7 +301,7 @@ def test_junit_file_attribute_makes_the_id_and_classname_dot_name_still_matches(
         tmp_path,
         '<testcase file="tests/test_a.py" classname="tests.test_a.TestK" name="test_x[1]"/>',
     )
-    results = read_junit_xml(path)
+    results = read_junit_report(path).results
     assert [r.id for r in results] == ["tests/test_a.py::test_x[1]"]
     selectors = {
         "by.file": "tests/test_a.py::test_x",
@@ -315,9 +315,34 @@ def test_junit_file_attribute_makes_the_id_and_classname_dot_name_still_matches(
     }
 
 
+def test_junit_testcases_that_share_an_id_count_once_and_say_so(tmp_path: Path) -> None:
+    """node writes `classname="test"` for every testcase: two suites' tests of one title are
+    one id, scored once with the worst outcome, and the reading says how many merged."""
+    path = write_junit(
+        tmp_path,
+        '<testcase classname="test" name="Tabs example 1"/>'
+        '<testcase classname="test" name="Tabs example 1"><failure/></testcase>'
+        '<testcase classname="test" name="Tabs example 2"/>',
+    )
+    reading = read_junit_report(path)
+    assert [(r.id, r.outcome) for r in reading.results] == [
+        ("test::Tabs example 1", FAIL),
+        ("test::Tabs example 2", PASS),
+    ]
+    shared = (
+        f"JUnit XML {path}: 1 testcase(s) share their id with another and count as one test "
+        "each, with the worst outcome (a runner that writes one classname for every testcase, "
+        "as node's does, tells tests apart by their titles alone)"
+    )
+    assert reading.warnings == [shared]
+    (tmp_path / "once").mkdir()
+    once = write_junit(tmp_path / "once", '<testcase classname="test" name="a"/>')
+    assert read_junit_report(once).warnings == []
+
+
 def test_junit_without_classname_or_file_uses_the_name(tmp_path: Path) -> None:
     path = write_junit(tmp_path, '<testcase name="lonely"><failure/></testcase>')
-    assert [(r.id, r.outcome) for r in read_junit_xml(path)] == [("lonely", FAIL)]
+    assert [(r.id, r.outcome) for r in read_junit_report(path).results] == [("lonely", FAIL)]
 
 
 @pytest.mark.parametrize(
@@ -332,7 +357,7 @@ def test_junit_declarations_are_refused(tmp_path: Path, prolog: str) -> None:
     path = tmp_path / "junit.xml"
     path.write_text(f'<?xml version="1.0"?>{prolog}<testsuites><testcase name="t"/></testsuites>')
     with pytest.raises(InfraFailure, match="DOCTYPE and ENTITY declarations are refused") as caught:
-        read_junit_xml(path)
+        read_junit_report(path)
     assert str(path) in caught.value.message
 
 
@@ -341,7 +366,7 @@ def test_junit_doctype_hidden_in_utf16_is_refused(tmp_path: Path) -> None:
     document = '<?xml version="1.0" encoding="utf-16"?><!DOCTYPE t [<!ENTITY a "b">]><t>&a;</t>'
     path.write_bytes(document.encode("utf-16"))
     with pytest.raises(InfraFailure, match="DOCTYPE and ENTITY declarations are refused"):
-        read_junit_xml(path)
+        read_junit_report(path)
 
 
 def test_junit_over_64_mib_is_refused_unread(tmp_path: Path) -> None:
@@ -350,7 +375,7 @@ def test_junit_over_64_mib_is_refused_unread(tmp_path: Path) -> None:
         stream.write(b'<testsuites><testcase name="t"/></testsuites>')
         stream.truncate(MAX_JUNIT_BYTES + 1)  # sparse: no 64 MiB actually written
     with pytest.raises(InfraFailure, match="over the 64 MiB limit") as caught:
-        read_junit_xml(path)
+        read_junit_report(path)
     assert str(path) in caught.value.message
 
 
@@ -358,7 +383,7 @@ def test_junit_of_exactly_64_mib_is_not_refused_for_size(tmp_path: Path) -> None
     path = tmp_path / "junit.xml"
     document = b'<testsuites><testcase name="t"/></testsuites>'
     path.write_bytes(document + b" " * (MAX_JUNIT_BYTES - len(document)))
-    assert [(r.id, r.outcome) for r in read_junit_xml(path)] == [("t", PASS)]
+    assert [(r.id, r.outcome) for r in read_junit_report(path).results] == [("t", PASS)]
 
 
 @pytest.mark.parametrize(
@@ -374,19 +399,19 @@ def test_junit_bad_documents_are_refused(tmp_path: Path, document: str, reason: 
     path = tmp_path / "junit.xml"
     path.write_text(document)
     with pytest.raises(InfraFailure, match=reason) as caught:
-        read_junit_xml(path)
+        read_junit_report(path)
     assert caught.value.message.startswith(f"JUnit XML {path}: ")
 
 
 def test_junit_root_testsuite_is_accepted(tmp_path: Path) -> None:
     path = write_junit(tmp_path, '<testcase classname="c" name="t"/>', root="testsuites")
     path.write_text('<testsuite><testcase classname="c" name="t"><skipped/></testcase></testsuite>')
-    assert [(r.id, r.outcome) for r in read_junit_xml(path)] == [("c::t", SKIP)]
+    assert [(r.id, r.outcome) for r in read_junit_report(path).results] == [("c::t", SKIP)]
 
 
 def test_missing_junit_gives_no_results(tmp_path: Path) -> None:
     with pytest.raises(InfraFailure, match="no results could be read"):
-        read_junit_xml(tmp_path / "absent.xml")
+        read_junit_report(tmp_path / "absent.xml")
 
 
 # --- merging and statuses ------------------------------------------------------------------------
@@ -489,7 +514,7 @@ def test_a_folder_in_place_of_the_junit_file_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "junit.xml"
     folder.mkdir()
     with pytest.raises(InfraFailure) as caught:
-        read_junit_xml(folder)
+        read_junit_report(folder)
     assert caught.value.message == f"JUnit XML {folder}: not a regular file"
 
 
@@ -498,7 +523,7 @@ def test_an_unreadable_junit_file_is_refused(tmp_path: Path) -> None:
     loop = tmp_path / "junit.xml"
     loop.symlink_to(loop)
     with pytest.raises(InfraFailure) as caught:
-        read_junit_xml(loop)
+        read_junit_report(loop)
     assert caught.value.message == (
         f"JUnit XML {loop}: Too many levels of symbolic links, so no results could be read"
     )

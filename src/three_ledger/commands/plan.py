@@ -18,7 +18,7 @@ from three_ledger import git
 from three_ledger.background import Background
 from three_ledger.exit_codes import ExitCode
 from three_ledger.frozen import frozen
-from three_ledger.junit_report import read_junit_xml
+from three_ledger.junit_report import read_junit_report
 from three_ledger.matching import (
     PinMatch,
     PropertyMatch,
@@ -49,7 +49,10 @@ def plan(request: PlanRequest) -> int:
         refuse_unwritable([Output("--log", request.log_path)], pins=pin_paths)
     if request.report is not None:
         pins = preflight(request.checks())
-        tests = read_junit_xml(request.report, request.root)
+        reading = read_junit_report(request.report, request.root)
+        for warning in reading.warnings:
+            print(f"three-ledger: warning: {warning}", file=sys.stderr)
+        tests = reading.results
         source = ["JUnit report", str(request.report)]
     else:
         assert request.command is not None  # the CLI gives one or the other
