@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli, fixture_pin, git, make_tree, seed_digest, write_json
+from helpers import CliResult, RunCli, fixture_pin, git, make_tree, seed_digest, write_json
 from three_ledger.digest import CHUNK_BYTES, THREADED_MIN_BYTES, _read_small, hash_files
 from three_ledger.errors import Refused
 from three_ledger.ledgers import FileEntry
@@ -448,20 +448,25 @@ def test_a_pinned_file_swapped_for_a_fifo_after_the_tree_check_is_refused(tmp_pa
         hash_files(tmp_path, ["fixtures/a.json", "fixtures/b.json"])
 
 
+def properties_of(run_cli: RunCli, tmp_path: Path, command: str) -> CliResult:
+    """`properties` with COMMAND on a one-fixture project under TMP_PATH, its ledger p.json."""
+    root = tmp_path / "project"
+    make_tree(root, {"fixtures/a.json": b"{}"})
+    properties = write_properties_pin(root)
+    pin = committed(root, {"fixtures/a.json": b"{}"})
+    return run_cli(
+        "properties", "--pin", pin, "--properties", properties,
+        "--expect-digest", seed_digest(root, ["fixtures/a.json"]), "--command", command,
+        "--root", root, "--out", tmp_path / "p.json", "--base", "HEAD",
+    )  # fmt: skip
+
+
 def test_properties_says_how_the_plugin_may_have_been_lost_when_no_results_came(
     run_cli: RunCli, tmp_path: Path
 ) -> None:
     """The results and the run order are read together: a command that wrote neither is refused
     (exit 4) with the hint, and no ledger is written."""
-    root = tmp_path / "project"
-    make_tree(root, {"fixtures/a.json": b"{}"})
-    properties = write_properties_pin(root)
-    pin = committed(root, {"fixtures/a.json": b"{}"})
-    result = run_cli(
-        "properties", "--pin", pin, "--properties", properties,
-        "--expect-digest", seed_digest(root, ["fixtures/a.json"]), "--command", "true",
-        "--root", root, "--out", tmp_path / "p.json", "--base", "HEAD",
-    )  # fmt: skip
+    result = properties_of(run_cli, tmp_path, "true")
     assert result.code == 4, result.err
     assert "results.jsonl: missing, so no results could be read" in result.first_error_line
     assert "the plugin wrote nothing: is the command pytest" in result.err
@@ -475,16 +480,7 @@ def test_an_exit_no_pytest_gives_with_nothing_from_the_plugin_asks_if_it_is_pyte
     """Another runner given without --junit-xml (node failing on its report, exit 7): the exit
     is refused with the question whether the command is pytest. pytest's own exits (a usage
     error, 4) are pytest's, and ask nothing."""
-    root = tmp_path / "project"
-    make_tree(root, {"fixtures/a.json": b"{}"})
-    properties = write_properties_pin(root)
-    pin = committed(root, {"fixtures/a.json": b"{}"})
-    result = run_cli(
-        "properties", "--pin", pin, "--properties", properties,
-        "--expect-digest", seed_digest(root, ["fixtures/a.json"]),
-        "--command", f"sh -c 'exit {exit_code}'",
-        "--root", root, "--out", tmp_path / "p.json", "--base", "HEAD",
-    )  # fmt: skip
+    result = properties_of(run_cli, tmp_path, f"sh -c 'exit {exit_code}'")
     assert result.code == 4, result.err
     assert f"the command exited {exit_code}" in result.first_error_line
     assert ("the plugin wrote nothing: is the command pytest" in result.err) is hinted

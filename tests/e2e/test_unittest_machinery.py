@@ -7,13 +7,13 @@ audit imports it first and watches its modules and classes as it watches pytest'
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from helpers import CliResult, RunCli, git
-from helpers.suites import PYTEST, make_suite, prop, properties_pin
+from helpers.scoring import PYTEST, ledger, score
+from helpers.suites import make_suite, prop, properties_pin
 
 pytestmark = pytest.mark.pytest_child
 
@@ -47,21 +47,11 @@ def scored(run_cli: RunCli, tmp_path: Path, product: str) -> CliResult:
     git(repo, "commit", "-qm", "the product")
     (repo / "product.py").write_text(product)
     git(repo, "commit", "-qam", "a change to the product")
-    digest = run_cli(
-        "digest", "--pin", repo / "pins/fixtures.json", "--root", repo,
-        "--out", repo / "ledgers/fixture.json",
-    )  # fmt: skip
-    assert digest.code == 0, digest.err
-    return run_cli(
-        "properties", "--pin", repo / "pins/fixtures.json", "--expect-digest", digest.out.strip(),
-        "--properties", repo / "pins/properties.json", "--command", f"{PYTEST} tests",
-        "--root", repo, "--base", "HEAD~1", "--out", repo / "ledgers/property.json",
-    )  # fmt: skip
+    return score(run_cli, repo, "--base", "HEAD~1", command=f"{PYTEST} tests")
 
 
 def statuses(tmp_path: Path) -> dict[str, str]:
-    ledger = json.loads((tmp_path / "suite/ledgers/property.json").read_text())
-    return dict(ledger["status_by_id"])
+    return dict(ledger(tmp_path / "suite")["status_by_id"])
 
 
 def test_an_honest_product_passes_and_a_broken_one_fails(run_cli: RunCli, tmp_path: Path) -> None:
@@ -118,4 +108,4 @@ def test_product_code_that_patches_unittest_is_caught(
     assert result.code == 4, result.err
     assert MODIFIED in result.err
     assert finding in result.err
-    assert not (tmp_path / "suite/ledgers/property.json").exists()
+    assert not (tmp_path / "ledgers/p.json").exists()
