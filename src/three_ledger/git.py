@@ -430,28 +430,40 @@ def blob_ids_at(root: Path, rev: str, paths: Sequence[str]) -> dict[str, str]:
     return blob_ids
 
 
-def working_blob_ids(root: Path, paths: Sequence[str]) -> dict[str, str]:
-    """Blob id of the raw bytes of each of PATHS that is a regular file under ROOT."""
+def working_blob_ids(root: Path, paths: Sequence[str], *, raw: bool = False) -> dict[str, str]:
+    """The blob id `git add` would give each of PATHS that is a regular file under ROOT; with
+    RAW, the id of its bytes as they are.
+
+    Through the filters the attributes name, as `git diff` compares: a checkout that turns
+    LF into CRLF (`eol=crlf`), or a Git LFS pointer into its file, leaves a file whose raw
+    bytes differ from its blob, and a raw comparison would take every such file for one
+    changed (and, where `git diff` listed it unchanged before a run, for one the run edited).
+    """
     present = [p for p in paths if (root / p).is_file() and not (root / p).is_symlink()]
+    filters = ["--no-filters"] if raw else []
     # --stdin-paths reads one name per line; absolute names read the same in every git version.
     by_line = [p for p in present if "\n" not in p]
     blob_ids: dict[str, str] = {}
     if by_line:
         names = b"".join(os.fsencode((root / p).absolute()) + b"\n" for p in by_line)
-        ids = _git(root, "hash-object", "--no-filters", "--stdin-paths", stdin=names).split()
+        ids = _git(root, "hash-object", *filters, "--stdin-paths", stdin=names).split()
         blob_ids.update(zip(by_line, ids, strict=True))
     for path in (p for p in present if "\n" in p):
-        blob_ids[path] = _git(root, "hash-object", "--no-filters", "--", path).strip()
+        blob_ids[path] = _git(root, "hash-object", *filters, "--", path).strip()
     return blob_ids
 
 
 def paths_differing_from(root: Path, rev: str, paths: Sequence[str]) -> list[str]:
-    """Those of PATHS whose working bytes differ from REV's (absent on one side only counts)."""
+    """Those of PATHS whose working bytes differ from REV's (absent on one side only counts).
+
+    Raw bytes, unfiltered: the fixture digest is taken over them, so a fixture that a checkout
+    turned to CRLF is one that moved.
+    """
     wanted = sorted(set(paths))
     if not wanted:
         return []
     at_rev = blob_ids_at(root, rev, wanted)
-    in_work_tree = working_blob_ids(root, wanted)
+    in_work_tree = working_blob_ids(root, wanted, raw=True)
     return [path for path in wanted if at_rev.get(path) != in_work_tree.get(path)]
 
 

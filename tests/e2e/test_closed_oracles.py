@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import RunCli
+from helpers import RunCli, git
 from helpers.patches import Repo, break_total, example_repo, posture
 
 pytestmark = pytest.mark.pytest_child
@@ -217,6 +217,21 @@ def test_a_gitattributes_edit_beside_an_honest_change_is_review(repo: Repo) -> N
     repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
     repo.commit("markdown is text too")
     assert posture(repo.ci()) == ("review", 9)
+
+
+def test_a_checkout_that_writes_crlf_is_no_oracle_move(repo: Repo) -> None:
+    """Git's view, not raw bytes: with `eol=crlf` every test file's bytes differ from its blob,
+    and each was taken for one the run had edited (exit 4, every change rejected)."""
+    repo.write(".gitattributes", "*.py text eol=crlf\n")
+    repo = repo.as_base("python files check out with CRLF")
+    for path in repo.root.rglob("*.py"):
+        path.unlink()
+    git(repo.root, "checkout", "--", ".")
+    assert (repo.root / "properties/test_orders.py").read_bytes().count(b"\r\n") > 10
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
+    repo.commit("a harmless edit")
+    assert posture(repo.ci()) == ("review", 9)
+    assert repo.property_ledger()["oracle_changes"] == []
 
 
 def test_a_new_case_file_read_by_an_unchanged_test_moves_the_oracles(repo: Repo) -> None:

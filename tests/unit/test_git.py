@@ -215,6 +215,26 @@ def test_pytests_cache_does_not_count(repo: Repo, base: str) -> None:
     assert changed(repo, base) == ["tests/test_real.py"]
 
 
+def test_a_checkout_converting_line_endings_matches_its_blobs(repo: Repo, base: str) -> None:
+    """Compared as `git diff` compares: a file the attributes check out with CRLF is the blob
+    it came from, and a real edit of it is still one."""
+    repo.write(".gitattributes", "*.py text eol=crlf\n", at_top=True)
+    head = repo.commit("python files check out with CRLF")
+    test = repo.root / "tests/test_orders.py"
+    test.unlink()
+    repo.git("checkout", "--", ".")
+    assert test.read_bytes() == b"def test_a(): pass\r\n"
+    assert git.changed_paths(repo.root, head, ORACLES) == []
+    at_head = git.blob_ids_at(repo.root, head, ["tests/test_orders.py"])
+    assert git.working_blob_ids(repo.root, ["tests/test_orders.py"]) == at_head
+    # Raw, as the fixture digest reads its files: the CRLF bytes are not the blob's.
+    assert git.paths_differing_from(repo.root, head, ["tests/test_orders.py"]) == [
+        "tests/test_orders.py"
+    ]
+    test.write_bytes(b"def test_a(): assert 0\r\n")
+    assert git.working_blob_ids(repo.root, ["tests/test_orders.py"]) != at_head
+
+
 def test_bytecode_counts_tracked_or_new_and_not_ignored_but_not_ignored(
     repo: Repo, base: str
 ) -> None:
