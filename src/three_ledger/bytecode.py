@@ -1,10 +1,12 @@
-"""Bytecode the test child must not load: what counts as bytecode, and the refusals before a run.
+"""Compiled code the test child must not load: what counts as bytecode or native code, and the
+refusals before a run.
 
 The child writes no bytecode (`run/child.py`), but Python still reads what the tree holds.
-Three kinds are refused before anything runs: bytecode that is new or changed against the
-base; a `.pyc` outside `__pycache__` wherever the child imports from, which Python imports
-without its source; and an unchecked-hash `.pyc` in any `__pycache__` under ROOT, which
-Python loads without comparing it with its source (PEP 552), ignored by git or not.
+Four kinds are refused before anything runs: bytecode that is new or changed against the
+base; native code (an extension module, a shared library) that is; a `.pyc` outside
+`__pycache__` wherever the child imports from, which Python imports without its source;
+and an unchecked-hash `.pyc` in any `__pycache__` under ROOT, which Python loads without
+comparing it with its source (PEP 552), ignored by git or not.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from three_ledger.frozen import frozen
 from three_ledger.pytest_config import entries, pytest_settings
 
 BYTECODE_SUFFIXES = (".pyc", ".pyo")
+# Native code: an extension module (`orders.cpython-311-x86_64-linux-gnu.so`, `.abi3.so`,
+# `.pyd`), which Python imports ahead of `orders.py` in the same folder, or a library ctypes
+# loads (`libfast.so.1` too).
+NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 # Python 3 imports a `.pyc` without its source; it never reads a `.pyo`.
 SOURCELESS_SUFFIX = ".pyc"
 PYCACHE = "__pycache__"
@@ -37,25 +43,46 @@ def is_bytecode(path: str) -> bool:
     return PurePosixPath(path).suffix in BYTECODE_SUFFIXES
 
 
+def is_native_code(path: str) -> bool:
+    """Whether PATH (relative, POSIX) names an extension module or a shared library."""
+    name = PurePosixPath(path).name
+    return name.endswith(NATIVE_SUFFIXES) or ".so." in name
+
+
+def is_compiled(path: str) -> bool:
+    """Whether PATH names code no reviewer reads: bytecode or native code."""
+    return is_bytecode(path) or is_native_code(path)
+
+
 def in_bytecode_cache(path: str) -> bool:
     """Whether PATH (relative, POSIX) is bytecode or lies in a `__pycache__` folder."""
     return is_bytecode(path) or PYCACHE in PurePosixPath(path).parts[:-1]
 
 
-def refuse_new_bytecode(base: str, differing: Mapping[str, str | None]) -> None:
-    """Refused when a bytecode file differs from BASE and is present in the tree.
+def refuse_new_compiled(base: str, differing: Mapping[str, str | None]) -> None:
+    """Refused when a bytecode or native-code file differs from BASE and is present in the tree.
 
     DIFFERING maps each path that differs from the base (tracked, or untracked and not
-    ignored) to its blob id in the tree, None where it was deleted: deleted bytecode loads
+    ignored) to its blob id in the tree, None where it was deleted: deleted code loads
     nothing.
     """
-    found = sorted(path for path, blob in differing.items() if blob and is_bytecode(path))
-    if found:
+    present = sorted(path for path, blob in differing.items() if blob)
+    bytecode = [path for path in present if is_bytecode(path)]
+    if bytecode:
         raise _refusal(
             f"bytecode new or changed against the base {base[:12]}",
-            dict.fromkeys(found, ""),
+            dict.fromkeys(bytecode, ""),
             "Python or pytest could load it in place of its source; "
             f"{_REMEDY}, and let git ignore `__pycache__/` and `*.pyc`",
+        )
+    native = [path for path in present if is_native_code(path)]
+    if native:
+        raise _refusal(
+            f"native code new or changed against the base {base[:12]}",
+            dict.fromkeys(native, ""),
+            "Python imports an extension module ahead of the `.py` module of its name, and "
+            "ctypes loads a library, so the run would execute code no reviewer reads; "
+            f"{_REMEDY}, build it in the job from reviewed source, and let git ignore it",
         )
 
 

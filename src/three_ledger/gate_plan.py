@@ -12,7 +12,7 @@ from pathlib import Path
 
 from three_ledger import git
 from three_ledger.base_resolution import BaseChoice, BaseResolution, choose_base
-from three_ledger.bytecode import is_bytecode
+from three_ledger.bytecode import is_compiled
 from three_ledger.errors import Refused
 from three_ledger.frozen import frozen
 from three_ledger.pin_folder import FLAKE, PROPERTIES, PinFile, PinFolder, scan
@@ -60,13 +60,14 @@ class Change:
     def pin_change_only(self) -> bool:
         """The change touches the pins folder and nothing else: pin owners review it.
 
-        Never a change that holds bytecode, wherever it lies: it is scored, and refused there.
+        Never a change that holds bytecode or native code, wherever it lies: it is scored, and
+        refused there.
         """
         pins = self.pins_dir_in_top
         # A pins folder at the top (or outside the work tree) would hold every change.
         if pins in ("", ".") or pins.startswith("/") or not self.changed:
             return False
-        if any(is_bytecode(path) for path in self.changed):
+        if any(is_compiled(path) for path in self.changed):
             return False
         return all(_inside(path, pins) for path in self.changed)
 

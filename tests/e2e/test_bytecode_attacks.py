@@ -264,6 +264,32 @@ def test_bytecode_in_the_change_is_refused_before_the_run(
     assert posture(repo.ci())[0] == "reject"
 
 
+NATIVE = {
+    "an extension module named for the product": "orders.cpython-311-x86_64-linux-gnu.so",
+    "a stable-ABI extension module": "orders.abi3.so",
+    "a library for ctypes": "vendor/liborders.so.1",
+}
+
+
+@pytest.mark.parametrize("planted", NATIVE.values(), ids=NATIVE.keys())
+def test_native_code_in_the_change_is_refused_before_the_run(repo: Repo, planted: str) -> None:
+    """Python imports `orders.*.so` ahead of `orders.py` in the same folder: built from the
+    base's source, it passed every property over a broken `orders.py` (`review`). What it holds
+    does not matter here: it is refused before anything runs."""
+    (repo.root / planted).parent.mkdir(exist_ok=True)
+    (repo.root / planted).write_bytes(b"\x7fELF native code no reviewer reads")
+    break_total(repo.root)
+    repo.commit("the broken product, and native code")
+    refused = repo.properties("a", PINS[0])
+    assert refused.code == 2, refused.err
+    assert refused.first_error_line.startswith(
+        f"three-ledger: refused: native code new or changed against the base {repo.base[:12]}: "
+        f"{planted}"
+    ), refused.first_error_line
+    assert not (repo.ledgers / "p_a.log").exists(), "refused before anything ran"
+    assert posture(repo.ci())[0] == "reject"
+
+
 @pytest.mark.usefixtures("writing_bytecode")
 def test_gate_scores_a_flake_pin_reworded_beside_bytecode_and_rejects(
     tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch

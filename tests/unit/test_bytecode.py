@@ -40,6 +40,24 @@ def test_bytecode_is_a_pyc_or_pyo_file(path: str, expected: bool) -> None:
     assert bytecode.is_bytecode(path) is expected
 
 
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("orders.cpython-311-x86_64-linux-gnu.so", True),
+        ("pkg/_speedups.abi3.so", True),
+        ("pkg/_speedups.cp311-win_amd64.pyd", True),
+        ("vendor/libfast.so.1", True),
+        ("vendor/libfast.dylib", True),
+        ("orders.py", False),
+        ("docs/so.md", False),
+        ("fixtures/also.json", False),
+    ],
+)
+def test_native_code_is_an_extension_module_or_a_shared_library(path: str, expected: bool) -> None:
+    assert bytecode.is_native_code(path) is expected
+    assert bytecode.is_compiled(path) is expected
+
+
 # --- new or changed against the base ----------------------------------------------------------
 
 
@@ -50,7 +68,7 @@ def test_new_or_changed_bytecode_is_refused_each_file_named() -> None:
         "properties/__pycache__/test_orders.cpython-311-pytest-9.2.0.pyc": "blob-3",
     }
     with pytest.raises(Refused) as refused:
-        bytecode.refuse_new_bytecode(BASE, differing)
+        bytecode.refuse_new_compiled(BASE, differing)
     message = refused.value.message
     assert message.startswith(
         f"bytecode new or changed against the base {BASE[:12]}: "
@@ -64,12 +82,34 @@ def test_new_or_changed_bytecode_is_refused_each_file_named() -> None:
 
 def test_one_new_bytecode_file_is_named_in_the_headline_alone() -> None:
     with pytest.raises(Refused, match=r"base 0123456789ab: legacy\.pyo: Python") as refused:
-        bytecode.refuse_new_bytecode(BASE, {"legacy.pyo": "blob"})
+        bytecode.refuse_new_compiled(BASE, {"legacy.pyo": "blob"})
     assert refused.value.details == []
 
 
 def test_deleted_bytecode_and_other_changes_are_no_refusal() -> None:
-    bytecode.refuse_new_bytecode(BASE, {"__pycache__/orders.cpython-311.pyc": None, "a.py": "b"})
+    bytecode.refuse_new_compiled(BASE, {"__pycache__/orders.cpython-311.pyc": None, "a.py": "b"})
+
+
+def test_new_or_changed_native_code_is_refused_each_file_named() -> None:
+    """An extension module stands in for the `.py` module of its name: the source under review
+    is never run (a `.so` of the base's `orders` beside a broken `orders.py` passed)."""
+    differing = {
+        "orders.py": "blob-1",
+        "orders.cpython-311-x86_64-linux-gnu.so": "blob-2",
+        "vendor/libfast.so.1": "blob-3",
+        "gone.abi3.so": None,
+    }
+    with pytest.raises(Refused) as refused:
+        bytecode.refuse_new_compiled(BASE, differing)
+    assert refused.value.message.startswith(
+        f"native code new or changed against the base {BASE[:12]}: "
+        "orders.cpython-311-x86_64-linux-gnu.so (and 1 more): Python imports an extension "
+        "module ahead of the `.py` module of its name"
+    )
+    assert refused.value.details == [
+        "orders.cpython-311-x86_64-linux-gnu.so",
+        "vendor/libfast.so.1",
+    ]
 
 
 def test_what_git_lists_against_the_base_is_what_is_refused(tmp_path: Path) -> None:
@@ -87,7 +127,7 @@ def test_what_git_lists_against_the_base_is_what_is_refused(tmp_path: Path) -> N
         },
     )
     with pytest.raises(Refused) as refused:
-        bytecode.refuse_new_bytecode(base, before_run(tmp_path, base).differing)
+        bytecode.refuse_new_compiled(base, before_run(tmp_path, base).differing)
     assert "__pycache__/orders.cpython-311.pyc: Python" in refused.value.message
     assert "ignored/" not in refused.value.message
 

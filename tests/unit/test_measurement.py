@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import _csv
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +64,33 @@ def test_the_hook_records_what_the_child_imports_and_reads_under_root(
     )
     measurement = measured_child(tmp_path / "private", root, code)
     assert read_measured(measurement, root) == {"helper.py": "imported", "data.txt": "read"}
+
+
+def test_native_code_and_programs_the_child_runs_are_recorded(tmp_path: Path, root: Path) -> None:
+    """An extension module under ROOT is imported ahead of a `.py` of its name and runs no
+    Python `exec`; a library ctypes loads and a program a test starts run no Python either.
+    Each is recorded by the file it runs, a program found on PATH as exec finds it."""
+    extension = Path(_csv.__file__)
+    shutil.copy(extension, root / extension.name)
+    for name in ("tool.sh", "bin/on_path.sh", "bin/not_run.sh"):
+        (root / name).parent.mkdir(exist_ok=True)
+        (root / name).write_text("#!/bin/sh\nexit 0\n")
+        (root / name).chmod(0o755)
+    code = (
+        "import sys, ctypes, os, subprocess\n"
+        "import _csv\n"
+        f"assert _csv.__file__ == {str(root / extension.name)!r}, _csv.__file__\n"
+        f"ctypes.CDLL('./{extension.name}')\n"
+        "subprocess.run(['./tool.sh'], check=True)\n"
+        "subprocess.run(['on_path.sh'], check=True, env={'PATH': 'bin'})\n"
+        "subprocess.run(['true'], check=True)\n"  # found outside ROOT: not recorded
+    )
+    measurement = measured_child(tmp_path / "private", root, code)
+    assert read_measured(measurement, root) == {
+        extension.name: "imported",
+        "tool.sh": "executed",
+        "bin/on_path.sh": "executed",
+    }
 
 
 def test_a_python_subprocess_of_the_run_is_measured_in_a_record_of_its_own(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO, assert_never
 
 from three_ledger import git
-from three_ledger.bytecode import is_bytecode
+from three_ledger.bytecode import is_compiled
 
 # Every step of the chain, imported before the first test run starts: a run without the
 # sandbox's read-only tree must not be able to plant code that a later step imports.
@@ -605,7 +605,7 @@ def _fixture_sides(
         and not plan.properties_pin.is_product(path.removeprefix(prefix))
     )
     rest = tuple(path for path in others if path not in updated)
-    if updated and not rest and not any(is_bytecode(path) for path in change.changed):
+    if updated and not rest and not any(is_compiled(path) for path in change.changed):
         return _FixtureSides(updated, False, ())
     return _FixtureSides(None, False, rest)
 
@@ -637,7 +637,7 @@ def _test_side(
     """Each test-side path of a change whose every path (OTHERS: the change's paths but its
     pins and its fixture files, changed with their pin) is test-side, with at least one;
     None for a change to score."""
-    if not others or any(is_bytecode(path) for path in change.changed):
+    if not others or any(is_compiled(path) for path in change.changed):
         return None
     prefix = f"{change.root_in_top}/" if change.root_in_top else ""
     if not all(path.startswith(prefix) for path in others):

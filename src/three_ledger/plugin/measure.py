@@ -10,8 +10,9 @@ swaps itself out of `sys.modules` has already been recorded. Then it runs the
 Each process appends to a file of its own in the folder `THREE_LEDGER_MEASURE` names: one
 header line (its pid, the interpreter's own folders, and the modules from ROOT that were
 already loaded when the hook was armed), then one line per file under ROOT the first time
-it is executed (`imported`) or opened for reading (`read`). The gate reads every file after
-the run (`run/measurement.py`). Standard library only.
+it is imported (Python code run, an extension module loaded), executed (a library ctypes
+loads, a program the process starts) or opened for reading (`read`). The gate reads every
+file after the run (`run/measurement.py`). Standard library only.
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ except ImportError:  # an interpreter without json's C part
 # Not popped by the plugin: xdist workers and subprocesses start after it configures.
 MEASURE_ENV = "THREE_LEDGER_MEASURE"
 MEASURE_ROOT_ENV = "THREE_LEDGER_MEASURE_ROOT"
-_WANTED = frozenset({"exec", "open"})
+IMPORTED, EXECUTED, READ = "imported", "executed", "read"
+# `import` carries a file name only for an extension module, which runs no `exec`; a program
+# a process starts, whichever way it is started, and a library ctypes loads run code too.
+_STARTS = frozenset({"os.exec", "os.posix_spawn", "subprocess.Popen"})
+_WANTED = frozenset({"exec", "open", "import", "ctypes.dlopen", *_STARTS})
 
 
 class _Recorder:
@@ -51,12 +56,18 @@ class _Recorder:
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         if event == "exec":
             path = getattr(args[0], "co_filename", None)
-            how = "imported"
-        else:
+            how = IMPORTED
+        elif event == "open":
             path, mode, flags = args
             if _writes_only(mode, flags):
                 return
-            how = "read"
+            how = READ
+        elif event == "import":
+            path, how = args[1], IMPORTED  # (module, filename, ...): None but for native code
+        elif event == "ctypes.dlopen":
+            path, how = _named_file(args[0]), EXECUTED  # a bare name is the loader's to find
+        else:
+            path, how = _program(event, args), EXECUTED
         if not isinstance(path, str | bytes) or not path:
             return
         name = os.fsdecode(path)
@@ -78,6 +89,45 @@ class _Recorder:
                 path = _json_string(full[len(prefix) :])
                 _write(self.out, f'{{"how": {_json_string(how)}, "path": {path}}}\n'.encode())
                 return
+
+
+def _named_file(name: object) -> str | None:
+    """NAME, where it names a file by a path (holds a separator) rather than a bare name."""
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str | bytes) or not name:
+        return None
+    text = os.fsdecode(name)
+    return text if os.sep in text else None
+
+
+def _program(event: str, args: tuple[Any, ...]) -> str | None:
+    """The file a process start runs: `os.exec` and `os.posix_spawn` give (path, argv, env),
+    `subprocess.Popen` (executable, args, cwd, env). A bare name is looked up on the PATH the
+    program gets, as exec looks it up; a relative path is relative to the folder it starts in."""
+    popen = event == "subprocess.Popen"
+    program, cwd, env = args[0], args[2] if popen else None, args[3] if popen else args[2]
+    path = _named_file(program)
+    if path is not None:
+        return path if cwd is None else os.path.join(os.fsdecode(cwd), path)
+    if not isinstance(program, str | bytes) or not program:
+        return None
+    name = os.fsdecode(program)
+    search = os.environ.get("PATH", os.defpath) if env is None else _path_of(env)
+    for folder in search.split(os.pathsep):
+        found = os.path.join(os.fsdecode(cwd) if cwd is not None else "", folder or ".", name)
+        if os.path.isfile(found) and os.access(found, os.X_OK):
+            return found
+    return None
+
+
+def _path_of(env: Any) -> str:
+    """The PATH of an environment a process is started with (str or bytes keys)."""
+    try:
+        found = env.get("PATH", env.get(b"PATH", os.defpath))
+    except (AttributeError, TypeError):
+        return os.defpath
+    return os.fsdecode(found) if isinstance(found, str | bytes) else os.defpath
 
 
 def _write(descriptor: int, data: bytes) -> None:

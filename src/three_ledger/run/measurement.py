@@ -17,7 +17,8 @@ from three_ledger.errors import InfraFailure
 from three_ledger.run.child import Measurement
 from three_ledger.run.staging import stage_measurement
 
-IMPORTED = "imported"
+# How a file was used, the stronger first: a file imported and read counts as imported.
+_STRENGTH = {"imported": 2, "executed": 1, "read": 0}
 # Never part of the closed world: git's own files, and bytecode (what it was compiled from
 # is recorded as imported).
 _LEFT_OUT_FOLDERS = frozenset({".git", "__pycache__"})
@@ -32,9 +33,9 @@ def prepare(private: Path, written: Path | None = None) -> Measurement:
 
 
 def read_measured(measurement: Measurement, root: Path) -> dict[str, str]:
-    """What the run used under ROOT: each file (relative, POSIX) and how it was first used,
-    `imported` winning over `read`. InfraFailure when no process was measured, or one was
-    measured too late."""
+    """What the run used under ROOT: each file (relative, POSIX) and how it was used,
+    `imported` winning over `executed`, and both over `read`. InfraFailure when no process
+    was measured, or one was measured too late."""
     uses: dict[str, str] = {}
     prefixes: set[str] = set()
     files = sorted(measurement.records.glob("*.jsonl"))
@@ -54,9 +55,9 @@ def read_measured(measurement: Measurement, root: Path) -> dict[str, str]:
             )
         prefixes.update(str(prefix) for prefix in header.get("prefixes", ()))
         for line in lines:
-            uses.setdefault(line["path"], line["how"])
-            if line["how"] == IMPORTED:
-                uses[line["path"]] = IMPORTED
+            used, how = line["path"], line["how"]
+            if _STRENGTH.get(how, 0) >= _STRENGTH.get(uses.get(used, "read"), 0):
+                uses[used] = how
     # Only an environment inside ROOT is left out: one that holds ROOT would hide it all.
     top = str(root.resolve())
     inside = tuple(prefix.rstrip("/") + "/" for prefix in prefixes if prefix.startswith(top + "/"))

@@ -16,7 +16,7 @@ from pathlib import Path
 from three_ledger import git
 from three_ledger.background import Background
 from three_ledger.base_resolution import BaseResolution, choose_base
-from three_ledger.bytecode import refuse_bytecode_in_tree, refuse_new_bytecode
+from three_ledger.bytecode import refuse_bytecode_in_tree, refuse_new_compiled
 from three_ledger.digest import live_digest, refuse_unreviewed
 from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import InfraFailure, Refused
@@ -135,10 +135,11 @@ def _preflight(checks: Checks, env: Mapping[str, str]) -> Preflight:
         changed = git.changed_paths(checks.root, used, ["."])
     refuse_unreviewed(checks.root, fixture_pin, live, given, used, changed)
     facts = _against_base(checks, properties_pin, *resolved, changed) if resolved else None
-    # Bytecode the run could load in place of its source (bytecode.py). The run itself writes
-    # none; without a base, only what the tree holds (sourceless, unchecked-hash) can be told.
+    # Bytecode or native code the run could load in place of its source (bytecode.py). The run
+    # itself writes no bytecode; without a base, only what the tree holds (sourceless,
+    # unchecked-hash) can be told.
     if facts is not None:
-        refuse_new_bytecode(facts.base_revision, facts.before.differing)
+        refuse_new_compiled(facts.base_revision, facts.before.differing)
     if checks.runs_suite:
         refuse_bytecode_in_tree(checks.root, env)
     if checks.command is not None:
