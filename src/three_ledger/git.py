@@ -361,16 +361,33 @@ def _is_cache(path: str) -> bool:
 
 
 def changed_paths(root: Path, base: str, pathspecs: Sequence[str]) -> list[str]:
-    """Paths under PATHSPECS that differ from BASE in the work tree, or are new and not ignored."""
+    """Paths under PATHSPECS that differ from BASE in the work tree, or are new and not ignored.
+
+    But for the files of an untracked virtual environment (a folder below ROOT whose
+    `pyvenv.cfg` git does not track): the job made it, as `adopting.md` has a `.venv` made in
+    the checkout, and no change brings an untracked file. Its tracked files still count.
+    """
     if not pathspecs:
         return []
     _refuse_option_like(base)
     # Diffing BASE against the work tree covers committed, staged, unstaged and deleted files.
     diff = ["diff", "--name-only", "-z", "--no-renames", "--relative", "--no-color"]
     tracked = _git(root, *diff, "--no-ext-diff", base, "--", *pathspecs)
-    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *pathspecs)
-    paths = set(_nul_split(tracked)) | set(_nul_split(untracked))
+    untracked = _nul_split(
+        _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *pathspecs)
+    )
+    venvs = tuple(path.removesuffix(_VENV_CONFIG) for path in untracked if _is_venv_config(path))
+    new = (path for path in untracked if not path.startswith(venvs)) if venvs else untracked
+    paths = set(_nul_split(tracked)).union(new)
     return sorted(path for path in paths if not _is_cache(path))
+
+
+_VENV_CONFIG = "pyvenv.cfg"
+
+
+def _is_venv_config(path: str) -> bool:
+    """A `pyvenv.cfg` in a folder below ROOT; one at ROOT would make all of it an installation."""
+    return path.endswith(f"/{_VENV_CONFIG}")
 
 
 def under_pathspecs(paths: Iterable[str], pathspecs: Sequence[str]) -> list[str]:

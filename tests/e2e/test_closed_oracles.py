@@ -278,13 +278,34 @@ def make_venv(repo: Repo, *, own_pytest: bool = False) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("own_pytest", [False, True], ids=["system pytest", "its own pytest"])
-def test_a_venv_inside_root_is_no_oracle_and_no_refusal(repo: Repo, own_pytest: bool) -> None:
-    repo.write(".gitignore", ".venv/\n")
-    repo = repo.as_base("ignore the environment")
-    python = make_venv(repo, own_pytest=own_pytest) / "bin/python"
+VENVS = {
+    "system pytest": (False, True, True),
+    "its own pytest": (True, True, True),
+    "its own pytest, untracked": (True, False, True),
+    "its own pytest, oracles inferred": (True, True, False),
+    "its own pytest, untracked, oracles inferred": (True, False, False),
+}
+
+
+@pytest.mark.parametrize(("own_pytest", "ignored", "closed"), VENVS.values(), ids=VENVS.keys())
+def test_a_venv_inside_root_is_no_oracle_and_no_refusal(
+    repo: Repo, own_pytest: bool, ignored: bool, closed: bool
+) -> None:
+    """`adopting.md` makes a `.venv` in the checkout, which a project's `.gitignore` may not
+    name: untracked, its files were a change (a `.pth` in its site folder an oracle), and with
+    the oracles inferred pytest's own modules in it shadowed pytest's. Every change was row 5."""
+    if ignored:
+        repo.write(".gitignore", ".venv/\n")
+    if not closed:
+        pin = json.loads((repo.root / "pins/properties.json").read_text())
+        del pin["product_paths"]
+        (repo.root / "pins/properties.json").write_text(json.dumps(pin, indent=2) + "\n")
+    if ignored or not closed:
+        repo = repo.as_base("the environment, the oracles")
     repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
     repo.commit("a harmless edit")
+    python = make_venv(repo, own_pytest=own_pytest) / "bin/python"  # the job's, after checkout
+    assert bool(git(repo.root, "status", "--porcelain", "--", ".venv")) is not ignored
     decision = repo.ci(command=f"{python} -m pytest -q properties/test_orders.py")
     assert posture(decision) == ("review", 9), decision["reason"]
     assert repo.property_ledger()["untracked_reads"] == []

@@ -204,6 +204,22 @@ def test_a_checkout_owned_by_another_user_is_judged(repo: Repo, base: str) -> No
     assert changed(repo, base) == ["tests/test_new.py"]  # ...the gate judges it
 
 
+def test_an_untracked_virtual_environment_is_no_change(repo: Repo, base: str) -> None:
+    """The job's `.venv` in the checkout, not ignored: its files are the installation. A file
+    of the change beside it, and a `pyvenv.cfg` git tracks, still count."""
+    repo.write(".venv/pyvenv.cfg", "home = /usr/bin\n")
+    repo.write(".venv/lib/python3.11/site-packages/_pytest/runner.py", "X = 1\n")
+    repo.write("tests/test_new.py", "def test_new(): pass\n")
+    repo.write("tools/pyvenv.cfg", "home = /usr/bin\n")
+    repo.git("add", f"{ROOT}/tools/pyvenv.cfg")
+    repo.write("tools/forcing.py", "import pytest\n")
+    assert git.changed_paths(repo.root, base, ["."]) == [
+        "tests/test_new.py",
+        "tools/forcing.py",
+        "tools/pyvenv.cfg",
+    ]
+
+
 def test_ignored_file_does_not_count(repo: Repo, base: str) -> None:
     repo.write("tests/run.log", "noise\n")
     assert changed(repo, base) == []

@@ -167,19 +167,19 @@ def harness_files(root: Path, harness: Harness) -> dict[str, str]:
     The harness names the run's `__main__` and its plugins by a path relative to ROOT when they
     came from there (a sourceless `pytest.pyc` as well as a `pytest.py`), else by a label in
     angle brackets or a distribution, which names no file: comparing it finds nothing. A file
-    a virtual environment inside ROOT installed (its `bin/pytest`, pytest's own plugins in
-    its site-packages) is the installation, trusted like any other, not the change.
+    a virtual environment inside ROOT installed (its `bin/pytest`, pytest's own plugins and
+    modules in its site-packages, which the oracles inferred would take for modules that
+    shadow pytest's) is the installation, trusted like any other, not the change.
     """
     files = harness.files_under_root()
     named = {harness.main: "the run's __main__"}
     named.update((plugin.source, f"pytest plugin {plugin.name}") for plugin in harness.plugins)
-    installed = _installed(root, [path for path in named if not path.startswith("<")])
     for path, why in named.items():
-        if path in installed:
-            files.pop(path, None)
-        elif not path.startswith("<"):
+        if not path.startswith("<"):
             files.setdefault(path, why)
-    return files
+    # pytest's own modules in such an environment shadow nothing: they are pytest.
+    installed = _installed(root, list(files))
+    return {path: why for path, why in files.items() if path not in installed}
 
 
 def _installed(root: Path, paths: Sequence[str]) -> set[str]:
