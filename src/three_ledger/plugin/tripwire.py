@@ -25,9 +25,12 @@ from . import machinery, sentinels, shard
 from .frozen import frozen
 from .makers import Trust, stack
 from .wire import (
+    FIXTURES_DIRS_ENV,
+    FIXTURES_ENV,
     MACHINERY_KEY,
     MADE_BY_KEY,
     MECHANISM_KEY,
+    PIN_ID_ENV,
     ROOT_ENV,
     SENTINELS_KEY,
     TRIPWIRE_ENV,
@@ -53,6 +56,40 @@ def _arm() -> machinery.Audit | None:
 # Process-wide on purpose, like reads.py's log: an audit hook cannot be removed, so the audit
 # is armed at most once, here at import.
 AUDIT = _arm()
+
+
+class FixtureEnvironment:
+    """The variables through which the tests find the pinned fixtures, as the gate set them.
+
+    Taken when the plugin is imported, before any conftest or project module: product code
+    that removes or changes one sends the tests to other data than the pin the run scores
+    (popped, the example's tests fall back to `fixtures/`, pin A's folder, in pin B's run,
+    and the dual-pin comparison agrees on a product that only breaks on pin B). Read from
+    `os.environ`'s own dict, as bytes: a few dict lookups a test.
+    """
+
+    def __init__(self) -> None:
+        self.kind = type(os.environ)
+        data = os.environ._data  # type: ignore[attr-defined]  # bytes, as the C library has them
+        names = (os.fsencode(name) for name in (FIXTURES_ENV, FIXTURES_DIRS_ENV, PIN_ID_ENV))
+        self.expected = {key: data[key] for key in names if type(data.get(key)) is bytes}
+
+    def changed(self) -> str | None:
+        """The first variable no longer as the gate set it, with what became of it."""
+        environ = os.environ
+        data = getattr(environ, "_data", None)
+        if type(environ) is not self.kind or type(data) is not dict:
+            return "os.environ replaced"
+        for key, value in self.expected.items():
+            now = data.get(key)
+            if now is value or (type(now) is bytes and now == value):
+                continue
+            done = "removed from" if now is None else "changed in"
+            return f"{os.fsdecode(key)} {done} the test process's environment"
+        return None
+
+
+FIXTURE_ENVIRONMENT = FixtureEnvironment()
 
 
 @frozen
@@ -258,6 +295,13 @@ class Tripwire:
             self._check_witness(report, *self.raised)
         if report.when == "teardown":
             self.audit.check_report()
+            self._check_environment()
+
+    def _check_environment(self) -> None:
+        changed = FIXTURE_ENVIRONMENT.changed()
+        if changed is not None:
+            what = f"{changed}: the tests find the pinned fixtures through it"
+            self.audit.found_outside(what)
 
     def _check_witness(self, report: pytest.TestReport, nodeid: str, when: str) -> None:
         """REPORT is the first one logged since the phase WHEN of NODEID raised, and so that
@@ -300,6 +344,7 @@ class Tripwire:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
         self.audit.check_all()
+        self._check_environment()
         if not self.worker:
             self.record.write({SENTINELS_KEY: self.musts, MECHANISM_KEY: self.mechanism})
 
