@@ -253,6 +253,32 @@ def test_product_paths_covering_a_test_module_is_refused(repo: Repo) -> None:
     assert "$.product_paths covers properties/test_orders.py, a collected test module" in stderr
 
 
+def test_a_run_that_tests_an_installed_copy_of_the_product_is_refused(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """The tests import `orders` from an environment outside ROOT, as pytest-dev/pluggy's do
+    where pytest was installed from PyPI: the checkout's product never runs, and a broken
+    change passed every property. No file of product_paths was used: exit 4, and why."""
+    venv = tmp_path / "installed"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+    )
+    site = next(venv.glob("lib/python*/site-packages"))
+    shutil.copy(repo.root / "orders.py", site / "orders.py")
+    break_total(repo)
+    repo.commit("the broken product")
+    # -P, append and no pythonpath: the environment's copy comes before ROOT on sys.path.
+    python = venv / "bin/python"
+    command = (
+        f"{python} -P -m pytest -q --import-mode=append -o pythonpath= properties/test_orders.py"
+    )
+    stderr = repo.properties_stderr(command=command)
+    assert "the run used no file of product_paths (orders.py): its tests ran code from" in stderr
+    assert "install it editable" in stderr
+    assert posture(repo.ci(command=command))[0] == "reject"
+
+
 # --- the interpreter's own environment -------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ ledger of pin B certified bytes the run never read (`review`).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,26 @@ def test_product_code_that_steers_the_tests_off_the_pin_is_refused(
     ), refused.first_error_line
     assert "the tests find the pinned fixtures through it" in refused.first_error_line
     assert not (repo.ledgers / "p_b.json").exists()
+
+
+def test_gate_names_pin_bs_refusal_where_the_dual_pin_ledger_is_missing(repo: Repo) -> None:
+    """Pointed at pin A's folder, pin A's run sees the gate's own value and passes; pin B's is
+    refused. The decision names that refusal, not a dual-pin file never meant to be written."""
+    break_sek(repo, STEERING["pointed at pin A's folder"])
+    repo.commit("round SEK totals, and steer the tests")
+    out = repo.ledgers / "gate"
+    repo.run_cli(
+        "gate", "--pins-dir", repo.root / "pins", "--root", repo.root, "--command", PYTEST,
+        "--base", repo.base, "--out-dir", out,
+    )  # fmt: skip
+    decision = json.loads((out / "decision.json").read_text())
+    assert posture(decision) == ("reject", 6), decision["reason"]
+    assert (
+        "not written: no property ledger property-b.json: properties B (fixpin-orders-b) "
+        in (decision["reason"])
+    )
+    assert "THREE_LEDGER_FIXTURES changed in the test process's environment" in decision["reason"]
+    assert "No such file" not in decision["reason"]
 
 
 def pin_b_properties(repo: Repo) -> CliResult:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from three_ledger.merge_table import Verdict
+from three_ledger.other_ledgers import PropertyVet, VetLedger
+from three_ledger.report import gate_summary
 from three_ledger.report.gate_summary import GateOutcome, Step, StepKind
-from three_ledger.vocabulary import Posture
+from three_ledger.vocabulary import Posture, Status, VetVerdict
 
 DIGEST_OK = Step(
     StepKind.DIGEST, "digest A (a)", 0, Path("fixture-a.json"), None, "digest ab", None
@@ -48,3 +52,31 @@ def test_the_cause_names_what_decided(gate: GateOutcome, cause: str) -> None:
 def test_without_a_decision_the_cause_says_so() -> None:
     gate = GateOutcome(None, None, None, None, ())
     assert gate.cause() == "merge wrote no decision"
+
+
+def vetted(**verdicts: VetVerdict) -> VetLedger:
+    """A vet ledger's findings alone: the step line reads nothing else of it."""
+    found = {
+        prop_id: PropertyVet(
+            Status.PASS, verdict, verdict is not VetVerdict.SURVIVED, (), (), (), (), (), 1, ()
+        )
+        for prop_id, verdict in verdicts.items()
+    }
+    return cast(VetLedger, SimpleNamespace(properties=found))
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "said"),
+    [
+        ({"a": VetVerdict.STRONG, "b": VetVerdict.STRONG},
+         "each of 2 properties can fail on its fixtures"),
+        # vet's own last line counts the weak apart: the step line must not hide them.
+        ({"a": VetVerdict.STRONG, "b": VetVerdict.WEAK},
+         ("each of 2 properties can fail on its fixtures "
+          "(1 weak, killed only by malformed input or a crash: b)")),
+        ({"a": VetVerdict.SURVIVED, "b": VetVerdict.WEAK},
+         "cannot fail on its fixtures: a (1 weak, killed only by malformed input or a crash: b)"),
+    ],
+)  # fmt: skip
+def test_the_vet_step_line_says_what_vet_found(verdicts: dict[str, VetVerdict], said: str) -> None:
+    assert gate_summary._describe_vet(vetted(**verdicts)) == said

@@ -271,6 +271,8 @@ class Session:
                 self.broken = Broken(mutation, module, source, failing)
                 self.say(f"broken product: {mutation.describe}")
                 return
+            # Said as tried, so that an escape can be judged mutation by mutation.
+            self.say(f"mutation {tried}: {mutation.describe}: no pinned property failed")
         self.why_unbroken = (
             f"none of {tried} mutation(s) of {', '.join(mutated) or 'the product'} made a pinned "
             "property fail: the gate cannot see a broken product there (a ceremony property, "

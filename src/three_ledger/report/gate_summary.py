@@ -35,7 +35,7 @@ from three_ledger.report.step_summary import (
 from three_ledger.report.workflow_commands import Annotation, Level, annotations_of_kind
 from three_ledger.test_changes import TestSideChange
 from three_ledger.vet.report import finding
-from three_ledger.vocabulary import Posture
+from three_ledger.vocabulary import Posture, VetVerdict
 
 _LEVEL: dict[Posture, Level] = {
     Posture.REJECT: "error",
@@ -195,9 +195,14 @@ def _describe_scores(prop: PropertyLedger) -> str:
 
 def _describe_vet(vetted: VetLedger) -> str:
     not_gates = [prop_id for prop_id, found in vetted.properties.items() if not found.gate]
+    # Counted as gates without --strict, as vet's own last line counts them apart.
+    weak = [id_ for id_, found in vetted.properties.items() if found.verdict is VetVerdict.WEAK]
+    said = f" ({len(weak)} weak, killed only by malformed input or a crash: {', '.join(weak)})"
     if not_gates:
-        return f"cannot fail on its fixtures: {', '.join(not_gates)}"
-    return f"each of {len(vetted.properties)} properties can fail on its fixtures"
+        return f"cannot fail on its fixtures: {', '.join(not_gates)}" + (said if weak else "")
+    return f"each of {len(vetted.properties)} properties can fail on its fixtures" + (
+        said if weak else ""
+    )
 
 
 def _describe_flake_evidence(found: FlakeEvidenceLedger) -> str:

@@ -66,6 +66,7 @@ from three_ledger.run.staging import stage_plugin
 from three_ledger.vocabulary import Enforcement, OracleModel, Tripwire
 
 if TYPE_CHECKING:
+    from three_ledger.pins import PropertiesPin
     from three_ledger.runner import RunResult
 
 # The one folder of the run's private folder the child may write: its records and caches.
@@ -256,6 +257,10 @@ def observe(
                     checked.fixture_pin.files,
                     kept,
                 )
+                # Where an oracle moved, that is the cause to name (row 5): a config file
+                # that puts another copy first on the path, say.
+                if results and not world.changes:
+                    _refuse_unused_product(uses, checked.properties_pin)
             world.changes.update(unpinned_plugins(harness, checked.properties_pin.plugins))
         except InfraFailure as not_evidence:
             # Under xdist a run whose every module failed to collect selected nothing, so the
@@ -280,6 +285,29 @@ def observe(
         tuple(path for path in unscored if path not in uses),
         order,
         index,
+    )
+
+
+def _refuse_unused_product(uses: Mapping[str, str], pin: PropertiesPin) -> None:
+    """A run whose tests executed and read no file of `product_paths` tested other code: an
+    installed copy of the project in site-packages, say, which every broken change passes.
+
+    pytest-dev/pluggy's tests, run where pytest was installed from PyPI, exercised the pluggy
+    pytest had already imported, never the checkout's `src/pluggy`."""
+    if any(pin.is_product(path) for path in uses):
+        return
+    globs = ", ".join(pin.product_paths or ())
+    raise InfraFailure(
+        f"the run used no file of product_paths ({globs}): its tests ran code from elsewhere, "
+        "so nothing of this change was tested",
+        [
+            (
+                "an installed copy of the project (a `pip install .`, or the package pytest "
+                "itself imports) stands in for the checkout: install it editable (`pip install "
+                "-e .`), or give the tests its folder (pytest's `pythonpath`, or PYTHONPATH "
+                "with `python -I -m three_ledger`)"
+            )
+        ],
     )
 
 

@@ -168,8 +168,13 @@ def _check(name: str, must: Outcome, seen: Outcome | None) -> None:
     """
     if seen is not None and seen is not _OPPOSITE[must]:
         return
-    found = "was not recorded" if seen is None else f"was recorded as {seen}"
+    if seen is None:
+        found = (
+            "was not recorded: the session ended before it ran (`pytest.exit`, `os._exit` or a "
+            "crash of the test process), or something in this run rewrites test outcomes"
+        )
+    else:
+        found = f"was recorded as {seen}: something in this run rewrites test outcomes"
     raise InfraFailure(
-        f"tripwire: sentinel {name} must {must} but {found}: something in this run "
-        "rewrites test outcomes, so no result of it is evidence"
+        f"tripwire: sentinel {name} must {must} but {found}, so no result of it is evidence"
     )

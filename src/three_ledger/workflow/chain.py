@@ -301,9 +301,13 @@ def _score(chain: Chain, pins: Pins, layout: Layout, side: FixtureSide) -> _Scor
 
 
 def _dual_pin(chain: Chain, layout: Layout, scored: Sequence[_Scored]) -> None:
-    missing = [side.path.name for side in scored if not side.written]
+    missing = [side for side in scored if not side.written]
     if missing:
-        chain.skip(StepKind.DUAL_PIN, "dual-pin", f"no property ledger {', '.join(missing)}")
+        why = f"no property ledger {', '.join(side.path.name for side in missing)}"
+        chain.skip(StepKind.DUAL_PIN, "dual-pin", why)
+        # Merge names what was refused, not a dual-pin file that was never to be written.
+        refused = chain.why_missing.get(missing[0].path)
+        chain.why_missing[layout.dual_pin] = f"{why}: {refused}" if refused else why
         return
     name = "dual-pin --not-run" if len(scored) == 1 else "dual-pin"
     chain.step(name, DualPin(tuple(side.path for side in scored), layout.dual_pin))
