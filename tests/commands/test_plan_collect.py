@@ -92,6 +92,20 @@ def test_tests_outside_every_property_and_flake_entry_are_counted(
     assert f"{TEST_FILE}::test_outside_one" not in document["outside_examples"]
 
 
+def test_a_pin_that_declares_product_paths_is_not_offered_a_proposal(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """The proposal is a draft for a pin without `product_paths`: once the pin declares
+    them, plan says what it declares (idna's trial read the proposal again after adopting)."""
+    pin = properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")])
+    repo = make_suite(tmp_path, pin)
+    assert "product_paths: nothing to propose" in plan(run_cli, repo).out
+    edit_properties(repo, {**pin, "product_paths": ["suite/**"]})
+    said = plan(run_cli, repo).out
+    assert 'product_paths: the pin declares ["suite/**"]\n' in said
+    assert "product_paths proposed" not in said
+
+
 @pytest.fixture
 def parse_suite(tmp_path: Path) -> Path:
     """The suite with one property, `suite.parse`."""

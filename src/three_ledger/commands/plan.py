@@ -77,7 +77,8 @@ def plan(request: PlanRequest) -> int:
             document["codeowners"] = owners.paths
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
-        text = plan_text(match, source) + _product_lines(products)
+        declared = pins.properties_pin.product_paths
+        text = plan_text(match, source) + _product_lines(products, declared)
         sys.stdout.write(text + (owners.text() if owners is not None else ""))
         # Only a JUnit title can hold a `::` that is not a boundary; pytest's ids are exact.
         for line in ambiguous_titles(tests) if request.report is not None else ():
@@ -89,8 +90,11 @@ def _products(products: Sequence[Proposal]) -> list[dict[str, str]]:
     return [{"glob": product.glob, "because": product.because} for product in products]
 
 
-def _product_lines(products: Sequence[Proposal]) -> str:
-    """The proposal for the properties pin's `product_paths`, each glob with its reason."""
+def _product_lines(products: Sequence[Proposal], declared: Sequence[str] | None) -> str:
+    """The proposal for the properties pin's `product_paths`, each glob with its reason; what
+    the pin declares, where it declares them."""
+    if declared is not None:
+        return f"product_paths: the pin declares {json.dumps(list(declared))}\n"
     if not products:
         return "product_paths: nothing to propose (no package, src layout or imported module)\n"
     globs = json.dumps([product.glob for product in products])
