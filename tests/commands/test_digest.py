@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -471,6 +472,18 @@ def test_properties_says_how_the_plugin_may_have_been_lost_when_no_results_came(
     assert "results.jsonl: missing, so no results could be read" in result.first_error_line
     assert "the plugin wrote nothing: is the command pytest" in result.err
     assert not (tmp_path / "p.json").exists()
+
+
+def test_a_root_pytest_py_that_runs_in_pytests_place_is_named(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """`python -m pytest` imports ROOT's `pytest.py` first (idna's trial): no pytest runs, and
+    the refusal says which file took its place, where it asked only whether this is pytest."""
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project/pytest.py").write_text("print('not pytest')\n")
+    result = properties_of(run_cli, tmp_path, f"{sys.executable} -m pytest -q")
+    assert result.code == 4, result.err
+    assert "ROOT holds pytest.py, which `python -m pytest` runs in place of pytest" in result.err
 
 
 @pytest.mark.parametrize(("exit_code", "hinted"), [(7, True), (4, False)])

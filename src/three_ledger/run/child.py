@@ -244,24 +244,36 @@ def read_plugin_results(results_path: Path, log_path: Path) -> list[TestResult]:
 
 
 def read_plugin_records(
-    results_path: Path, log_path: Path
+    results_path: Path, log_path: Path, root: Path | None = None
 ) -> tuple[list[TestResult], list[dict[str, Any]]]:
     """The plugin's results and the object of each of its lines, in order, from one reading
-    of the file (`read_results_records`); errors as `read_plugin_results`."""
+    of the file (`read_results_records`); errors as `read_plugin_results`, and, with the
+    run's ROOT, a module there that `python -m pytest` would run in pytest's place named."""
     try:
         return read_results_records(results_path)
     except InfraFailure as failure:
-        raise _unread(failure, log_path) from None
+        raise _unread(failure, log_path, root) from None
 
 
-def _unread(failure: InfraFailure, log_path: Path) -> InfraFailure:
+# What `python -m pytest` imports as pytest when ROOT, first on its path, holds one.
+_PYTEST_SHADOWS = ("pytest.py", "pytest/__init__.py", "pytest/__main__.py")
+
+
+def _unread(failure: InfraFailure, log_path: Path, root: Path | None = None) -> InfraFailure:
     """FAILURE to read the plugin's results, with why it may have written none: modules that
     failed to collect, said first where the log shows them (pytest-xdist then exits 1 with
-    no result), or a command that lost the plugin."""
+    no result), a module of ROOT that stands in for pytest, or a command that lost the
+    plugin."""
     collection = collection_errors(log_path)
     if collection is not None:
         message = f"pytest reported {collection}, and no test ran: {failure.message}"
         return InfraFailure(f"{message} (log: {log_path})", failure.details)
+    shadow = next((n for n in _PYTEST_SHADOWS if root and (root / n).is_file()), None)
+    if shadow is not None:
+        failure.details.append(
+            f"ROOT holds {shadow}, which `python -m pytest` runs in place of pytest (ROOT comes "
+            "first on its path): no pytest ran to load the plugin"
+        )
     failure.details.append(plugin_lost(log_path))
     return failure
 

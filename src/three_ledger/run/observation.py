@@ -231,7 +231,7 @@ def observe(
             if ran.exit_code > _PYTEST_EXITS and not results_path.exists():
                 hints.append(plugin_lost(run.log_path))
             raise InfraFailure(f"{meaning} (log: {run.log_path})", hints)
-        recorded, lines = read_plugin_records(results_path, run.log_path)
+        recorded, lines = read_plugin_records(results_path, run.log_path, run.root)
         try:
             results, guarded = tripwire.checked_and_removed(
                 recorded, tripwire.read_record(record), allow_empty=run.shard_ids is not None
