@@ -109,3 +109,43 @@ def test_product_code_that_patches_unittest_is_caught(
     assert MODIFIED in result.err
     assert finding in result.err
     assert not (tmp_path / "ledgers/p.json").exists()
+
+
+# Where a test or a conftest imports unittest's own submodules: the import system binds them
+# on the `unittest` package, a name it did not hold at load. click's suite, which imports
+# `unittest.mock`, was refused (`unittest.mock added, by unittest.mock`).
+MOCKING = """
+from unittest import mock
+
+import product
+
+
+def test_minimum_through_a_mock():
+    with mock.patch.object(product, "minimum", return_value="minimum"):
+        assert product.minimum() == "minimum"
+"""
+
+
+@pytest.mark.parametrize("where", ["tests/test_mocking.py", "tests/conftest.py"])
+def test_importing_unittest_mock_is_no_finding(run_cli: RunCli, tmp_path: Path, where: str) -> None:
+    pin = properties_pin([prop("suite.minimum", "tests/test_suite.py::TestMinimum")])
+    repo = make_suite(tmp_path / "suite", pin, SUITE, ini="[pytest]\npythonpath = .\n")
+    (repo / "product.py").write_text(HONEST)
+    (repo / where).write_text(
+        MOCKING if where.endswith("test_mocking.py") else "import unittest.mock\n"
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the product, and a test through a mock")
+    result = score(run_cli, repo, "--base", "HEAD", command=f"{PYTEST} tests")
+    assert result.code == 0, result.err
+    assert statuses(tmp_path) == {"suite.minimum": "pass"}
+
+
+def test_a_module_of_the_product_put_in_place_of_a_submodule_is_still_found(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """Only a name the package did not hold, bound to the real submodule of that name."""
+    code = "import sys, unittest\nunittest.case = sys.modules[__name__]\n"
+    result = scored(run_cli, tmp_path, code + BROKEN)
+    assert result.code == 4, result.err
+    assert "unittest.case replaced, by product" in result.err

@@ -628,6 +628,8 @@ class Audit:
             if key in namespace.at_load:
                 self._found(f"{where} deleted", None)
             return
+        if key not in namespace.at_load and _imported_submodule(namespace.label, key, value):
+            return
         # Not remembered for the audit hook: pytest puts a fresh closure in place for each test
         # (its assertion hook), and each holds its item.
         maker = self.trust.value_maker(value)
@@ -706,6 +708,19 @@ class Audit:
             return
         self.reported.add(text)
         self.report(finding)
+
+
+def _imported_submodule(package: str, key: str, value: object) -> bool:
+    """Whether VALUE, new under KEY in PACKAGE's namespace, is its submodule of that name as
+    the import system binds it: `import unittest.mock` in a test (click's suite) adds `mock`
+    to `unittest`, and the module lives in the standard library, where no value may come
+    from. A name the package held at load is judged as ever, whatever takes its place."""
+    name = f"{package}.{key}"
+    return (
+        isinstance(value, _MODULE)
+        and getattr(value, "__name__", None) == name
+        and sys.modules.get(name) is value
+    )
 
 
 def _plugin_name(manager: Any, plugin: object) -> str:
