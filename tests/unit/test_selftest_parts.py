@@ -12,9 +12,12 @@ import pytest
 
 from three_ledger.commands.selftest import (
     MAX_TRIALS,
+    MIN_TRIAL_TIMEOUT_S,
+    TRIAL_TIMEOUT_FACTOR,
     Result,
     Seen,
     Session,
+    _command_seconds,
     _exit_code,
     _plant_environment,
     _test_location,
@@ -274,3 +277,31 @@ def test_the_broken_product_is_looked_for_across_modules_before_deep_in_one(
     assert tried[: 2 * 6] == [module for module in modules[:6] for _ in range(2)]
     one = [module for module, _, _ in Session._trials(session, modules[:1])]  # type: ignore[arg-type]
     assert one == ["m0.py"] * min(MAX_TRIALS, len(list(mutations("m0.py", source))))
+
+
+@pytest.mark.parametrize(
+    ("clean_s", "timeout_s", "expected"),
+    [
+        (None, 1800.0, 1800.0),  # no clean ledger to read: the command's own timeout
+        (0.5, 1800.0, MIN_TRIAL_TIMEOUT_S),  # a fast suite: a minute at least
+        (30.0, 1800.0, 30.0 * TRIAL_TIMEOUT_FACTOR),
+        (30.0, 120.0, 120.0),  # never longer than --timeout
+    ],
+)
+def test_a_mutants_trial_stops_at_ten_times_the_clean_command(
+    clean_s: float | None, timeout_s: float, expected: float
+) -> None:
+    """One of click's mutants looped for more than twenty minutes under --timeout's half hour."""
+    session = types.SimpleNamespace(
+        clean_command_s=clean_s, request=types.SimpleNamespace(timeout_s=timeout_s)
+    )
+    assert Session.trial_timeout(session) == expected  # type: ignore[arg-type]
+
+
+def test_the_clean_commands_duration_is_read_from_its_ledger(tmp_path: Path) -> None:
+    ledger = tmp_path / "property-a.json"
+    assert _command_seconds(ledger) is None
+    ledger.write_text(json.dumps({"duration_ms": 2500}))
+    assert _command_seconds(ledger) == 2.5
+    ledger.write_text(json.dumps({"duration_ms": "soon"}))
+    assert _command_seconds(ledger) is None

@@ -150,6 +150,20 @@ class Broken:
         return prop_id, self.failing[prop_id][0]
 
 
+# A mutation's trial stops at this many times the clean run's command, a minute at least.
+TRIAL_TIMEOUT_FACTOR = 10
+MIN_TRIAL_TIMEOUT_S = 60.0
+
+
+def _command_seconds(ledger: Path) -> float | None:
+    """The `duration_ms` of a property ledger, in seconds; None where there is none to read."""
+    try:
+        duration = json.loads(ledger.read_text(encoding="utf-8"))["duration_ms"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return duration / 1000 if isinstance(duration, int) and duration >= 0 else None
+
+
 @dataclass
 class Session:
     """One selftest: its request, the scratch copy it works in, and the plan of its runs."""
@@ -165,6 +179,8 @@ class Session:
     broken_commit: str | None = None
     broken_seen: Seen | None = None
     why_unbroken: str = ""
+    # How long the clean run's command took, where its property ledger says.
+    clean_command_s: float | None = None
     runs: int = 0
     results: list[Result] = field(default_factory=list)
 
@@ -252,7 +268,17 @@ class Session:
                 "anything: fix the gate's setup first"
             )
         self.clean = seen
+        self.clean_command_s = _command_seconds(self.work / "runs" / "clean" / "property-a.json")
         return seen
+
+    def trial_timeout(self) -> float:
+        """A mutant that loops is no broken product to plant the rest on: its trial stops at
+        TRIAL_TIMEOUT_FACTOR times the clean run's command (MIN_TRIAL_TIMEOUT_S at least), not
+        at --timeout. One of click's mutants looped for more than twenty minutes."""
+        if self.clean_command_s is None:
+            return self.request.timeout_s
+        bound = max(MIN_TRIAL_TIMEOUT_S, self.clean_command_s * TRIAL_TIMEOUT_FACTOR)
+        return min(self.request.timeout_s, bound)
 
     def find_broken(self) -> None:
         pin = self.plan.properties_pin
@@ -272,7 +298,14 @@ class Session:
                 self.say(f"broken product: {mutation.describe}")
                 return
             # Said as tried, so that an escape can be judged mutation by mutation.
-            self.say(f"mutation {tried}: {mutation.describe}: no pinned property failed")
+            written = (self.work / "trials" / f"{tried}.json").is_file()
+            outcome = (
+                "no pinned property failed"
+                if written
+                else f"properties wrote no ledger (exit {self._last_exit}; a trial stops at "
+                f"{self.trial_timeout():g} s)"
+            )
+            self.say(f"mutation {tried}: {mutation.describe}: {outcome}")
         self.why_unbroken = (
             f"none of {tried} mutation(s) of {', '.join(mutated) or 'the product'} made a pinned "
             "property fail: the gate cannot see a broken product there (a ceremony property, "
@@ -302,6 +335,7 @@ class Session:
         self.scratch.reset()
         (self.scratch.root / mutation.path).write_text(mutation.source, encoding="utf-8")
         out = self.work / "trials" / f"{trial}.json"
+        timeout_s = self.trial_timeout()
         argv = [
             *_three_ledger(),
             "properties",
@@ -310,9 +344,9 @@ class Session:
             *("--properties", str(self.plan.properties_pin.source)),
             *("--command", shlex.join(self.request.command)),
             *("--out", str(out), "--root", ".", "--base", self.scratch.head),
-            *("--timeout", f"{self.request.timeout_s:g}", "--quiet"),
+            *("--timeout", f"{timeout_s:g}", "--quiet"),
         ]
-        self._run(argv, self.work / "trials" / f"{trial}.log", self.request.timeout_s + 120)
+        self._run(argv, self.work / "trials" / f"{trial}.log", timeout_s + 120)
         self.scratch.reset()
         if not out.is_file():
             return {}
