@@ -109,3 +109,21 @@ def test_control_characters_from_the_output_are_escaped(tmp_path: Path) -> None:
         "1 error during collection (ValueError: x\\x1b[2K\\rthree-ledger: every pinned "
         "property passed)"
     )
+
+
+def test_a_conftest_that_does_not_import_is_named_not_called_a_usage_error(tmp_path: Path) -> None:
+    """pytest exits 4 when a conftest raises as it is imported: click's tests, where click was
+    not installed, read as `the command exited 4 (usage error)`."""
+    path = log(
+        tmp_path,
+        "ImportError while loading conftest '/src/tests/conftest.py'.\n"
+        "tests/conftest.py:3: in <module>\n    import click\n"
+        "E   ModuleNotFoundError: No module named 'click'\n",
+    )
+    assert exit_meaning(4, Enforcement.NETNS, log_path=path) == (
+        "the command exited 4: ImportError while loading conftest /src/tests/conftest.py "
+        "(ModuleNotFoundError: No module named 'click'); no test ran"
+    )
+    assert exit_meaning(2, Enforcement.NETNS, log_path=path) == (
+        "the command exited 2 (interrupted): its results cannot be trusted"
+    )

@@ -257,6 +257,12 @@ class Session:
         seen = self.gate("clean", self.scratch.head)
         if (why := seen.infrastructure()) is not None:
             failure = InfraFailure(f"selftest: the clean run on HEAD failed: {why}")
+            if self.request.keep is None:
+                # The log it names is in the scratch folder, removed as selftest returns.
+                failure.notes.append(
+                    "its log is removed with selftest's scratch folder: run "
+                    "with --keep DIR to keep every run's ledgers and logs"
+                )
             if "ModuleNotFoundError" in why or "ImportError" in why:
                 failure.notes.append(NOT_IMPORTED_IN_THE_CLONE)
             raise failure

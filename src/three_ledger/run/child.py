@@ -296,10 +296,15 @@ def exit_meaning(
 ) -> str:
     """Why an exit other than 0 or 1 means the run's results cannot be trusted. With the
     run's LOG_PATH, pytest's exit 2 after errors during collection says so, naming the first
-    module and its error: a change that breaks an import is no interrupted run."""
+    module and its error: a change that breaks an import is no interrupted run; and its exit 4
+    after a conftest that did not import names the conftest and its error, where a usage
+    error was said (the project not installed where the tests run, say)."""
     collection = collection_errors(log_path) if code == 2 and log_path is not None else None
     if collection is not None:
         return f"the command exited 2: {collection}; no test ran"
+    conftest = conftest_error(log_path) if code == 4 and log_path is not None else None
+    if conftest is not None:
+        return f"the command exited 4: {conftest}; no test ran"
     sandboxed = confinement is not None and confinement.wraps()
     if sandboxed and code == network_namespace.ISOLATION_FAILED:
         return "the sandbox could not be made (the log says why); the command did not run"
@@ -346,6 +351,22 @@ def collection_errors(log_path: Path) -> str | None:
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+# What pytest writes, then exits 4, when a conftest raises as it is imported.
+_CONFTEST_FAILED = re.compile(r"^ImportError while loading conftest '(.+?)'\.$", re.MULTILINE)
+
+
+def conftest_error(log_path: Path) -> str | None:
+    """The conftest pytest could not import, and the line naming its exception, from the end
+    of LOG_PATH; None when pytest said no such thing."""
+    tail = _log_tail(log_path)
+    found = None if tail is None else _CONFTEST_FAILED.search(tail)
+    if tail is None or found is None:
+        return None
+    error = _EXCEPTION_LINE.search(tail, found.end())
+    said = f"ImportError while loading conftest {_shown(found.group(1))}"
+    return f"{said} ({_shown(error.group(1))})" if error is not None else said
 
 
 def _shown(text: str, most: int = 160) -> str:
