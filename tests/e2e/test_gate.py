@@ -355,6 +355,8 @@ def test_a_pin_naming_a_test_that_fails_on_the_tree_says_so_in_the_reason(
     assert decision_of(project.folder / "gate") == Expected(Posture.HUMAN_REVIEW, 0)
     reason = json.loads((project.folder / "gate" / "decision.json").read_text())["reason"]
     assert "; vet A (fixpin-orders-a) exited 2: vet needs a passing baseline: 1 propert" in reason
+    # Which property, and how, in the reason itself: the log alone said it before.
+    assert "did not pass on the unmutated fixtures: orders." in reason
     assert f"posture: human_review (row 0): {reason}" in out
 
 

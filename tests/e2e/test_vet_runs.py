@@ -274,7 +274,10 @@ def test_a_baseline_failure_exits_2_naming_the_property(run_cli: RunCli, tmp_pat
     stale = write_json(root.parent / "vet.json", {"stale": True})
     result = run_cli(*vet_args(root))
     assert result.code == 2
-    assert "vet needs a passing baseline: 2 propert(ies)" in result.first_error_line
+    assert result.first_error_line.startswith(
+        "three-ledger: refused: vet needs a passing baseline: 2 propert(ies) did not pass on "
+        "the unmutated fixtures: base.broken: fail (and 1 more) (log: "
+    ), result.first_error_line
     assert "  base.broken: fail" in result.err
     assert "  base.missing: missing" in result.err
     assert not stale.exists()

@@ -596,9 +596,12 @@ def _baseline(bench: Bench, runs: Sequence[BaselineRun]) -> Baseline:
     scores = bench.scores(results)
     failing = {pid: score for pid, score in scores.items() if score.status != Status.PASS}
     if failing:
+        # The first one in the headline: `gate` carries only that line into its reason.
+        first = _not_passing(*next(iter(failing.items())))
+        more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
         raise Refused(
             f"vet needs a passing baseline: {len(failing)} propert(ies) did not pass on the "
-            f"unmutated fixtures (log: {bench.log_path})",
+            f"unmutated fixtures: {first}{more} (log: {bench.log_path})",
             [_not_passing(pid, score) for pid, score in failing.items()],
         )
     pin = bench.checked.fixture_pin
