@@ -12,6 +12,7 @@ comparing it with its source (PEP 552), ignored by git or not.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
@@ -24,6 +25,7 @@ BYTECODE_SUFFIXES = (".pyc", ".pyo")
 # `.pyd`), which Python imports ahead of `orders.py` in the same folder, or a library ctypes
 # loads (`libfast.so.1` too).
 NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
+_VERSIONED_LIBRARY = re.compile(r"\.so(?:\.[0-9]+)+$")
 # Python 3 imports a `.pyc` without its source; it never reads a `.pyo`.
 SOURCELESS_SUFFIX = ".pyc"
 PYCACHE = "__pycache__"
@@ -46,7 +48,7 @@ def is_bytecode(path: str) -> bool:
 def is_native_code(path: str) -> bool:
     """Whether PATH (relative, POSIX) names an extension module or a shared library."""
     name = PurePosixPath(path).name
-    return name.endswith(NATIVE_SUFFIXES) or ".so." in name
+    return name.endswith(NATIVE_SUFFIXES) or _VERSIONED_LIBRARY.search(name) is not None
 
 
 def is_compiled(path: str) -> bool:

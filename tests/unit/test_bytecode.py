@@ -47,6 +47,8 @@ def test_bytecode_is_a_pyc_or_pyo_file(path: str, expected: bool) -> None:
         ("pkg/_speedups.abi3.so", True),
         ("pkg/_speedups.cp311-win_amd64.pyd", True),
         ("vendor/libfast.so.1", True),
+        ("vendor/libfast.so.1.2.3", True),
+        ("fixtures/report.so.json", False),
         ("vendor/libfast.dylib", True),
         ("orders.py", False),
         ("docs/so.md", False),
