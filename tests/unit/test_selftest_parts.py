@@ -25,10 +25,13 @@ from three_ledger.commands.selftest import (
 from three_ledger.selftest import plants
 from three_ledger.selftest.plants import EXPECTED, Expect, Outcome, Plant
 from three_ledger.selftest.product import (
+    by_reference,
     imported_names,
     is_test_module,
     module_files,
     mutations,
+    names_defined,
+    names_used,
     product_modules,
     returning_early,
     top_level_functions,
@@ -271,7 +274,9 @@ def test_the_broken_product_is_looked_for_across_modules_before_deep_in_one(
     modules = [f"m{index}.py" for index in range(8)]
     for module in modules:
         (tmp_path / module).write_text(source)
-    session = types.SimpleNamespace(scratch=types.SimpleNamespace(root=tmp_path))
+    session = types.SimpleNamespace(
+        scratch=types.SimpleNamespace(root=tmp_path), names_tests_use=set()
+    )
     tried = [module for module, _, _ in Session._trials(session, modules)]  # type: ignore[arg-type]
     assert len(tried) == MAX_TRIALS
     assert tried[: 2 * 6] == [module for module in modules[:6] for _ in range(2)]
@@ -305,3 +310,62 @@ def test_the_clean_commands_duration_is_read_from_its_ledger(tmp_path: Path) -> 
     assert _command_seconds(ledger) == 2.5
     ledger.write_text(json.dumps({"duration_ms": "soon"}))
     assert _command_seconds(ledger) is None
+
+
+def test_the_modules_that_define_what_the_tests_name_are_mutated_first() -> None:
+    """click's properties call `click.IntRange`; its `__init__` only re-exports, and twelve
+    trials in import order never reached `types.py`, which defines it."""
+    tests = "import click\n\ndef test_clamp():\n    assert click.IntRange(0, 5, clamp=True)\n"
+    sources = {
+        "src/click/__init__.py": "from .types import IntRange as IntRange\n",
+        "src/click/_compat.py": "def _make_text_stream(stream):\n    return stream\n",
+        "src/click/_winconsole.py": "def _get_windows_console_stream(f):\n    return f\n",
+        "src/click/types.py": "class IntRange:\n    pass\n\n\nclass FloatRange:\n    pass\n",
+    }
+    used = names_used(tests)
+    assert {"click", "IntRange"} <= used
+    assert names_defined(sources["src/click/types.py"]) == {"IntRange", "FloatRange"}
+    defined = {path: names_defined(source) for path, source in sources.items()}
+    modules = list(sources)
+    assert by_reference(modules, ["src/click/__init__.py"], defined, used) == [
+        "src/click/types.py",
+        "src/click/__init__.py",
+        "src/click/_compat.py",
+        "src/click/_winconsole.py",
+    ]
+    # Nothing named: the imported modules first, then git's order, as before.
+    assert by_reference(modules, ["src/click/_compat.py"], defined, set()) == [
+        "src/click/_compat.py",
+        "src/click/__init__.py",
+        "src/click/_winconsole.py",
+        "src/click/types.py",
+    ]
+
+
+def test_the_functions_and_classes_the_tests_name_are_mutated_first() -> None:
+    """click's `types.py` opens with `ParamType.__class_getitem__`, whose mutants broke the
+    import; `IntRange`, which the properties call, comes later in the file, and gets its
+    `convert` from a subscripted base."""
+    source = "".join(
+        f"class {name}:\n    def {method}(self, value):\n        return value {op}\n\n\n"
+        for name, method, op in [
+            ("ParamType", "__class_getitem__", "== 1"),
+            ("Choice(ParamType)", "convert", "!= 0"),
+            ("_RangeBase(ParamType)", "convert", "> 0"),
+            ("IntRange(_RangeBase[int])", "clamp", "< 9"),
+        ]
+    )
+    plain = [m.describe.split(" at ")[1] for m in mutations("types.py", source)]
+    assert plain[0] == "types.py:3 in __class_getitem__()"
+    named = [
+        m.describe.split(" at ")[1] for m in mutations("types.py", source, frozenset({"IntRange"}))
+    ]
+    # IntRange's own first, then its base's, then the root's; Choice, whose `convert` shares
+    # only a method's name with what the tests call, last.
+    assert list(dict.fromkeys(named)) == [
+        "types.py:18 in clamp()",
+        "types.py:13 in convert()",
+        "types.py:3 in __class_getitem__()",
+        "types.py:8 in convert()",
+    ]
+    assert sorted(named) == sorted(plain)  # the same mutations, in another order

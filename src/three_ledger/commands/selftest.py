@@ -44,10 +44,13 @@ from three_ledger.selftest import plants as p
 from three_ledger.selftest.plants import EXPECTED, Outcome, Plant
 from three_ledger.selftest.product import (
     Mutation,
+    by_reference,
     imported_names,
     is_test_module,
     module_files,
     mutations,
+    names_defined,
+    names_used,
     product_modules,
     returning_early,
     top_level_functions,
@@ -181,6 +184,8 @@ class Session:
     why_unbroken: str = ""
     # How long the clean run's command took, where its property ledger says.
     clean_command_s: float | None = None
+    # The names the property tests' source uses: what to mutate first.
+    names_tests_use: set[str] = field(default_factory=set)
     runs: int = 0
     results: list[Result] = field(default_factory=list)
 
@@ -315,8 +320,8 @@ class Session:
         self.why_unbroken = (
             f"none of {tried} mutation(s) of {', '.join(mutated) or 'the product'} made a pinned "
             "property fail: the gate cannot see a broken product there (a ceremony property, "
-            "or properties that do not run these modules: selftest mutates the product the "
-            "property tests import first)"
+            "or properties that do not run these modules: selftest mutates first the product "
+            "code the property tests name, then what they import)"
         )
 
     def _trials(self, candidates: Sequence[str]) -> Iterator[tuple[str, str, Mutation]]:
@@ -328,7 +333,8 @@ class Session:
             for module in candidates:
                 if module not in made:
                     source = (self.scratch.root / module).read_text(encoding="utf-8")
-                    made[module] = (source, iter(mutations(module, source)))
+                    named = frozenset(self.names_tests_use)
+                    made[module] = (source, iter(mutations(module, source, named)))
                 source, pending = made[module]
                 for mutation in itertools.islice(pending, per_module):
                     if budget == 0:
@@ -375,7 +381,9 @@ class Session:
         imports = self._test_imports(pin, tracked)
         if pin.product_paths is not None:
             modules = product_modules(tracked, pin.product_paths)
-            return sorted(modules, key=lambda path: (path not in imports, modules.index(path)))
+            used = self.names_tests_use = self._names_tests_use(pin, tracked)
+            defined = {path: names_defined(self._source(path)) for path in modules}
+            return by_reference(modules, imports, defined, used)
         firsts: list[str] = []
         for found in self._first_imports(pin, tracked):
             if found not in firsts:
@@ -399,6 +407,15 @@ class Session:
     def _test_modules(self, pin: PropertiesPin, tracked: Sequence[str]) -> list[str]:
         files = [sel.split("::")[0] for prop in pin.properties for sel in prop.test]
         return [path for path in dict.fromkeys(files) if path in tracked]
+
+    def _names_tests_use(self, pin: PropertiesPin, tracked: Sequence[str]) -> set[str]:
+        used: set[str] = set()
+        for module in self._test_modules(pin, tracked):
+            used |= names_used(self._source(module))
+        return used
+
+    def _source(self, module: str) -> str:
+        return (self.scratch.root / module).read_text(encoding="utf-8", errors="replace")
 
     def _test_imports(self, pin: PropertiesPin, tracked: Sequence[str]) -> list[str]:
         found: list[str] = []
