@@ -96,11 +96,18 @@ class _Interrupts:
 
     def __init__(self) -> None:
         self.signum: int | None = None
+        # Whether the run's result reported it: one that came after cannot be lost.
+        self.taken = False
 
     def record(self, signum: int, _frame: FrameType | None) -> None:
         # Only record: the polling loop forwards it, so no syscall runs inside the handler.
         if self.signum is None:
             self.signum = signum
+
+    def take(self) -> int | None:
+        """The signal for the run's result, which its caller then answers."""
+        self.taken = self.signum is not None
+        return self.signum
 
 
 # The runs under way in threads other than the main one (vet's parallel mutants): only the
@@ -140,6 +147,11 @@ def _catching_interrupts(interrupts: _Interrupts) -> Iterator[None]:
         for signum, handler in previous.items():
             # None means a handler set outside Python: the default is the closest we can restore.
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        # One that arrived after the result was made (the child had exited) reached only the
+        # record: delivered again now, to the handlers it was meant for. A SIGTERM lost there
+        # let `flake-evidence` run its remaining reruns to the end and exit 0.
+        if interrupts.signum is not None and not interrupts.taken:
+            signal.raise_signal(interrupts.signum)
 
 
 def _grow(pipe: IO[bytes]) -> None:
@@ -309,7 +321,7 @@ def _supervise(
         exit_code=None if timed_out or status < 0 else status,
         signal=-status if status < 0 else None,
         timed_out=timed_out,
-        interrupted_by=interrupts.signum,
+        interrupted_by=interrupts.take(),
         start_error=None,
         duration_ms=duration_ms,
         log_error=pump.log_error,

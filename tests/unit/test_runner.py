@@ -166,6 +166,29 @@ def test_signal_handlers_are_restored(tmp_path: Path) -> None:
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
+def test_a_signal_after_the_result_was_made_reaches_the_handler_it_was_meant_for() -> None:
+    """Between the run's result and the handlers' restoring, a SIGTERM reached only the
+    record, and was lost: flake-evidence ran its remaining reruns and exited 0. Not taken by
+    a result, it is delivered again once the handlers are back."""
+    from three_ledger.runner import _catching_interrupts, _Interrupts
+
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, _frame: seen.append(signum))
+    try:
+        taken = _Interrupts()
+        with _catching_interrupts(taken):
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert taken.take() == signal.SIGTERM  # the result reports it: not again
+        assert seen == []
+        late = _Interrupts()
+        with _catching_interrupts(late):
+            assert late.take() is None  # the result was made, then the signal came
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_runs_from_a_worker_thread(tmp_path: Path) -> None:
     # signal.signal() raises outside the main thread: the runner must not try.
     results: list[RunResult] = []
