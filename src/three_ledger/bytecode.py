@@ -69,23 +69,37 @@ def refuse_new_compiled(base: str, differing: Mapping[str, str | None]) -> None:
     nothing.
     """
     present = sorted(path for path, blob in differing.items() if blob)
-    bytecode = [path for path in present if is_bytecode(path)]
-    if bytecode:
-        raise _refusal(
-            f"bytecode new or changed against the base {base[:12]}",
-            dict.fromkeys(bytecode, ""),
+    for kind, compiled, why in _COMPILED_KINDS:
+        found = [path for path in present if compiled(path)]
+        if found:
+            raise _refusal(
+                f"{kind} new or changed against the base {base[:12]}",
+                dict.fromkeys(found, ""),
+                why,
+            )
+
+
+# Each kind of compiled code refused in the change, the first found named: what it is,
+# which paths are of it, and why it is refused with what to do.
+_COMPILED_KINDS = (
+    (
+        "bytecode",
+        is_bytecode,
+        (
             "Python or pytest could load it in place of its source; "
-            f"{_REMEDY}, and let git ignore `__pycache__/` and `*.pyc`",
-        )
-    native = [path for path in present if is_native_code(path)]
-    if native:
-        raise _refusal(
-            f"native code new or changed against the base {base[:12]}",
-            dict.fromkeys(native, ""),
+            f"{_REMEDY}, and let git ignore `__pycache__/` and `*.pyc`"
+        ),
+    ),
+    (
+        "native code",
+        is_native_code,
+        (
             "Python imports an extension module ahead of the `.py` module of its name, and "
             "ctypes loads a library, so the run would execute code no reviewer reads; "
-            f"{_REMEDY}, build it in the job from reviewed source, and let git ignore it",
-        )
+            f"{_REMEDY}, build it in the job from reviewed source, and let git ignore it"
+        ),
+    ),
+)
 
 
 def refuse_bytecode_in_tree(root: Path, env: Mapping[str, str]) -> None:
