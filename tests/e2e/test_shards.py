@@ -138,3 +138,53 @@ def test_tests_matched_and_min_tests_are_judged_over_the_union_of_the_shards(
     assert combined["status_by_id"] == {"suite.parse": "pass", "suite.total": "pass"}
     assert combined["tests_matched"] == whole["tests_matched"]
     assert combined["missing_reasons"] == {}
+
+
+# Product code that hides the boundary orders from a collection run with `--collect-only`, as
+# `shard-plan`'s is: its failing tests are then in no slice. (A steering of its own
+# collection in every run is the general case, caught by `min_tests` and `tests_sha256`.)
+STEERING = """
+import os as _os
+from pathlib import Path as _Path
+
+if "--collect-only" in _os.environ.get("PYTEST_ADDOPTS", ""):
+    _glob = _Path.glob
+    _Path.glob = lambda self, *a, **k: [p for p in _glob(self, *a, **k) if "boundary" not in p.name]
+"""
+
+
+@pytest.mark.parametrize("workers", ["", " -n 2"])
+def test_a_plan_whose_collection_the_change_steered_is_refused_by_every_shard(
+    run_cli: RunCli, broken_orders: Path, workers: str
+) -> None:
+    repo = broken_orders
+    with (repo / "orders.py").open("a") as code:
+        code.write(STEERING)
+    git(repo, "commit", "-qam", "the patch hides its failures from the plan")
+    command = EXAMPLE_CMD + workers
+    plan = shard_plan(run_cli, repo, 2, command, flakes=False)
+    planned = [test_id for chosen in read(plan)["slices"] for test_id in chosen]
+    assert planned
+    assert not any("boundary" in test_id for test_id in planned)
+    for index in range(2):
+        result, out = run_shard(run_cli, repo, plan, index, command, flakes=False)
+        assert result.code == 4, result.err
+        refusal = next(line for line in result.err.splitlines() if "no slice" in line)
+        assert "this run collected properties/test_orders.py::" in refusal
+        assert "[orders_boundary.json], and the plan holds it in no slice" in refusal
+        assert not out.exists()
+
+
+def test_tests_the_command_deselects_are_no_gap_in_the_plan(
+    run_cli: RunCli, orders_repo: Path
+) -> None:
+    # `-k` leaves the boundary orders out of the plan's collection and of each shard's alike.
+    command = f'{EXAMPLE_CMD} -k "not boundary"'
+    plan = shard_plan(run_cli, orders_repo, 2, command, flakes=False)
+    planned = [test_id for chosen in read(plan)["slices"] for test_id in chosen]
+    assert planned
+    assert not any("boundary" in test_id for test_id in planned)
+    for index in range(2):
+        result, out = run_shard(run_cli, orders_repo, plan, index, command, flakes=False)
+        assert result.code == 0, result.err
+        assert sorted(read(out)["ids_run"]) == sorted(read(plan)["slices"][index])

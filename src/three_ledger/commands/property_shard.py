@@ -3,8 +3,11 @@
 Every refusal of `properties` applies; the plan must also have been made on this head, this
 fixture digest, these pins and this command. The plugin deselects every collected test outside
 the slice (plugin/shard.py), so the command's own arguments cannot widen it; an empty slice
-runs only the tripwire's sentinels. The `property_shard` ledger holds per-test outcomes, which
-`combine` scores together.
+runs only the tripwire's sentinels. A test the run collects, and the plan should hold (a
+pinned property or flake entry selects it, or the plan holds every test) but holds in no
+slice, refuses the shard (exit 4): the plan's collection ran the change's code outside the
+sandbox, and code that steered it could leave its own failing tests out of every slice.
+The `property_shard` ledger holds per-test outcomes, which `combine` scores together.
 """
 
 from __future__ import annotations
@@ -15,14 +18,16 @@ import tempfile
 from pathlib import Path
 
 from three_ledger.commands.properties import Request
-from three_ledger.errors import Refused, UsageError
+from three_ledger.errors import InfraFailure, Refused, UsageError
 from three_ledger.exit_codes import ExitCode
 from three_ledger.ledgers import ledger_text, read_ledger
 from three_ledger.other_ledgers import PropertyShardLedger, Shard, ShardPlan, ShardResult
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
+from three_ledger.run.collection import CollectedIds
 from three_ledger.run.observation import ScoredRun, observe_confined, property_ledger
 from three_ledger.run.preflight import Preflight, preflight
 from three_ledger.run_order import write_with_order
+from three_ledger.shards import planned_ids
 from three_ledger.vocabulary import Status
 
 
@@ -45,6 +50,9 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
         with tempfile.TemporaryDirectory(prefix="three-ledger-shard-") as private:
             ids_path = Path(private) / "slice.json"
             ids_path.write_text(json.dumps(list(plan.slices[index])), encoding="utf-8")
+            planned_path = Path(private) / "planned.json"
+            planned = [test_id for chosen in plan.slices for test_id in chosen]
+            planned_path.write_text(json.dumps(planned), encoding="utf-8")
             run = ScoredRun(
                 request.command,
                 request.root,
@@ -52,10 +60,12 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
                 log_path,
                 None,
                 ids_path,
+                planned_path,
                 out=request.out,
                 keep_env=request.keep_env,
             )
             enforcement, observed = observe_confined(run, scored)
+        refuse_unplanned(plan, plan_file.path, scored, observed.unplanned, log_path)
         whole = property_ledger(run, scored, enforcement, observed)
         ledger = PropertyShardLedger(
             ledger_id=whole.ledger_id,
@@ -111,6 +121,40 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
     if any(status is not Status.PASS for status in matched):
         return ExitCode.PROPERTY_MISS
     return ExitCode.OK
+
+
+# The tests a refusal names, at most.
+_NAMED = 10
+
+
+def refuse_unplanned(
+    plan: ShardPlan,
+    path: Path,
+    scored: Preflight,
+    unplanned: CollectedIds | None,
+    log_path: Path,
+) -> None:
+    """Every test the run collected that the plan should hold, it holds (exit 4 if not)."""
+    if unplanned is None or not unplanned.ids:
+        return
+    lacking = unplanned.ids
+    if not plan.all_tests:
+        pin = scored.properties_pin
+        lacking = planned_ids(pin, scored.flake_selectors(), lacking, unplanned.property_ids)
+    if not lacking:
+        return
+    what = "it holds every test" if plan.all_tests else "a property or flake entry selects it"
+    raise InfraFailure(
+        f"{path}: $.slices: this run collected {lacking[0]}, and the plan holds it in no slice "
+        f"though {what}: the plan's collection saw other tests than this run, so its slices "
+        "cannot stand for it (code under test can steer a collection); no shard ledger "
+        f"written (log: {log_path})",
+        [
+            *(f"also collected and not planned: {test_id}" for test_id in lacking[1:_NAMED]),
+            *([f"and {len(lacking) - _NAMED} more"] if len(lacking) > _NAMED else []),
+            "make the shard plan again on this tree, or score it unsharded with `properties`",
+        ],
+    )
 
 
 def refuse_other_plan(plan: ShardPlan, path: Path, scored: Preflight, request: Request) -> None:

@@ -34,9 +34,11 @@ from three_ledger.paths import is_under
 from three_ledger.plugin.wire import (
     HARNESS_ENV,
     ORDER_ENV,
+    PLANNED_ENV,
     PYTEST_SEEN_ENV,
     ROOT_ENV,
     SHARD_IDS_ENV,
+    UNPLANNED_ENV,
 )
 from three_ledger.progress import progress
 from three_ledger.results import ResultIndex, TestResult, scored_fields
@@ -67,6 +69,7 @@ from three_ledger.vocabulary import Enforcement, OracleModel, Tripwire
 
 if TYPE_CHECKING:
     from three_ledger.pins import PropertiesPin
+    from three_ledger.run.collection import CollectedIds
     from three_ledger.runner import RunResult
 
 # The one folder of the run's private folder the child may write: its records and caches.
@@ -95,6 +98,8 @@ class Observed:
     run_order: RunOrder | None = None
     # RESULTS indexed by the run that read them, if it did (see `results_index`).
     index: ResultIndex | None = field(default=None, compare=False, repr=False)
+    # A shard that checks its plan: the collected tests its plan holds in no slice.
+    unplanned: CollectedIds | None = None
 
     @functools.cached_property
     def results_index(self) -> ResultIndex:
@@ -116,6 +121,9 @@ class ScoredRun:
     junit_xml: Path | None = None
     # A shard's slice: a file of the node ids that run; the others are deselected.
     shard_ids: Path | None = None
+    # A shard's plan: a file of every node id it holds; the collected tests outside it are
+    # recorded (`Observed.unplanned`).
+    planned_ids: Path | None = None
     # The ledger's path: with a JUnit report, its folder is not the report's, and it is the
     # gate's own output, never an oracle.
     out: Path | None = None
@@ -185,6 +193,10 @@ def observe(
         extra_env: dict[str, str] = {ORDER_ENV: str(order_path)}
         if run.shard_ids is not None:
             extra_env[SHARD_IDS_ENV] = str(run.shard_ids)
+        unplanned_path = written / "unplanned.jsonl"
+        if run.planned_ids is not None:
+            extra_env[PLANNED_ENV] = str(run.planned_ids)
+            extra_env[UNPLANNED_ENV] = str(unplanned_path)
         extra_env.update(tripwire.environment(record))
         extra_env[HARNESS_ENV] = str(harness_path)
         extra_env[ROOT_ENV] = str(run.root.resolve())
@@ -241,6 +253,9 @@ def observe(
             index = ResultIndex(results)
             kept = index.pinned(checked.properties_pin.selectors(), checked.flake_selectors())
             uses = {} if measuring is None else measurement.read_measured(measuring, run.root)
+            unplanned = None
+            if run.planned_ids is not None:
+                unplanned = _unplanned(unplanned_path, run.log_path)
             uses, writable_reads = _writable_reads(uses, checked, confinement)
             if not closed:
                 changes = measured_changes(
@@ -285,7 +300,21 @@ def observe(
         tuple(path for path in unscored if path not in uses),
         order,
         index,
+        unplanned,
     )
+
+
+def _unplanned(path: Path, log_path: Path) -> CollectedIds:
+    """The collected tests a shard's plan holds in no slice, as its plugin recorded them."""
+    # Imported here: only a shard's run reads them.
+    from three_ledger.run.collection import read_collected_ids
+
+    if not path.exists():
+        raise InfraFailure(
+            "the plugin did not record the collected tests the shard plan lacks: the run "
+            "never finished its collection under the plugin"
+        )
+    return read_collected_ids(path, log_path)
 
 
 def _refuse_unused_product(uses: Mapping[str, str], pin: PropertiesPin) -> None:
@@ -317,7 +346,7 @@ def confine_run(
     """The sandbox's layers for RUN; with the mount layer, its writable_paths made ready."""
     pin = checked.properties_pin
     outputs = [path for path in (run.out, run.log_path) if path is not None]
-    readable = [run.shard_ids] if run.shard_ids is not None else []
+    readable = [path for path in (run.shard_ids, run.planned_ids) if path is not None]
     files = run_files(
         run.root, private, writable, pin.writable_paths, outputs, run.command, readable
     )
