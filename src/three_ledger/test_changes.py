@@ -1,17 +1,21 @@
 """Which changed paths are test-side: the new test modules a scoring run leaves out, and the
 changes `gate` sends to the test owners without scoring them.
 
-pytest decides what it collects from its settings (`python_files`, `norecursedirs`); the gate
-reads the same settings without running anything, so both questions are answered before any
+pytest decides what it collects from its settings (`python_files`, `norecursedirs`) and from
+where it starts (the paths its command line gives, else `testpaths`); the gate reads the same
+settings and the command without running anything, so both questions are answered before any
 code of the change runs. A path counts as test-side only positively: a test module (one
 pytest would collect, outside `product_paths`), a `conftest.py`, a config file whose only
 change is pytest's own settings, or a path under the pin's `oracle_paths`. Anything else
-(data, dependency manifests, helpers, docs, CI files) is scored as usual.
+(data, dependency manifests, helpers, docs, CI files) is scored as usual: a doubt always
+falls on the side of scoring.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path, PurePosixPath
@@ -41,6 +45,9 @@ class TestLayout:
 
     python_files: tuple[str, ...] = DEFAULT_PYTHON_FILES
     norecursedirs: tuple[str, ...] = DEFAULT_NORECURSEDIRS
+    # Where collection starts (relative to ROOT, globs as `testpaths` allows them); () for
+    # everywhere. `testpaths`, until `started_by` gives the command's own paths.
+    starts: tuple[str, ...] = ()
 
     @classmethod
     def read(cls, read: Reader) -> TestLayout:
@@ -50,7 +57,20 @@ class TestLayout:
         return cls(
             tuple(python_files) or DEFAULT_PYTHON_FILES,
             tuple(norecursedirs) or DEFAULT_NORECURSEDIRS,
+            tuple(_normal(path) for path in entries(settings.get("testpaths", []))),
         )
+
+    def started_by(self, command: Sequence[str], root: Path) -> TestLayout:
+        """This layout for a run of COMMAND from ROOT: pytest starts from the paths the
+        command names, where it names any, and from `testpaths` only where it names none."""
+        given = command_paths(command, root)
+        return dataclasses.replace(self, starts=given) if given else self
+
+    def collects(self, path: str) -> bool:
+        """Whether a run from `starts` collects PATH as a test module."""
+        if not self.would_collect(path):
+            return False
+        return not self.starts or any(_under(path, start) for start in self.starts)
 
     def would_collect(self, path: str) -> bool:
         """Whether pytest would collect PATH (relative to its rootdir) as a test module."""
@@ -68,6 +88,59 @@ def _matches(pattern: str, path: PurePosixPath) -> bool:
     if "/" not in pattern:
         return fnmatch.fnmatch(path.name, pattern)
     return fnmatch.fnmatch(str(path), pattern) or fnmatch.fnmatch(str(path), f"*/{pattern}")
+
+
+def _under(path: str, start: str) -> bool:
+    """Whether PATH is START or lies under it; START may be a glob, matched against each of
+    PATH's leading parts."""
+    if start in ("", "."):
+        return True
+    if not any(char in start for char in "*?["):
+        return path == start or path.startswith(start + "/")
+    parts = path.split("/")
+    return any(
+        fnmatch.fnmatchcase("/".join(parts[:end]), start) for end in range(1, len(parts) + 1)
+    )
+
+
+def _normal(path: str) -> str:
+    return os.path.normpath(path).replace(os.sep, "/").removeprefix("./")
+
+
+_PYTEST = ("pytest", "py.test")
+# pytest's options whose value is the next word: a value is never a path to collect.
+_VALUE_OPTIONS = frozenset({
+    "-k", "-m", "-p", "-c", "-o", "-W", "-n", "-r", "--deselect", "--ignore", "--ignore-glob",
+    "--rootdir", "--confcutdir", "--basetemp", "--maxfail", "--tb", "--junit-xml", "--junitxml",
+    "--durations", "--override-ini", "--import-mode", "--log-file", "--cov", "--dist",
+    "--numprocesses", "--timeout", "--config-file", "--capture", "--color",
+})  # fmt: skip
+
+
+def command_paths(command: Sequence[str], root: Path) -> tuple[str, ...]:
+    """The paths under ROOT that a pytest command line names (a node id's file), relative to
+    ROOT; () where it names none, or where no word of it starts pytest (a `tox` or `make`
+    command: then nothing is known of where it collects)."""
+    words = list(command)
+    # `pytest`, a path to it, or `-m pytest`.
+    starts = (i + 1 for i, word in enumerate(words) if PurePosixPath(word).name in _PYTEST)
+    start = next(starts, None)
+    if start is None:
+        return ()
+    found: list[str] = []
+    resolved_root = root.resolve()
+    for previous, word in zip(words[start - 1 :], words[start:], strict=False):
+        if word.startswith("-") or previous in _VALUE_OPTIONS:
+            continue
+        candidate = root / word.split("::", 1)[0]
+        try:
+            if not candidate.exists():
+                continue
+            relative = candidate.resolve().relative_to(resolved_root)
+        except (OSError, ValueError):
+            continue
+        found.append(_normal(relative.as_posix()))
+    return tuple(found)
 
 
 def layout_in_tree(root: Path) -> TestLayout:
@@ -130,16 +203,21 @@ class TestSideChange:
 
 
 def test_side_changes(
-    root: Path, base: str, changed: Sequence[str], pin: PropertiesPin
+    root: Path,
+    base: str,
+    changed: Sequence[str],
+    pin: PropertiesPin,
+    command: Sequence[str],
 ) -> list[TestSideChange] | None:
     """Each of CHANGED (relative to ROOT) with why it is test-side; None as soon as one is not.
 
     A test module is one pytest collects with the base's settings (present at the base) or
-    would collect (new); the settings themselves are compared separately, as a change.
+    would collect (new), in a run of COMMAND: under the paths it names, else under the base's
+    `testpaths`. The settings themselves are compared separately, as a change.
     """
     if not changed:
         return None
-    layout = layout_at(root, base)
+    layout = layout_at(root, base).started_by(command, root)
     at_base = git.blob_ids_at(root, base, list(changed))
     found: list[TestSideChange] = []
     for path in changed:
@@ -162,7 +240,7 @@ def _side_kind(
         root, base, path
     ):
         return SideKind.PYTEST_SETTINGS
-    if layout.would_collect(path) and not pin.is_product(path):
+    if layout.collects(path) and not pin.is_product(path):
         return SideKind.TEST_MODULE if at_base else SideKind.NEW_TEST_MODULE
     if _under_any(path, pin.oracle_paths):
         return SideKind.ORACLE_PATH

@@ -232,6 +232,50 @@ def test_gate_sends_data_under_oracle_paths_to_the_test_owners(repo: Repo) -> No
     assert "properties/limits.txt (listed in oracle_paths)" in decision["reason"]
 
 
+LINE_TOTAL = 'def line_total(line):\n    return line["quantity"] * line["unit_price_cents"]\n'
+
+
+@pytest.mark.parametrize(
+    ("settings", "command"),
+    [
+        # Every module is a test module by name, but pytest starts in the tests' folder.
+        ("python_files = *.py\ntestpaths = properties\n", f"{sys.executable} -m pytest -q"),
+        # The default names, and a command that names its tests.
+        ("", FOLDER),
+    ],
+    ids=["testpaths", "the command's paths"],
+)
+def test_gate_scores_a_product_module_named_like_a_test_that_pytest_never_collects(
+    repo: Repo, settings: str, command: str
+) -> None:
+    """In the inferred model a module matching `python_files` is a test module only where
+    pytest starts collecting: a broken product module outside it went to the test owners
+    unscored (row 0)."""
+    repo = inferred(repo)
+    ini = repo.root / "pytest.ini"
+    ini.write_text(ini.read_text() + settings)
+    repo.write("pricing/line_test.py", LINE_TOTAL)
+    product = repo.root / "orders.py"
+    text = product.read_text().replace(
+        "import json\n", "import json\n\nfrom pricing.line_test import line_total\n"
+    )
+    product.write_text(
+        text.replace('line["quantity"] * line["unit_price_cents"]', "line_total(line)")
+    )
+    repo = repo.as_base("line totals in a module of their own")
+    # Control: an edit of the tests pytest collects goes to their owners.
+    test = repo.root / "properties/test_orders.py"
+    test.write_text(test.read_text() + HARMLESS)
+    repo.commit("a comment in the tests")
+    decision = gate(repo, command)
+    assert posture(decision) == ("human_review", 0), decision["reason"]
+    repo = dataclasses.replace(repo, base=git(repo.root, "rev-parse", "HEAD"))
+    repo.write("pricing/line_test.py", LINE_TOTAL.replace('line["quantity"] * ', ""))
+    repo.commit("a line costs its unit price")
+    decision = gate(repo, command)
+    assert posture(decision) == ("reject", 7), decision["reason"]
+
+
 # --- sharded runs ------------------------------------------------------------------------------
 
 

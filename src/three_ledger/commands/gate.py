@@ -644,7 +644,9 @@ def _test_side(
         return None
     in_root = [path.removeprefix(prefix) for path in others]
     try:
-        return test_side_changes(request.root, change.base, in_root, plan.properties_pin)
+        return test_side_changes(
+            request.root, change.base, in_root, plan.properties_pin, request.command
+        )
     except git.GitHung as hung:
         raise Unusable(hung.message) from None
 

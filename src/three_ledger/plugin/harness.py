@@ -123,6 +123,7 @@ class HarnessRecorder:
 
     def test_side_modules(self) -> set[str]:
         patterns = self.config.getini("python_files")
+        starts = self.collection_starts()
         found = set()
         root = str(self.root)
         for module in list(sys.modules.values()):
@@ -130,9 +131,22 @@ class HarnessRecorder:
             if not file or not _file_under(file, root, self.root):
                 continue
             relative = self.shown(Path(file))
-            if _is_test_side(relative, patterns):
+            if _is_test_side(relative, patterns, starts):
                 found.add(relative)
         return found
+
+    def collection_starts(self) -> tuple[str, ...] | None:
+        """Where this run collected from, relative to ROOT: the paths pytest was given, or
+        `testpaths` in their place (`config.args`). None for anywhere: no path given, or one
+        that names no file (a `--pyargs` module)."""
+        invoked = self.config.invocation_params.dir
+        starts = []
+        for arg in self.config.args:
+            path = invoked / arg.split("::", 1)[0]
+            if not os.path.exists(path):
+                return None
+            starts.append(self.shown(path))
+        return tuple(starts) or None
 
     def shown_main(self, main: Any) -> str:
         spec = getattr(main, "__spec__", None)
@@ -302,12 +316,22 @@ def _installed_top_levels(root: Path) -> frozenset[str]:
     return frozenset(names)
 
 
-def _is_test_side(relative: str, patterns: list[str]) -> bool:
+def _is_test_side(relative: str, patterns: list[str], starts: tuple[str, ...] | None) -> bool:
+    """A conftest; a module in a folder named like tests; or one named as `python_files`
+    says, where the run collected from (STARTS; anywhere for None): outside, pytest never
+    took it for a test module, and it is the product's (a `python_files = *.py` beside
+    `testpaths`, say)."""
     parts = PurePath(relative).parts
     name = parts[-1]
-    if name == "conftest.py" or any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
+    if name == "conftest.py" or not _TEST_FOLDERS.isdisjoint(parts[:-1]):
         return True
-    return not _TEST_FOLDERS.isdisjoint(parts[:-1])
+    if not any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
+        return False
+    return starts is None or any(_within(relative, start) for start in starts)
+
+
+def _within(relative: str, start: str) -> bool:
+    return start == "." or relative == start or relative.startswith(start + "/")
 
 
 def _realpath(file: str) -> str:
