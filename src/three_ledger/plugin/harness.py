@@ -40,6 +40,8 @@ class HarnessRecorder:
         self.out = out
         self.shadowing: dict[str, str] = {}
         self.from_workers: list[dict[str, Any]] = []
+        # Taken at configure time, before any module of the project's is imported.
+        self.args = tuple(config.args)
 
     # Optional, as are all xdist hooks: pytest-xdist may be absent or disabled.
     @pytest.hookimpl(optionalhook=True)
@@ -141,7 +143,7 @@ class HarnessRecorder:
         that names no file (a `--pyargs` module)."""
         invoked = self.config.invocation_params.dir
         starts = []
-        for arg in self.config.args:
+        for arg in self.args:
             path = invoked / arg.split("::", 1)[0]
             if not os.path.exists(path):
                 return None
