@@ -22,7 +22,7 @@ from three_ledger.frozen import frozen
 from three_ledger.matching import match_pin
 from three_ledger.paths import glob_matches, printable
 from three_ledger.pins import PropertiesPin
-from three_ledger.product_guess import TEST_FOLDERS, Proposal
+from three_ledger.product_guess import TEST_FOLDERS, Proposal, test_like_under
 from three_ledger.results import TestResult
 
 _NOT_IN_AN_ID = re.compile(r"[^a-z0-9_.-]+")
@@ -43,18 +43,22 @@ def draft_properties(
     tests: Sequence[TestResult],
     products: Sequence[Proposal],
     source: Path,
+    root: Path,
 ) -> PropertiesDraft:
-    """The draft for TESTS, the collection of a pytest run, scored against FOLDERS."""
+    """The draft for TESTS, the collection of a pytest run in ROOT, scored against FOLDERS."""
     modules = test_modules(tests)
+    kept = [p for p in products if not any(glob_matches(p.glob, m) for m in modules)]
+    helpers = test_like_under(root, (p.glob for p in kept))
     document: dict[str, Any] = {
         "pin_id": pin_id,
         "fixture_pins": [fixture_pin_id],
         "network": "banned",
-        "oracle_paths": oracle_paths(modules),
+        # The test-like files inside the product's folders too: the tests may assert
+        # through them, and under `oracle_paths` an edit to one is never the product's.
+        "oracle_paths": sorted({*oracle_paths(modules), *helpers}),
     }
-    globs = [p.glob for p in products if not any(glob_matches(p.glob, m) for m in modules)]
-    if globs:
-        document["product_paths"] = globs
+    if kept:
+        document["product_paths"] = [p.glob for p in kept]
     domain = [f"{folder}/" for folder in folders]
     document["properties"] = [
         {"id": pid, "claim": claim(module), "domain": domain, "test": module}

@@ -4,14 +4,18 @@ Three sources, each named beside its glob: the packages the project's `pyproject
 builds (setuptools, hatch, poetry), a `src/` layout, and the top-level modules of ROOT that
 the collected test modules import. Nothing test-like is ever proposed: a file pytest would
 collect (`test_*.py`, `*_test.py`), a `conftest.py`, anything in a folder named `tests`,
-`test` or `testing`, or a collected test module. A person reviews the proposal before it
-becomes a pin; it is a draft, never written anywhere.
+`test` or `testing`, or a collected test module. What is test-like inside a proposed folder
+(a package that ships `pkg/test_tools.py` or `pkg/testing.py`, which the tests assert
+through) is named apart, for `oracle_paths`, which an edit under it moves whatever
+`product_paths` says (`test_like_under`). A person reviews the proposal before it becomes a
+pin; it is a draft, never written anywhere.
 """
 
 from __future__ import annotations
 
 import ast
 import fnmatch
+import os
 import tomllib
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
@@ -45,6 +49,29 @@ def propose(root: Path, test_modules: Iterable[str]) -> list[Proposal]:
     ]
 
 
+def test_like_under(root: Path, globs: Iterable[str]) -> list[str]:
+    """The Python files test-like by name inside the folders of GLOBS (`pkg/**`; a test
+    folder once, as a folder), sorted: each belongs in `oracle_paths`."""
+    found: set[str] = set()
+    for glob in globs:
+        if not glob.endswith("/**") or any(char in glob[:-3] for char in "*?["):
+            continue
+        folder = glob.removesuffix("/**")
+        for current, folders, files in os.walk(root / folder):
+            here = Path(current).relative_to(root).as_posix()
+            folders[:] = sorted(f for f in folders if not f.startswith(".") and f != "__pycache__")
+            for name in sorted(folders):
+                if name in TEST_FOLDERS:
+                    found.add(f"{here}/{name}")
+            folders[:] = [f for f in folders if f not in TEST_FOLDERS]
+            found.update(
+                f"{here}/{name}"
+                for name in files
+                if name.endswith(".py") and _test_like(name, set())
+            )
+    return sorted(found)
+
+
 def _test_like(path: str, collected: set[str]) -> bool:
     parts = PurePosixPath(path).parts
     name = parts[-1] if parts else path
@@ -52,6 +79,7 @@ def _test_like(path: str, collected: set[str]) -> bool:
         path in collected
         or bool(TEST_FOLDERS & set(parts))
         or name == "conftest.py"
+        or name.removesuffix(".py") in TEST_FOLDERS
         or any(fnmatch.fnmatchcase(name, pattern) for pattern in TEST_FILE_PATTERNS)
     )
 

@@ -104,6 +104,26 @@ def test_a_pin_that_declares_product_paths_is_not_offered_a_proposal(
     said = plan(run_cli, repo).out
     assert 'product_paths: the pin declares ["suite/**"]\n' in said
     assert "product_paths proposed" not in said
+    assert "oracle_paths: add" not in said
+
+
+def test_a_test_helper_inside_the_product_is_named_for_oracle_paths(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """markdown ships `markdown/test_tools.py`, which its tests assert through: under
+    `product_paths` alone a weakened copy beside a broken product was `review`."""
+    pin = properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")])
+    repo = make_suite(tmp_path, {**pin, "product_paths": ["suite/**"]})
+    (repo / "suite").mkdir(exist_ok=True)
+    (repo / "suite/test_tools.py").write_text("def same(a, b):\n    assert a == b\n")
+    said = plan(run_cli, repo).out
+    assert 'oracle_paths: add ["suite/test_tools.py"]: named like tests inside the pin' in said
+    assert plan_json(run_cli, repo)["proposed_oracle_paths"] == ["suite/test_tools.py"]
+    edit_properties(
+        repo,
+        {**pin, "product_paths": ["suite/**"], "oracle_paths": ["tests", "suite/test_tools.py"]},
+    )
+    assert "oracle_paths: add" not in plan(run_cli, repo).out
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ def draft(tests: list[TestResult], products: list[Proposal] | None = None) -> di
         tests=tests,
         products=products or [],
         source=SOURCE,
+        root=SOURCE.parent.parent,
     ).document
 
 
@@ -76,6 +77,7 @@ def test_skips_known_at_collection_become_expected_skips_and_leave_the_count() -
         ],
         products=[],
         source=SOURCE,
+        root=SOURCE.parent.parent,
     )
     assert result.document["expected_skips"] == [
         {"test": "tests/test_a.py::TestWindows", "reason": "Windows only"},
@@ -111,3 +113,21 @@ def test_oracle_paths_are_the_test_folders_or_the_modules_themselves() -> None:
     assert oracle_paths(
         ["tests/test_a.py", "tests/sub/test_b.py", "src/pkg/tests/test_c.py", "test_root.py"]
     ) == ["src/pkg/tests", "test_root.py", "tests"]
+
+
+def test_test_helpers_inside_the_product_are_drafted_into_oracle_paths(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    for name in ("__init__.py", "core.py", "test_tools.py"):
+        (tmp_path / "pkg" / name).write_text("")
+    document = draft_properties(
+        pin_id="proppin-x",
+        fixture_pin_id="fixpin-x",
+        folders=("tests/data",),
+        tests=[collected("tests/test_a.py::test_runs")],
+        products=[Proposal("pkg/**", "src layout")],
+        source=SOURCE,
+        root=tmp_path,
+    ).document
+    assert document["product_paths"] == ["pkg/**"]
+    assert document["oracle_paths"] == ["pkg/test_tools.py", "tests"]
+    PropertiesPin.from_json(document, SOURCE, "0" * 64)

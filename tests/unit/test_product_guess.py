@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from three_ledger import product_guess
 from three_ledger.product_guess import Proposal, propose
 
 
@@ -55,3 +56,18 @@ def test_an_unreadable_pyproject_or_test_module_proposes_nothing(tmp_path: Path)
     (tmp_path / "pyproject.toml").write_text("not = [toml")
     (tmp_path / "test_x.py").write_text("def broken(:\n")
     assert propose(tmp_path, ["test_x.py", "missing_test.py"]) == []
+
+
+def test_test_like_files_inside_the_products_folders_are_named_for_oracle_paths(
+    tmp_path: Path,
+) -> None:
+    touch(tmp_path, "markdown/core.py", "markdown/test_tools.py", "markdown/testing.py")
+    touch(tmp_path, "markdown/ext/checks_test.py", "markdown/tests/helpers.py")
+    touch(tmp_path, "markdown/__pycache__/test_x.py", "other/test_y.py", "orders.py")
+    globs = ["markdown/**", "orders.py", "other/*/**"]
+    assert product_guess.test_like_under(tmp_path, globs) == [
+        "markdown/ext/checks_test.py",
+        "markdown/test_tools.py",
+        "markdown/testing.py",
+        "markdown/tests",
+    ]

@@ -244,6 +244,7 @@ def properties_draft(
         folders=fixture_pin.fixtures_dirs,
         tests=tests,
         products=propose(root, modules),
+        root=root,
         source=source,
     )
     if not draft.document["properties"]:

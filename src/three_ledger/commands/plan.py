@@ -29,7 +29,7 @@ from three_ledger.matching import (
 )
 from three_ledger.outputs import Output, refuse_unwritable
 from three_ledger.paths import glob_matches
-from three_ledger.product_guess import Proposal, propose
+from three_ledger.product_guess import Proposal, propose, test_like_under
 from three_ledger.results import TestResult
 from three_ledger.run import network_namespace
 from three_ledger.run.collection import Collection, PlanRequest, collect_measured
@@ -71,14 +71,21 @@ def plan(request: PlanRequest) -> int:
     owners = None
     if request.report is None:
         owners = oracle_owners(request.root, pins, collection, modules, products)
+    pin = pins.properties_pin
+    helpers = _unlisted_helpers(request.root, pin.product_paths, products, pin.oracle_paths)
     if request.as_json:
-        document = {**plan_document(match), "proposed_product_paths": _products(products)}
+        document = {
+            **plan_document(match),
+            "proposed_product_paths": _products(products),
+            "proposed_oracle_paths": helpers,
+        }
         if owners is not None:
             document["codeowners"] = owners.paths
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         declared = pins.properties_pin.product_paths
         text = plan_text(match, source) + _product_lines(products, declared)
+        text += _helper_lines(helpers, declared)
         sys.stdout.write(text + (owners.text() if owners is not None else ""))
         # Only a JUnit title can hold a `::` that is not a boundary; pytest's ids are exact.
         for line in ambiguous_titles(tests) if request.report is not None else ():
@@ -101,6 +108,36 @@ def _product_lines(products: Sequence[Proposal], declared: Sequence[str] | None)
     lines = [f"product_paths proposed for the pin: {globs}"]
     lines += [f"  {product.glob}: {product.because}" for product in products]
     return "\n".join(lines) + "\n"
+
+
+def _unlisted_helpers(
+    root: Path,
+    declared: Sequence[str] | None,
+    products: Sequence[Proposal],
+    oracle_paths: Sequence[str],
+) -> list[str]:
+    """Test-like files inside the product's folders (declared, else proposed) that no
+    `oracle_paths` entry holds."""
+    globs = declared if declared is not None else [product.glob for product in products]
+    return [
+        path
+        for path in test_like_under(root, globs)
+        if not any(
+            path == o.rstrip("/") or path.startswith(o.rstrip("/") + "/") for o in oracle_paths
+        )
+    ]
+
+
+def _helper_lines(helpers: Sequence[str], declared: Sequence[str] | None) -> str:
+    """Where the product's folders hold test-like files: they belong in `oracle_paths`."""
+    if not helpers:
+        return ""
+    whose = "the pin's product_paths" if declared is not None else "the proposed product_paths"
+    return (
+        f"oracle_paths: add {json.dumps(helpers)}: named like tests inside {whose}; where the "
+        "tests assert through one, an edit to it is theirs, never the product's, and only "
+        "oracle_paths says so\n"
+    )
 
 
 def ambiguous_titles(tests: Sequence[TestResult]) -> list[str]:
