@@ -283,3 +283,22 @@ def test_entries_on_different_tests_are_quiet(test: str, project: Path, run_cli:
     result = run_cli("check-pins", "--pins-dir", project / "pins", "--root", project)
     assert result.code == 0, result.err
     assert _warnings(result.err) == []
+
+
+@pytest.mark.parametrize("copied", ["files", "digest"])
+def test_a_second_fixture_pin_that_pins_the_same_bytes_is_refused(
+    project: Path, run_cli: RunCli, copied: str
+) -> None:
+    """Python-Markdown's trial: pin B a copy of pin A with another id passed, then every
+    change was refused at row 6 as "one ledger replayed"."""
+    first = json.loads((project / "pins/fixtures.json").read_text())
+    keys = ("fixtures_dir", "files", "digest") if copied == "files" else ("digest",)
+    edit_pin(project, "fixtures_b.json", lambda pin: pin.update({k: first[k] for k in keys}))
+    code, details, err = check(run_cli, project)
+    assert code == 2, err
+    said = "the same files" if copied == "files" else f"the same digest {first['digest']}"
+    assert details == [
+        f"{project / 'pins/fixtures_b.json'}: pins {said} as {project / 'pins/fixtures.json'}: "
+        "a second pin must differ in its bytes, or every dual-pin comparison of the two is "
+        "refused as one ledger replayed (merge row 6)"
+    ]

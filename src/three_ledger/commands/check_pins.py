@@ -58,6 +58,7 @@ def check_pins(
     for properties_pin in properties:
         problems += reference_problems(properties_pin, fixtures)
         problems += product_problems(properties_pin, fixtures)
+        problems += twin_problems(properties_pin, fixtures)
     for fixture_pin in fixtures:
         problems += missing_file_problems(root, fixture_pin)
     warnings = [
@@ -138,6 +139,28 @@ def product_problems(properties_pin: PropertiesPin, fixtures: Sequence[FixturePi
         for index, path in enumerate(fixture_pin.files)
         if properties_pin.is_product(path)
     ]
+
+
+def twin_problems(properties_pin: PropertiesPin, fixtures: Sequence[FixturePin]) -> list[str]:
+    """No two fixture pins of one properties pin pin the same bytes: their digests would be
+    equal, and `merge` refuses every dual-pin comparison of them as one ledger replayed."""
+    by_id = {pin.pin_id: pin for pin in fixtures}
+    listed = [by_id[pin_id] for pin_id in properties_pin.fixture_pins if pin_id in by_id]
+    problems = []
+    for later, pin in enumerate(listed):
+        for earlier in listed[:later]:
+            same_files = (pin.fixtures_dirs, sorted(pin.files)) == (
+                earlier.fixtures_dirs,
+                sorted(earlier.files),
+            )
+            if same_files or (pin.digest is not None and pin.digest == earlier.digest):
+                what = "the same files" if same_files else f"the same digest {pin.digest}"
+                problems.append(
+                    f"{pin.source}: pins {what} as {earlier.source}: a second pin must differ "
+                    "in its bytes, or every dual-pin comparison of the two is refused as one "
+                    "ledger replayed (merge row 6)"
+                )
+    return problems
 
 
 def domain_problems(properties_pin: PropertiesPin, fixture_pin: FixturePin) -> list[str]:
