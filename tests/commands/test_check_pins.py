@@ -298,7 +298,9 @@ def test_a_second_fixture_pin_that_pins_the_same_bytes_is_refused(
     assert code == 2, err
     said = "the same files" if copied == "files" else f"the same digest {first['digest']}"
     assert details == [
-        f"{project / 'pins/fixtures_b.json'}: pins {said} as {project / 'pins/fixtures.json'}: "
-        "a second pin must differ in its bytes, or every dual-pin comparison of the two is "
-        "refused as one ledger replayed (merge row 6)"
+        (
+            f"{project / 'pins/fixtures_b.json'}: pins {said} as {project / 'pins/fixtures.json'}"
+            ": a second pin must differ in its bytes, or every dual-pin comparison of the two is "
+            "refused as one ledger replayed (merge row 6)"
+        )
     ]
