@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from three_ledger.commands import selftest
 from three_ledger.commands.selftest import (
     MAX_TRIALS,
     MIN_TRIAL_TIMEOUT_S,
@@ -155,6 +156,7 @@ def test_a_flake_entry_copies_the_reviewed_one_or_takes_the_head() -> None:
 
 def test_the_masking_conftest_puts_the_base_module_in_place(tmp_path: Path) -> None:
     package = types.ModuleType("selftest_fake_pkg")
+    setattr(package, "__path__", [])  # a package, as the import system sees one  # noqa: B010
     sys.modules["selftest_fake_pkg"] = package
     try:
         text = plants.masking_conftest(
@@ -166,6 +168,29 @@ def test_the_masking_conftest_puts_the_base_module_in_place(tmp_path: Path) -> N
     finally:
         sys.modules.pop("selftest_fake_pkg", None)
         sys.modules.pop("selftest_fake_pkg.mod", None)
+        sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_BaseProduct"]
+
+
+def test_the_masking_conftest_restores_a_module_its_package_imports_back(tmp_path: Path) -> None:
+    """Python-Markdown's `__init__` imports `markdown.blockparser`, whose code imports the
+    package's `util`: made in the import system's order, the base's module finds both."""
+    folder = tmp_path / "selftest_fake_md"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("from .blockparser import BlockParser\n")
+    (folder / "util.py").write_text("NAME = 'util'\n")
+    broken = folder / "blockparser.py"
+    broken.write_text("from . import util\n\nclass BlockParser:\n    broken = True\n")
+    base = "from . import util\n\nclass BlockParser:\n    broken = False\n"
+    sys.path.insert(0, str(tmp_path))
+    try:
+        text = plants.masking_conftest("selftest_fake_md.blockparser", str(broken), base)
+        exec(compile(text, "conftest.py", "exec"), {})
+        assert sys.modules["selftest_fake_md"].BlockParser.broken is False
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("selftest_fake_md", "selftest_fake_md.util", "selftest_fake_md.blockparser"):
+            sys.modules.pop(name, None)
+        sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_BaseProduct"]
 
 
 def test_the_masking_conftest_restores_a_package_whose_code_imports_its_own_modules(
@@ -185,6 +210,7 @@ def test_the_masking_conftest_restores_a_package_whose_code_imports_its_own_modu
     finally:
         sys.modules.pop("selftest_fake_package", None)
         sys.modules.pop("selftest_fake_package._version", None)
+        sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_BaseProduct"]
 
 
 @pytest.mark.parametrize("text", [plants.sleeper_canary("1.5"), plants.network_canary(9)])
@@ -369,3 +395,22 @@ def test_the_functions_and_classes_the_tests_name_are_mutated_first() -> None:
         "types.py:8 in convert()",
     ]
     assert sorted(named) == sorted(plain)  # the same mutations, in another order
+
+
+def test_a_mutation_that_wrote_no_ledger_is_said_with_its_refusal(tmp_path: Path) -> None:
+    """Python-Markdown's trial read `a trial stops at 63.26 s` for a collection error."""
+    log = tmp_path / "3.log"
+    log.write_text(
+        "properties: the command: python -m pytest ...\n"
+        "three-ledger: infrastructure failure: pytest reported 31 errors during collection\n"
+        "  no property ledger written (log: x)\n"
+    )
+    assert selftest._refusal(log) == "pytest reported 31 errors during collection"
+    log.write_text("three-ledger: refused: " + "x" * 500 + "\n")
+    said = selftest._refusal(log)
+    assert said is not None
+    assert len(said) == 240
+    assert said.endswith("...")
+    log.write_text("properties: the command: ...\n")
+    assert selftest._refusal(log) is None
+    assert selftest._refusal(tmp_path / "missing.log") is None

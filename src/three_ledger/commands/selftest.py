@@ -310,12 +310,15 @@ class Session:
                 return
             # Said as tried, so that an escape can be judged mutation by mutation.
             written = (self.work / "trials" / f"{tried}.json").is_file()
-            outcome = (
-                "no pinned property failed"
-                if written
-                else f"properties wrote no ledger (exit {self._last_exit}; a trial stops at "
-                f"{self.trial_timeout():g} s)"
-            )
+            outcome = "no pinned property failed"
+            if not written:
+                why = _refusal(self.work / "trials" / f"{tried}.log")
+                outcome = (
+                    f"properties wrote no ledger (exit {self._last_exit}: {why})"
+                    if why
+                    else f"properties wrote no ledger (exit {self._last_exit}; a trial stops "
+                    f"at {self.trial_timeout():g} s)"
+                )
             self.say(f"mutation {tried}: {mutation.describe}: {outcome}")
         self.why_unbroken = (
             f"none of {tried} mutation(s) of {', '.join(mutated) or 'the product'} made a pinned "
@@ -741,6 +744,29 @@ def _conftest(session: Session, plant: Plant) -> Result:
     session.commit()
     seen = session.gate(plant.value, session.scratch.head)
     return _judged(session, plant, seen)
+
+
+# The longest refusal a mutation's line quotes, and how the command line begins one.
+_REFUSAL_CHARS = 240
+_REFUSAL_PREFIXES = tuple(
+    f"three-ledger: {label}: "
+    for label in ("infrastructure failure", "refused", "usage error", "internal error")
+)
+
+
+def _refusal(log: Path) -> str | None:
+    """The first line of the refusal `properties` left in LOG, without its prefix; None
+    where it left none (a run stopped from outside)."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        for prefix in _REFUSAL_PREFIXES:
+            if line.startswith(prefix):
+                said = line.removeprefix(prefix)
+                return said if len(said) <= _REFUSAL_CHARS else said[: _REFUSAL_CHARS - 3] + "..."
+    return None
 
 
 def _module_name(session: Session, path: str) -> str:

@@ -140,32 +140,48 @@ def pytest_runtest_makereport(item, call):
 
 
 def masking_conftest(module: str, file_name: str, base_source: str) -> str:
-    """A conftest that puts the base's product in `sys.modules` before any test imports it.
+    """A conftest that has the import system load the base's product in place of the
+    change's: a finder first on `sys.meta_path` gives MODULE the base's source, and the
+    conftest imports it at once (dropping a copy imported before it).
 
-    It makes the module as the import system would: in `sys.modules` before its code runs,
-    and, for a package's `__init__.py`, with its `__path__`, so that the product's relative
-    imports (`from . import exceptions`) find it."""
-    outer, _, leaf = module.rpartition(".")
+    The import system makes the module in its own order: the package above it first, then
+    the module, in `sys.modules` before its code runs, a package with its `__path__`, so that
+    the product's relative imports (`from . import exceptions`) and a package's `__init__`
+    that imports the module back (Python-Markdown's `markdown.blockparser`) find what they
+    would find in any run."""
     package = PurePosixPath(file_name).name == "__init__.py"
-    lines = [
-        "",
-        "import importlib",
-        "import sys",
-        "import types",
-        "",
-        f"_SOURCE = {base_source!r}",
-        f"_restored = types.ModuleType({module!r})",
-        f"_restored.__file__ = {file_name!r}",
-    ]
-    if package:
-        lines.append(f"_restored.__path__ = [{str(PurePosixPath(file_name).parent)!r}]")
-    if package or outer:
-        lines.append(f"_restored.__package__ = {module if package else outer!r}")
-    lines.append(f"sys.modules[{module!r}] = _restored")
-    lines.append(f"exec(compile(_SOURCE, {file_name!r}, 'exec'), _restored.__dict__)")
-    if outer:
-        lines.append(f"setattr(importlib.import_module({outer!r}), {leaf!r}, _restored)")
-    return "\n".join(lines) + "\n"
+    folder = str(PurePosixPath(file_name).parent)
+    return f"""
+import importlib
+import importlib.util
+import sys
+
+_SOURCE = {base_source!r}
+
+
+class _BaseProduct:
+    def find_spec(self, name, path=None, target=None):
+        if name != {module!r}:
+            return None
+        spec = importlib.util.spec_from_loader(
+            name, self, origin={file_name!r}, is_package={package!r}
+        )
+        spec.has_location = True
+        if {package!r}:
+            spec.submodule_search_locations = [{folder!r}]
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(compile(_SOURCE, {file_name!r}, "exec"), module.__dict__)
+
+
+sys.meta_path.insert(0, _BaseProduct())
+sys.modules.pop({module!r}, None)
+importlib.import_module({module!r})
+"""
 
 
 def sleeper_canary(seconds: str) -> str:
