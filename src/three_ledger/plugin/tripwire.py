@@ -12,6 +12,7 @@ run/staging.py).
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import sys
@@ -135,6 +136,53 @@ def install(config: pytest.Config) -> None:
     config.pluginmanager.register(tripwire, "three_ledger.plugin.tripwire")
 
 
+# What a loader of the project's test modules may hold of its own: Python's file loader its
+# name and path; pytest's import hook its state, never a method of its own in place of its
+# class's, which the machinery audit watches.
+_FILE_LOADER_STATE = frozenset({"name", "path"})
+_HOOK_METHODS = frozenset({"find_spec", "create_module", "exec_module", "get_data", "get_code"})
+
+
+def loaded_otherwise(items: list[pytest.Item]) -> list[str]:
+    """The test modules of ITEMS that neither pytest's assertion-rewriting import hook nor
+    Python's own file loader loaded, each said once: a finder the product put first on
+    `sys.meta_path` can load a test module from source other than its file's (an assert
+    loosened in memory), and no file then differs from the base."""
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+
+    found: list[str] = []
+    seen: set[int] = set()
+    for item in items:
+        try:
+            module = getattr(item, "module", None)
+        except Exception:  # noqa: BLE001 - a collector that cannot say: not a Python module
+            continue
+        if module is None or id(module) in seen:
+            continue
+        seen.add(id(module))
+        loader = getattr(module, "__loader__", None)
+        spec = getattr(module, "__spec__", None)
+        kind = type(loader)
+        if loader is getattr(spec, "loader", None) and (
+            (
+                kind is importlib.machinery.SourceFileLoader
+                and vars(loader).keys() <= _FILE_LOADER_STATE
+            )
+            or (
+                kind is AssertionRewritingHook
+                and any(finder is loader for finder in sys.meta_path)
+                and not vars(loader).keys() & _HOOK_METHODS
+            )
+        ):
+            continue
+        name = getattr(module, "__name__", "?")
+        found.append(
+            f"test module {name} was loaded by {kind.__module__}.{kind.__qualname__}, not by "
+            "pytest's import or Python's file loader: the code that ran need not be its file's"
+        )
+    return found
+
+
 def _setup(config: pytest.Config) -> Setup | None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
@@ -236,6 +284,8 @@ class Tripwire:
         # slice), before xdist sends its workers' collections to compare. None in a run that
         # selected nothing: that stays pytest's "no tests collected" (exit 5), except in a
         # shard, whose empty slice is a valid run (shard.py).
+        for what in loaded_otherwise(session.items):
+            self.audit.found_outside(what)
         if not session.items and not self.config.stash.get(shard.SHARD_ACTIVE, False):
             return
         placed = sentinels.place(session, session.items, bytes.fromhex(self.setup.seed))
@@ -311,7 +361,14 @@ class Tripwire:
         self.raised = None
         outcome: object = report.outcome  # typed a literal string; the project may set any
         if type(outcome) is not str or outcome == "passed":
-            what = f"the report of {nodeid} says its {when} passed, but an exception came out of it"
+            # A sentinel's name is made to look like the project's tests: say what it is.
+            whose = ""
+            if nodeid in self.musts:
+                whose = " (a sentinel the gate added, not a test of the project)"
+            what = (
+                f"the report of {nodeid}{whose} says its {when} passed, but an exception came "
+                "out of it"
+            )
             self.audit.found_outside(what)
 
     def _must(self, report: pytest.TestReport) -> str | None:
