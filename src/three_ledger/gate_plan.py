@@ -55,6 +55,8 @@ class Change:
     changed: tuple[str, ...]
     pins_dir_in_top: str
     root_in_top: str
+    # Of CHANGED, the paths git does not track: part of the change all the same.
+    untracked: tuple[str, ...] = ()
 
     @property
     def pin_change_only(self) -> bool:
@@ -104,13 +106,15 @@ def find_change(
     source = choice.source
     if resolution.how is BaseHow.MERGE_BASE:
         source += f"; HEAD's merge-base with {choice.revision}"
+    changed, untracked = _changed(top, resolution.used, outputs)
     return Change(
         base=resolution.used,
         base_source=source,
         resolution=resolution,
-        changed=tuple(_changed(top, resolution.used, outputs)),
+        changed=tuple(changed),
         pins_dir_in_top=_relative(pins_dir, top),
         root_in_top=_relative(root, top),
+        untracked=tuple(untracked),
     )
 
 
@@ -204,13 +208,16 @@ def _resolve(root: Path, choice: BaseChoice) -> BaseResolution:
         raise Unusable(exc.message) from None
 
 
-def _changed(top: Path, base: str, outputs: Sequence[Path]) -> list[str]:
+def _changed(top: Path, base: str, outputs: Sequence[Path]) -> tuple[list[str], list[str]]:
+    """The paths that differ from BASE, and those of them git does not track, but OUTPUTS."""
     try:
-        changed = git.changed_paths(top, base, ["."])
+        changed, untracked = git.changed_and_untracked(top, base, ["."])
     except Refused as exc:
         raise Unusable(exc.message) from None
     owned = [_relative(path, top) for path in outputs]
-    return [path for path in changed if not any(_same_or_inside(path, out) for out in owned)]
+    changed = [path for path in changed if not any(_same_or_inside(path, o) for o in owned)]
+    kept = set(changed)
+    return changed, [path for path in untracked if path in kept]
 
 
 def _relative(path: Path, top: Path) -> str:

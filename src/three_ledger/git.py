@@ -367,8 +367,15 @@ def changed_paths(root: Path, base: str, pathspecs: Sequence[str]) -> list[str]:
     `pyvenv.cfg` git does not track): the job made it, as `adopting.md` has a `.venv` made in
     the checkout, and no change brings an untracked file. Its tracked files still count.
     """
+    return changed_and_untracked(root, base, pathspecs)[0]
+
+
+def changed_and_untracked(
+    root: Path, base: str, pathspecs: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """`changed_paths`, and those of them git does not track."""
     if not pathspecs:
-        return []
+        return [], []
     _refuse_option_like(base)
     # Diffing BASE against the work tree covers committed, staged, unstaged and deleted files.
     diff = ["diff", "--name-only", "-z", "--no-renames", "--relative", "--no-color"]
@@ -377,9 +384,10 @@ def changed_paths(root: Path, base: str, pathspecs: Sequence[str]) -> list[str]:
         _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *pathspecs)
     )
     venvs = tuple(path.removesuffix(_VENV_CONFIG) for path in untracked if _is_venv_config(path))
-    new = (path for path in untracked if not path.startswith(venvs)) if venvs else untracked
+    new = [path for path in untracked if not path.startswith(venvs)] if venvs else untracked
     paths = set(_nul_split(tracked)).union(new)
-    return sorted(path for path in paths if not _is_cache(path))
+    changed = sorted(path for path in paths if not _is_cache(path))
+    return changed, sorted(path for path in new if not _is_cache(path))
 
 
 _VENV_CONFIG = "pyvenv.cfg"

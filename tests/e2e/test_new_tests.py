@@ -192,6 +192,28 @@ def test_gate_warns_the_test_owners_of_a_pin_that_counts_the_tests_changed(
     assert "the properties pin" not in gate(repo)["reason"]
 
 
+def test_gate_names_the_untracked_files_that_decide_a_route(repo: Repo) -> None:
+    """sqlparse's trial: a `shards/` folder a CI recipe left in the checkout made an edit of
+    the tests alone a scored change (row 5) where it goes to the test owners, and nothing
+    said why."""
+    test = repo.root / "properties/test_orders.py"
+    test.write_text(test.read_text() + HARMLESS)
+    repo.commit("a comment in the tests")
+    repo.write("shards/shard_0.json", "{}\n")
+    out = repo.ledgers / "gate"
+    result = repo.run_cli(
+        "gate", "--pins-dir", repo.root / "pins", "--root", repo.root, "--command", FOLDER,
+        "--base", repo.base, "--out-dir", out,
+    )  # fmt: skip
+    assert posture(json.loads((out / "decision.json").read_text())) == ("reject", 5)
+    assert (
+        "gate: note: 1 file(s) git does not track are part of this change and decide its "
+        "route: shards/shard_0.json; commit them, or list them in .gitignore"
+    ) in result.err
+    (repo.root / "shards/shard_0.json").unlink()
+    assert posture(gate(repo)) == ("human_review", 0)
+
+
 def test_gate_names_a_conftest_as_steering_every_test(repo: Repo) -> None:
     repo.write("conftest.py", "import pytest\n")
     repo.commit("a root conftest")

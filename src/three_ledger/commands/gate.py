@@ -201,6 +201,7 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
         _refuse_code_from_root(request.root)
         change = find_change(request.pins_dir, request.root, request.base, outputs, env)
         print(f"gate: base {change.base[:12]} (from {change.base_source})", flush=True)
+        _note_untracked(change)
         if change.pin_change_only:
             return _finish(request, out, _pin_change(request, out, change), env)
         plan = find_pins(request.pins_dir)
@@ -215,6 +216,30 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
     if tests is not None:
         return _finish(request, out, _test_change(request, out, change, plan, tests), env)
     return _finish(request, out, _scored(request, out, change, plan, env), env)
+
+
+# The untracked files a note names, at most.
+_UNTRACKED_NAMED = 5
+
+
+def _note_untracked(change: Change) -> None:
+    """Files git does not track are part of the change as the gate sees it, and decide its
+    route: a test edit beside an untracked `shards/` folder a CI recipe wrote is scored, not
+    sent to the test owners. Said, since nothing else would say why."""
+    untracked = change.untracked
+    if not untracked:
+        return
+    named = ", ".join(untracked[:_UNTRACKED_NAMED])
+    more = (
+        f" and {len(untracked) - _UNTRACKED_NAMED} more"
+        if len(untracked) > _UNTRACKED_NAMED
+        else ""
+    )
+    print(
+        f"gate: note: {len(untracked)} file(s) git does not track are part of this change "
+        f"and decide its route: {named}{more}; commit them, or list them in .gitignore",
+        file=sys.stderr,
+    )
 
 
 def _refuse_code_from_root(root: Path) -> None:
