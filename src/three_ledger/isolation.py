@@ -66,7 +66,37 @@ def _advice(entry: Path) -> str:
     listed = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if any(item and _resolved(item) == entry for item in listed):
         return PYTHONPATH_ADVICE
+    pth = _pth_naming(entry)
+    if pth is not None:
+        return (
+            f"it comes from {pth}, a .pth file of three-ledger's own environment (an editable "
+            "install of the project beside the gate): the console script and `-P` keep it; "
+            "install three-ledger into an environment of its own, without the project"
+        )
     return ADVICE
+
+
+def _pth_naming(entry: Path) -> Path | None:
+    """The .pth file of a site folder of this Python whose line puts ENTRY on sys.path."""
+    import site  # loaded at start-up already, unless Python ran with -S
+
+    folders = [*site.getsitepackages(), site.getusersitepackages()]
+    for folder in folders:
+        try:
+            files = sorted(Path(folder).glob("*.pth"))
+        except OSError:
+            continue
+        for pth in files:
+            try:
+                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            for raw in lines:
+                line = raw.strip()
+                skipped = not line or line.startswith(("#", "import ", "import\t"))
+                if not skipped and _resolved(os.path.join(folder, line)) == entry:
+                    return pth
+    return None
 
 
 def _resolved(entry: str) -> Path:

@@ -119,3 +119,23 @@ def test_the_modules_found_are_those_path_resolve_finds(root: Path) -> None:
     expected = {name: path for name, path in resolved.items() if path.is_relative_to(top)}
     assert expected  # this interpreter's own modules lie under its prefix
     assert _modules_under(top) == expected
+
+
+def test_an_entry_from_an_editable_install_names_its_pth_file(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sqlparse's trial: ROOT on the path through `_editable_impl_sqlparse.pth` in the gate's
+    own environment, where the console script and `-P`, which the refusal advised, keep it."""
+    site_folder = tmp_path / "site-packages"
+    site_folder.mkdir()
+    pth = site_folder / "_editable_impl_project.pth"
+    pth.write_text(f"import os\n# a comment\n{root}\n")
+    monkeypatch.setattr("site.getsitepackages", lambda: [str(site_folder)])
+    monkeypatch.setattr("site.getusersitepackages", lambda: str(tmp_path / "no-user-site"))
+    monkeypatch.syspath_prepend(str(root))
+    with pytest.raises(Refused) as caught:
+        refuse_code_from_root(root)
+    assert f"it comes from {pth}, a .pth file of three-ledger's own environment" in (
+        caught.value.message
+    )
+    assert "python -P -m three_ledger" not in caught.value.message
