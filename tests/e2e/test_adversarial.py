@@ -477,3 +477,56 @@ def test_a_finder_in_the_product_that_loosens_a_test_in_memory_is_found(
     said = scored.first_error_line
     assert re.search(r"test module (properties\.)?test_orders was loaded by orders\._Loosen", said)
     assert not (gate.ledgers / "p.json").exists()
+
+
+# At exit, turns the failures in the results file the plugin holds open into passes.
+RESULTS_REWRITER = """
+
+import atexit as _atexit
+import os as _os
+
+
+def _results_path():
+    for fd in _os.listdir("/proc/self/fd"):
+        try:
+            target = _os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.endswith("results.jsonl"):
+            return target
+    return None
+
+
+_RESULTS = _results_path()
+
+
+def _rewrite() -> None:
+    if _RESULTS is None:
+        return
+    with open(_RESULTS, encoding="utf-8") as stream:
+        lines = stream.readlines()
+    # Only the property's own tests, by their names: the tripwire's sentinels are left be.
+    mine = ("::test_total_non_negative[", "::test_total_matches_lines[")
+    with open(_RESULTS, "w", encoding="utf-8") as stream:
+        for line in lines:
+            if any(name in line for name in mine):
+                line = line.replace('"outcome": "fail"', '"outcome": "pass"')
+            stream.write(line)
+
+
+_atexit.register(_rewrite)
+"""
+
+
+def test_results_rewritten_at_exit_are_refused_by_pytests_own_count(gate: Gate) -> None:
+    """Python-Markdown's trial: product code rewrote the results file at exit, and every
+    property passed beside `command_exit: 1`. pytest's count of failing tests, in the
+    tripwire's record, is more than the results then hold (exit 4)."""
+    break_the_product(gate)
+    with (gate.repo / "orders.py").open("a") as product:
+        product.write(RESULTS_REWRITER)
+    assert gate.digest().code == 0
+    scored = gate.properties()
+    assert scored.code == 4, scored.err
+    assert "of the project's tests failing, the results hold" in scored.first_error_line
+    assert not (gate.ledgers / "p.json").exists()

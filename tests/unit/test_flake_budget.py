@@ -40,3 +40,12 @@ def test_a_spent_budget_shares_nothing() -> None:
     assert budget.spent()
     assert budget.share([3, 2]).seconds == 0.0
     assert budget.share([3, 2]).spent()
+
+
+def test_a_rerun_starts_only_where_it_is_expected_to_end_within_the_share() -> None:
+    """The red team's `flake-evidence` ran 67 s on a 60 s budget: its last rerun started with
+    4 s left and took 11."""
+    budget = Budget(60.0, started=time.monotonic() - 56)
+    assert not budget.spent()
+    assert budget.fits(3.0)
+    assert not budget.fits(11.0)

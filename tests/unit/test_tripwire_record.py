@@ -174,3 +174,23 @@ def test_the_weakest_tripwire() -> None:
     assert weakest_tripwire([Tripwire.SENTINELS, Tripwire.BASIC]) is Tripwire.BASIC
     assert weakest_tripwire([Tripwire.SENTINELS, Tripwire.NONE]) is Tripwire.NONE
     assert weakest_tripwire([Tripwire.SENTINELS]) is Tripwire.SENTINELS
+
+
+def test_results_holding_fewer_failures_than_pytest_reported_refuse_the_run(
+    tmp_path: Path,
+) -> None:
+    """Python-Markdown's trial: product code rewrote the results file at exit, its failures
+    made passes; pytest's own count of failing tests, in the tripwire's record, tells."""
+    session = {"sentinels": MUST, "mechanism": "sentinels", "failed": 2}
+    record = read_record(write(tmp_path / "r", session))
+    failing = [result("t.py::test_x", Outcome.FAIL), result("t.py::test_y", Outcome.ERROR)]
+    assert checked_and_removed(honest(*failing), record)[0] == failing
+    rewritten = [result("t.py::test_x", Outcome.FAIL), result("t.py::test_y", Outcome.PASS)]
+    with pytest.raises(InfraFailure, match="pytest reported 2 of the project's tests failing"):
+        checked_and_removed(honest(*rewritten), record)
+    # Two sessions of one command: the same test failing in both is one failing result.
+    twice = write(tmp_path / "r2", session, {**session, "failed": 1})
+    assert checked_and_removed(honest(*failing), read_record(twice))[0] == failing
+    # An xfail the results score `fail`, which pytest does not count failed: more is fine.
+    fewer = read_record(write(tmp_path / "r3", {**session, "failed": 0}))
+    assert checked_and_removed(honest(*failing), fewer)[0] == failing

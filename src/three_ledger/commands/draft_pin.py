@@ -174,7 +174,8 @@ def git_warnings(
     folder = " ".join(shown_path(root / each) for each in folders)
     if tracked_only:
         count = len(states.all())
-        return [f"left out {count} files git does not track (--tracked-only)"] if count else []
+        files = "file" if count == 1 else "files"
+        return [f"left out {count} {files} git does not track (--tracked-only)"] if count else []
     lines = []
     if states.ignored:
         lines.append(

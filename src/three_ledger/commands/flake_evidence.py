@@ -92,6 +92,10 @@ class Budget:
     def spent(self) -> bool:
         return time.monotonic() - self.started >= self.seconds
 
+    def fits(self, expected_s: float) -> bool:
+        """Whether a rerun expected to take EXPECTED_S ends within what is left."""
+        return time.monotonic() - self.started + expected_s <= self.seconds
+
     def share(self, weights: Sequence[int]) -> Budget:
         """The next candidate's share of what is left, WEIGHTS being the reruns a round of
         it and of each candidate after it takes: the first cannot starve the others, and a
@@ -274,12 +278,18 @@ def examine(
     changed: set[str] = set()
     property_ids = set(candidate.property_ids)
     unfinished = None
+    # What each rerun of this candidate took: one that would end past the share, by their
+    # mean, is not started (a share bounds when the reruns end, not only when they start).
+    took: list[float] = []
     for round_number in range(request.reruns):
         for mode in modes:
-            if budget.spent():
+            expected = sum(took) / len(took) if took else 0.0
+            if budget.spent() or not budget.fits(expected):
                 unfinished = _unfinished(budget, round_number, request.reruns)
                 break
+            began = time.monotonic()
             ran = bench.rerun(lists[mode], f"{candidate.id} ({mode}, round {round_number + 1})")
+            took.append(time.monotonic() - began)
             changed.update(ran.changed)
             _count(reruns, mode, ran, candidate)
             result = ran.results.get(candidate.id)
@@ -325,8 +335,9 @@ def modes_of(candidate: Candidate) -> list[RerunMode]:
 
 def _unfinished(budget: Budget, round_number: int, planned: int) -> str:
     return (
-        f"its share of the budget ({budget.seconds:.1f} s) was spent in round "
-        f"{round_number + 1} of {planned}: fewer reruns than asked"
+        f"its share of the budget ({budget.seconds:.1f} s) was spent, or too little of it was "
+        f"left for one more rerun, in round {round_number + 1} of {planned}: fewer reruns "
+        "than asked"
     )
 
 

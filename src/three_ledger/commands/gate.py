@@ -719,8 +719,8 @@ def _counted_tests_note(pin: PropertiesPin, tests: Sequence[TestSideChange]) -> 
         )
     if least:
         said.append(
-            f"the properties pin asks for min_tests tests of {', '.join(least)}: a test "
-            "this change removes there may need the pin lowered with it"
+            f"the properties pin asks for min_tests tests of {', '.join(least)}: where this "
+            "change removes a test there, the pin may need lowering with it"
         )
     if not said:
         return ""

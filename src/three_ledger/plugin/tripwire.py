@@ -26,6 +26,7 @@ from . import machinery, sentinels, shard
 from .frozen import frozen
 from .makers import Trust, stack
 from .wire import (
+    FAILED_KEY,
     FIXTURES_DIRS_ENV,
     FIXTURES_ENV,
     MACHINERY_KEY,
@@ -254,6 +255,8 @@ class Tripwire:
         # (node id, phase) of the last phase an exception came out of, as the outermost
         # wrapper saw it; None once the next phase starts.
         self.raised: tuple[str, str] | None = None
+        # The project's tests a report said failed, as every hook saw it (a dict of None).
+        self.failed: dict[str, None] = {}
 
     def found(self, finding: machinery.Finding) -> None:
         self.findings.append(str(finding))
@@ -343,6 +346,9 @@ class Tripwire:
         one test is not, unless it made such a report."""
         if self.raised is not None:
             self._check_witness(report, *self.raised)
+        outcome: object = report.outcome
+        if type(outcome) is str and outcome == "failed" and report.nodeid not in self.musts:
+            self.failed[report.nodeid] = None
         if report.when == "teardown":
             self.audit.check_report()
             self._check_environment()
@@ -403,7 +409,13 @@ class Tripwire:
         self.audit.check_all()
         self._check_environment()
         if not self.worker:
-            self.record.write({SENTINELS_KEY: self.musts, MECHANISM_KEY: self.mechanism})
+            self.record.write(
+                {
+                    SENTINELS_KEY: self.musts,
+                    MECHANISM_KEY: self.mechanism,
+                    FAILED_KEY: len(self.failed),
+                }
+            )
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self) -> None:

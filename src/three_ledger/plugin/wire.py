@@ -69,6 +69,8 @@ MACHINERY_KEY = "machinery"
 MADE_BY_KEY = "by"
 SENTINELS_KEY = "sentinels"
 MECHANISM_KEY = "mechanism"
+# On a session's line: how many of the project's tests pytest reported failing, by node id.
+FAILED_KEY = "failed"
 
 
 def tripwire_may_arm() -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from three_ledger.errors import InfraFailure
 from three_ledger.frozen import frozen
 from three_ledger.plugin.wire import (
+    FAILED_KEY,
     MACHINERY_KEY,
     MADE_BY_KEY,
     MECHANISM_KEY,
@@ -43,6 +44,8 @@ class TripwireRecord:
     sessions: tuple[Mapping[str, Outcome], ...]
     mechanisms: tuple[Tripwire, ...]
     findings: tuple[str, ...]
+    # Each session's count of the project's tests pytest reported failing (None: not said).
+    failed: tuple[int | None, ...] = ()
 
 
 def record_path(private: Path) -> Path:
@@ -72,6 +75,7 @@ def read_record(path: Path) -> TripwireRecord:
     sessions: list[Mapping[str, Outcome]] = []
     mechanisms: list[Tripwire] = []
     findings: list[str] = []
+    failed: list[int | None] = []
     for number, raw in enumerate(data.splitlines(), start=1):
         line = _line(raw, number)
         if MACHINERY_KEY in line:
@@ -80,7 +84,17 @@ def read_record(path: Path) -> TripwireRecord:
             musts, mechanism = _session(line, number)
             sessions.append(musts)
             mechanisms.append(mechanism)
-    return TripwireRecord(tuple(sessions), tuple(mechanisms), tuple(findings))
+            failed.append(_failed(line, number))
+    return TripwireRecord(tuple(sessions), tuple(mechanisms), tuple(findings), tuple(failed))
+
+
+def _failed(line: Mapping[str, object], number: int) -> int | None:
+    count = line.get(FAILED_KEY)
+    if count is None:
+        return None
+    if type(count) is not int or count < 0:
+        raise InfraFailure(f"tripwire: line {number} of its record is malformed")
+    return count
 
 
 def _line(raw: bytes, number: int) -> dict[str, object]:
@@ -142,7 +156,23 @@ def checked_and_removed(
     own = [result for result in results if result.id not in gate_items]
     if not own and not allow_empty:
         raise InfraFailure("the run recorded no result besides the tripwire's sentinels")
+    _refuse_lost_failures(own, record)
     return own, weakest_tripwire(record.mechanisms)
+
+
+def _refuse_lost_failures(own: Sequence[TestResult], record: TripwireRecord) -> None:
+    """Each session's failing tests, as pytest reported them, are failing in the results
+    too (merged worst-first, a test failing in one session fails in them): results holding
+    fewer were changed after the plugin wrote them. A run's code can rewrite the results
+    file; to pass this check it must find and rewrite the tripwire's record as well."""
+    reported = max((count for count in record.failed if count is not None), default=0)
+    failing = sum(1 for result in own if result.outcome in (Outcome.FAIL, Outcome.ERROR))
+    if failing < reported:
+        raise InfraFailure(
+            f"pytest reported {reported} of the project's tests failing, the results hold "
+            f"{failing}: the results were changed after the plugin wrote them (code under "
+            "test can rewrite them), so no result of this run is evidence"
+        )
 
 
 def _as_placed(session: Mapping[str, Outcome]) -> None:
