@@ -14,9 +14,10 @@ from typing import Generic
 
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT
-from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
+from three_ledger.other_ledgers import DualPinLedger, FlakeEvidenceLedger, FlakeLedger
 from three_ledger.pins import FlakePin
-from three_ledger.vocabulary import Outcome, Posture
+from three_ledger.selection import selects
+from three_ledger.vocabulary import FlakeVerdict, Outcome, Posture
 
 # Row 8 for a change that adds test modules beside what is scored: nothing ran them.
 UNSCORED_NEW_TESTS = "new tests land unscored: the test owners review them"
@@ -92,6 +93,8 @@ class Evidence:
     # Why the gate's own code cannot be trusted here (it runs code from ROOT), else None.
     own_code: str | None = None
     binding: TreeBinding | None = None
+    # `--flake-evidence`: the reruns of this run's candidates, which a flake note must bear.
+    flake_evidence: Reading[FlakeEvidenceLedger] | None = None
 
 
 @frozen
@@ -126,6 +129,8 @@ def decide(evidence: Evidence) -> Verdict:
 
     if (elsewhere := _scored_elsewhere(evidence.binding, prop)) is not None:
         return _reject(2, f"do not score: {elsewhere}")
+    if (other_run := _evidence_of_another_run(evidence)) is not None:
+        return _reject(2, f"do not score: {other_run}")
 
     if (shared := _shared_clock(evidence)) is not None:
         return _reject(3, f"writer bug: {shared}")
@@ -158,11 +163,57 @@ def decide(evidence: Evidence) -> Verdict:
         reason = f"one pin is weaker evidence: {why}{_flake_note(evidence)}"
         return Verdict(Posture.HUMAN_REVIEW, 8, reason)
 
+    if contradicted := _contradicted_flake_notes(evidence):
+        reason = (
+            f"a flake note the reruns contradict: {', '.join(contradicted)} failed every rerun, "
+            "in order and alone (flake-evidence: consistent_failure), which no flakiness "
+            f"explains{_flake_note(evidence)}"
+        )
+        return Verdict(Posture.HUMAN_REVIEW, 8, reason)
+
     reason = (
         f"a person reads the diff: every property passes and pins {dual.left_pin_id} and "
         f"{dual.right_pin_id} agree{_flake_note(evidence)}"
     )
     return Verdict(Posture.REVIEW, 9, reason)
+
+
+def _evidence_of_another_run(evidence: Evidence) -> str | None:
+    """Row 2: a flake evidence ledger that cannot be read, or that reran the candidates of
+    another property ledger."""
+    reading = evidence.flake_evidence
+    if reading is None:
+        return None
+    record = reading.record
+    if record is None:
+        return f"flake evidence ledger {reading.why_unusable()}"
+    if record.property_ledger_sha256 != evidence.prop.sha256:
+        return (
+            f"flake evidence ledger {reading.path} reran the candidates of property ledger "
+            f"{record.property_ledger_sha256[:12]}, not of {evidence.prop.path}"
+        )
+    return None
+
+
+def _contradicted_flake_notes(evidence: Evidence) -> list[str]:
+    """The flake notes (by entry id) whose test the reruns found failing every time: the
+    entry's test, rerun as a flake entry's candidate, `consistent_failure`."""
+    reading = evidence.flake_evidence
+    view = evidence.flake_pin
+    if reading is None or reading.record is None or view is None or view.pin is None:
+        return []
+    failing = [
+        candidate.id
+        for candidate in reading.record.candidates
+        if candidate.verdict is FlakeVerdict.CONSISTENT_FAILURE
+    ]
+    selectors = view.pin.selectors()
+    noted = [r.record.test_id for r in evidence.flakes if r.record is not None]
+    return [
+        entry
+        for entry in noted
+        if entry in selectors and any(selects(selectors[entry], test) for test in failing)
+    ]
 
 
 _FAILED = frozenset({Outcome.FAIL, Outcome.ERROR})

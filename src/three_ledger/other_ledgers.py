@@ -95,6 +95,8 @@ class MergeInputs:
     property: str | None
     dual_pin: str | None
     flakes: tuple[str, ...]
+    # `--flake-evidence`'s, where merge read one.
+    flake_evidence: str | None = None
 
 
 @frozen(kw_only=True)
@@ -311,7 +313,8 @@ class CandidateEvidence:
 
 @frozen(kw_only=True)
 class FlakeEvidenceLedger(_Encoded):
-    """Reruns of flake candidates in the sandbox of `properties`; merge never reads it."""
+    """Reruns of flake candidates in the sandbox of `properties`; merge reads it only for the
+    flake notes whose test failed every rerun."""
 
     KIND: ClassVar[str] = "flake_evidence"
     SCHEMA: ClassVar[str] = "flake-evidence-ledger"

@@ -7,6 +7,7 @@ runs the same chain on the demo's scenarios with real pytest children.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import sys
@@ -441,18 +442,28 @@ def rerunnable(outcomes: dict[str, str]) -> str:
 FLAG = ("--flake-evidence", "--flake-reruns", "1", "--flake-budget-s", "60")
 
 
-def test_a_fired_flake_gets_evidence_and_the_posture_stands(
+def test_a_fired_flake_that_fails_every_rerun_is_no_flake_note(
     project: tuple[Path, str], run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """The red team's `slowflake`: a regression under a test on the flake pin was `review`
+    with a flake note, though the gate's own reruns found it failing every time."""
     repo, base = project
     code, stdout, out = gate(run_cli, repo, rerunnable(FIRED), "--base", base)
-    without = (code, decision(out))
+    assert (code, decision(out)[:2]) == (0, ("review", 9))
     assert not (out / "flake_evidence.json").exists()
     assert "flake-evidence" not in (out / "summary.md").read_text()
     step_summary = tmp_path / "step_summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
     code, stdout, out = gate(run_cli, repo, rerunnable(FIRED), "--base", base, *FLAG)
-    assert (code, decision(out)) == without
+    assert (code, decision(out)[:2]) == (0, ("human_review", 8))
+    assert decision(out)[2].startswith(
+        "a flake note the reruns contradict: orders.boundary.timeout failed every rerun, in "
+        "order and alone (flake-evidence: consistent_failure), which no flakiness explains"
+    )
+    evidence_sha = hashlib.sha256((out / "flake_evidence.json").read_bytes()).hexdigest()
+    assert json.loads((out / "decision.json").read_text())["inputs"]["flake_evidence"] == (
+        evidence_sha
+    )
     evidence = json.loads((out / "flake_evidence.json").read_text())
     assert evidence["kind"] == "flake_evidence"
     (candidate,) = evidence["candidates"]
@@ -461,7 +472,9 @@ def test_a_fired_flake_gets_evidence_and_the_posture_stands(
     assert candidate["verdict"] == "consistent_failure"
     assert f"{FLAKY}: consistent_failure" in stdout
     assert "original: 1 of 1 failed" in stdout
-    assert "(flake evidence is for people: the posture stands)" in stdout
+    assert "(flake evidence is for people: only a flake note it contradicts moves the posture)" in (
+        stdout
+    )
     summary = step_summary.read_text()
     assert "**Flake evidence**" in summary
     assert "consistent\\_failure" in summary

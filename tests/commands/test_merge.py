@@ -334,6 +334,7 @@ def test_decision_records_each_input_and_its_own_clock(clean_run: Run, run_cli: 
         "property": sha("p_a.json"),
         "dual_pin": sha("d.json"),
         "flakes": [sha("fl.json")],
+        "flake_evidence": None,
     }
     stamps = {json.loads((clean_run / n).read_text())["recorded_at"]
               for n in ("f_a.json", "p_a.json", "d.json", "fl.json")}  # fmt: skip
@@ -342,7 +343,8 @@ def test_decision_records_each_input_and_its_own_clock(clean_run: Run, run_cli: 
 
 def test_absent_inputs_are_null_and_empty(clean_run: Run, run_cli: RunCli) -> None:
     _, decision = merge(run_cli, clean_run)
-    assert (decision["inputs"]["dual_pin"], decision["inputs"]["flakes"]) == (None, [])
+    inputs = decision["inputs"]
+    assert (inputs["dual_pin"], inputs["flakes"], inputs["flake_evidence"]) == (None, [], None)
 
 
 def test_stdout_names_each_ledger_and_the_row(clean_run: Run, run_cli: RunCli) -> None:

@@ -9,9 +9,15 @@ from typing import Any
 from three_ledger.base_resolution import BaseResolution
 from three_ledger.ledgers import FileEntry, FixtureLedger, PropertyLedger, Sandbox
 from three_ledger.merge_table import Evidence, FlakePinView, LiveTree, PinChanges, Reading
-from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
+from three_ledger.other_ledgers import (
+    CandidateEvidence,
+    DualPinLedger,
+    FlakeEvidenceLedger,
+    FlakeLedger,
+    ModeTally,
+)
 from three_ledger.pins import FlakeEntry, FlakePin
-from three_ledger.vocabulary import BaseHow
+from three_ledger.vocabulary import BaseHow, FlakeVerdict, RerunMode
 
 HEX = "ab" * 32
 COMMIT = "cd" * 20
@@ -128,3 +134,25 @@ def prop_reading(**change: Any) -> Reading[Any]:
 
 def flake_reading(**change: Any) -> tuple[Reading[FlakeLedger], ...]:
     return (Reading(Path("fl.json"), "33" * 32, flake_ledger(**change)),)
+
+
+def flake_evidence(
+    verdict: FlakeVerdict, test: str = "orders.slow", **change: Any
+) -> Reading[FlakeEvidenceLedger]:
+    """`flake-evidence`'s ledger over this evidence's property ledger: one candidate, a flake
+    entry's test, with VERDICT."""
+    tally = ModeTally(3, 3 if verdict is FlakeVerdict.CONSISTENT_FAILURE else 1, 0, None)
+    candidate = CandidateEvidence(
+        id=test, reason="flake_entry", property_ids=(), worker="main", prefix=0,
+        modes={RerunMode.ORIGINAL: tally, RerunMode.ISOLATED: tally}, verdict=verdict,
+        polluter=None, inputs_changed=(), unfinished=None, proposal=None,
+    )  # fmt: skip
+    fields: dict[str, Any] = {
+        "ledger_id": "5" * 32, "pin_id": "fixpin-a", "property_pin_id": "proppin",
+        "property_pin_sha256": HEX, "fixture_digest": DIGEST, "property_ledger_sha256": PROP_SHA,
+        "head_revision": COMMIT, "command": ("pytest",), "confidence": "0.95", "reruns": 3,
+        "budget_s": 60, "runs": 6, "duration_ms": 100, "network": "banned",
+        "network_enforcement": "netns", "sandbox_layers": HELD_LAYERS,
+        "candidates": (candidate,), "recorded_at": stamp(5),
+    }  # fmt: skip
+    return Reading(Path("fe.json"), "44" * 32, FlakeEvidenceLedger(**{**fields, **change}))

@@ -502,7 +502,13 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "posture": "reject",
             "row": 3,
             "reason": "r",
-            "inputs": {"fixture": HEX64, "property": None, "dual_pin": None, "flakes": [HEX64]},
+            "inputs": {
+                "fixture": HEX64,
+                "property": None,
+                "dual_pin": None,
+                "flakes": [HEX64],
+                "flake_evidence": None,
+            },
             "recorded_at": STAMP,
         }
     ],

@@ -16,6 +16,7 @@ from helpers.records import (
     TODAY,
     dual_pin,
     evidence,
+    flake_evidence,
     flake_pin,
     flake_reading,
     passing_property,
@@ -30,8 +31,8 @@ from three_ledger.merge_table import (
     Reading,
     decide,
 )
-from three_ledger.other_ledgers import DualPinLedger, StatusDifference
-from three_ledger.vocabulary import Outcome, Posture
+from three_ledger.other_ledgers import DualPinLedger, FlakeEvidenceLedger, StatusDifference
+from three_ledger.vocabulary import FlakeVerdict, Outcome, Posture
 
 
 def test_all_evidence_in_order_is_review() -> None:
@@ -182,3 +183,33 @@ def test_a_moved_pin_beats_whatever_is_wrong_with_the_property_ledger() -> None:
 def test_shared_clock_beats_a_flake_ledger_the_pins_do_not_back() -> None:
     verdict = decide(evidence(flakes=flake_reading(recorded_at=stamp(1), test_id="unlisted")))
     assert verdict.row == 3
+
+
+def test_a_flake_note_whose_test_failed_every_rerun_is_human_review() -> None:
+    """The red team's `slowflake`: a regression under a test on the flake pin was `review`
+    with a flake note, where the gate's own reruns called it a consistent failure."""
+    contradicted = decide(evidence(flake_evidence=flake_evidence(FlakeVerdict.CONSISTENT_FAILURE)))
+    assert (contradicted.posture, contradicted.row) == (Posture.HUMAN_REVIEW, 8)
+    assert contradicted.reason.startswith(
+        "a flake note the reruns contradict: orders.slow failed every rerun, in order and alone"
+    )
+    # A flake the reruns bear out, and a consistent failure of a test no note is about: row 9.
+    for reading in (
+        flake_evidence(FlakeVerdict.NON_DETERMINISTIC),
+        flake_evidence(FlakeVerdict.CONSISTENT_FAILURE, test="properties/test_other.py::test_x"),
+    ):
+        verdict = decide(evidence(flake_evidence=reading))
+        assert (verdict.posture, verdict.row) == (Posture.REVIEW, 9), verdict.reason
+
+
+def test_flake_evidence_of_another_run_or_unreadable_is_row_2() -> None:
+    other = flake_evidence(FlakeVerdict.NON_DETERMINISTIC, property_ledger_sha256="ee" * 32)
+    verdict = decide(evidence(flake_evidence=other))
+    assert (verdict.posture, verdict.row) == (Posture.REJECT, 2)
+    assert "flake evidence ledger fe.json reran the candidates of property ledger eeeeeeeeeeee" in (
+        verdict.reason
+    )
+    broken: Reading[FlakeEvidenceLedger] = Reading(
+        Path("fe.json"), None, None, "fe.json: not valid JSON"
+    )
+    assert decide(evidence(flake_evidence=broken)).row == 2

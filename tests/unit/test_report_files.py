@@ -41,7 +41,13 @@ def test_a_decision_made_before_the_table_has_no_inputs(tmp_path: Path) -> None:
     verdict = Verdict(Posture.REJECT, 0, "gate inputs unusable: no base revision")
     write_decision(tmp_path / "decision.json", verdict, None)
     document = json.loads((tmp_path / "decision.json").read_text(encoding="utf-8"))
-    assert document["inputs"] == {"fixture": None, "property": None, "dual_pin": None, "flakes": []}
+    assert document["inputs"] == {
+        "fixture": None,
+        "property": None,
+        "dual_pin": None,
+        "flakes": [],
+        "flake_evidence": None,
+    }
     assert document["row"] == 0
 
 

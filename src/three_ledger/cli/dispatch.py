@@ -220,6 +220,7 @@ def _run_merge(args: argparse.Namespace) -> int:
         summary_md=args.summary_md,
         verdict_junit=args.verdict_junit,
         verdict_dotenv=args.verdict_dotenv,
+        flake_evidence_path=args.flake_evidence,
     )
 
 

@@ -446,6 +446,13 @@ def _add_merge(commands: Subparsers) -> None:
             help="flake ledger (repeatable)",
         ),
         Opts.flake_pin.but(help="check flake ledgers"),
+        option(
+            "--flake-evidence",
+            type=Path,
+            metavar="E",
+            help="flake evidence ledger: a flake note whose test it finds failing every rerun "
+            "is no flake",
+        ),
         Opts.pin.but(required=False, help="fixture pin: recompute the live digest"),
         Opts.root,
         option("--pins-dir", type=Path, metavar="DIR", help="with --base: pin mutation"),
@@ -499,8 +506,8 @@ def _add_gate(commands: Subparsers) -> None:
             "--flake-evidence",
             action="store_true",
             help="after flake-observe, run flake-evidence when there are candidates, writing "
-            "flake_evidence.json in --out-dir; evidence only: it never changes the posture or "
-            "the exit code",
+            "flake_evidence.json in --out-dir; evidence for people: only a flake note whose test "
+            "fails every rerun moves the posture, to human_review",
         ),
         Opts.reruns.named(
             "--flake-reruns",

@@ -2,11 +2,11 @@
 
 digest (each fixture pin), properties (each fixture pin), dual-pin (or `--not-run` with one
 pin), flake-observe (each flake entry that did not pass), with `--flake-evidence`
-flake-evidence (evidence only: it never changes the posture or the exit code), merge. Each
-ledger is its own file in `--out-dir`; a step that refuses leaves its ledger absent and the
-chain goes on to merge, so a later step never heals an earlier failure. Gate exits with
-merge's code. A change that touches only the pins folder is not scored: `check-pins` runs,
-and pin owners review it.
+flake-evidence (evidence for people; merge reads it only for the flake notes it
+contradicts), merge. Each ledger is its own file in `--out-dir`; a step that refuses leaves
+its ledger absent and the chain goes on to merge, so a later step never heals an earlier
+failure. Gate exits with merge's code. A change that touches only the pins folder is not
+scored: `check-pins` runs, and pin owners review it.
 """
 
 from __future__ import annotations
@@ -457,6 +457,7 @@ class InProcess:
             base=self.base,
             properties_pin=call.properties_pin,
             why_missing=call.why_missing,
+            flake_evidence=call.flake_evidence,
         )
         # gate writes the reports for the whole chain: merge gets none, and no CI variable.
         files = ReportFiles()

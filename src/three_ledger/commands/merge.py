@@ -32,7 +32,7 @@ from three_ledger.merge_table import (
     Verdict,
     decide,
 )
-from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
+from three_ledger.other_ledgers import DualPinLedger, FlakeEvidenceLedger, FlakeLedger
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
 from three_ledger.pins import load_fixture_pin, load_flake_pin, utc_today
 from three_ledger.report.posture import (
@@ -67,10 +67,11 @@ class Sources:
     properties_pin: Path | None = None
     # For `gate`: why a ledger of its chain is absent (the step that refused, its first line).
     why_missing: Mapping[Path, str] = field(default_factory=dict)
+    flake_evidence: Path | None = None
 
     def ledgers(self) -> list[Path]:
-        dual_pin = [self.dual_pin] if self.dual_pin is not None else []
-        return [self.fixture, self.prop, *dual_pin, *self.flakes]
+        optional = [path for path in (self.dual_pin, self.flake_evidence) if path is not None]
+        return [self.fixture, self.prop, *optional, *self.flakes]
 
     def consults_root(self) -> bool:
         """Whether merge reads ROOT at all: a live digest, or git against the base."""
@@ -97,6 +98,7 @@ def merge(
     summary_md: Path | None,
     verdict_junit: Path | None = None,
     verdict_dotenv: Path | None = None,
+    flake_evidence_path: Path | None = None,
     env: Mapping[str, str] = os.environ,
 ) -> int:
     sources = Sources(
@@ -110,6 +112,7 @@ def merge(
         pins_dir=pins_dir,
         base=base,
         properties_pin=properties_pin_path,
+        flake_evidence=flake_evidence_path,
     )
     files = ReportFiles(summary_md, verdict_junit, verdict_dotenv)
     refuse_unwritable_outputs(sources, out, files)
@@ -198,6 +201,11 @@ def gather(sources: Sources, flake_pin: FlakePinView | None) -> Evidence:
         today=utc_today(),
         own_code=_own_code_problem(sources.root) if sources.consults_root() else None,
         binding=_tree_binding(sources),
+        flake_evidence=(
+            read_evidence(sources.flake_evidence, FlakeEvidenceLedger)
+            if sources.flake_evidence
+            else None
+        ),
     )
 
 

@@ -149,8 +149,10 @@ def loaded_otherwise(items: list[pytest.Item]) -> list[str]:
     Python's own file loader loaded, each said once: a finder the product put first on
     `sys.meta_path` can load a test module from source other than its file's (an assert
     loosened in memory), and no file then differs from the base."""
-    from _pytest.assertion.rewrite import AssertionRewritingHook
-
+    # pytest's own class, as its module holds it (the machinery audit watches the binding);
+    # never imported here: the plugin imports pytest's public names alone.
+    rewrite = sys.modules.get("_pytest.assertion.rewrite")
+    hook_class = getattr(rewrite, "AssertionRewritingHook", None)
     found: list[str] = []
     seen: set[int] = set()
     for item in items:
@@ -170,7 +172,8 @@ def loaded_otherwise(items: list[pytest.Item]) -> list[str]:
                 and vars(loader).keys() <= _FILE_LOADER_STATE
             )
             or (
-                kind is AssertionRewritingHook
+                kind is hook_class
+                and hook_class is not None
                 and any(finder is loader for finder in sys.meta_path)
                 and not vars(loader).keys() & _HOOK_METHODS
             )

@@ -210,7 +210,7 @@ def _describe_flake_evidence(found: FlakeEvidenceLedger) -> str:
     counted = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items()))
     return (
         f"{len(found.candidates)} candidate(s), {found.runs} reruns: {counted or 'none'} "
-        "(evidence only: the posture stands)"
+        "(evidence for people: only a flake note it contradicts moves the posture)"
     )
 
 
@@ -236,7 +236,11 @@ def console_report(outcome: GateOutcome) -> str:
     found = flake_evidence_note(outcome.steps)
     if found is not None and found.ledger is not None:
         shown = [one_line(line) for line in flake_evidence_lines(found.ledger)]
-        lines += [*shown, "(flake evidence is for people: the posture stands)", ""]
+        lines += [
+            *shown,
+            "(flake evidence is for people: only a flake note it contradicts moves the posture)",
+            "",
+        ]
     # As `merge` prints them: each property miss with its first failing tests, then the
     # failures outside every property, which change no posture and must not go unseen.
     prop = outcome.property_ledger()

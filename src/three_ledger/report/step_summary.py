@@ -420,7 +420,10 @@ def _flake_evidence(summary: SummaryInput) -> list[str]:
     found = summary.flake_evidence
     if found is None:
         return []
-    heading = "**Flake evidence** (reruns in the sandbox; evidence for people, the posture stands)"
+    heading = (
+        "**Flake evidence** (reruns in the sandbox; evidence for people: only a flake note it "
+        "contradicts moves the posture)"
+    )
     ledger = found.ledger
     if ledger is None:
         return [heading, text(found.note)]

@@ -129,6 +129,8 @@ class Merge:
     # Why a ledger of the chain is absent: the step that should have written it, and its
     # first line. merge says so instead of "No such file".
     why_missing: Mapping[Path, str] = field(default_factory=dict)
+    # The flake evidence ledger, where flake-evidence ran and wrote one.
+    flake_evidence: Path | None = None
 
 
 Call = Digest | Properties | DualPin | FlakeObserve | FlakeEvidence | Vet | CheckPins | Merge
@@ -234,12 +236,17 @@ def run_chain(
 ) -> None:
     """Run the workflow: a step that refuses leaves its ledger absent and the chain goes on to
     merge, so a later step never heals an earlier failure. VET: pins to vet before merge.
-    FLAKE_EVIDENCE: rerun the first side's flake candidates, evidence that merge never reads."""
+    FLAKE_EVIDENCE: rerun the first side's flake candidates; merge reads the evidence ledger
+    for the flake notes it contradicts."""
     scored = [_score(chain, pins, layout, side) for side in pins.sides]
     _dual_pin(chain, layout, scored)
     flakes = _observe_flakes(chain, pins, layout, scored[0])
+    evidence = None
     if flake_evidence is not None:
         _gather_flake_evidence(chain, pins, layout, scored[0], flake_evidence)
+        # Read by merge where it was written: a flake note its reruns contradict is no flake.
+        # Where flake-evidence refused, the posture stands as without it.
+        evidence = flake_evidence.out if flake_evidence.out.is_file() else None
     for call in vet:
         chain.step(side_step_name(call), call)
     first = pins.sides[0]
@@ -257,6 +264,7 @@ def run_chain(
         properties_pin=pins.properties_pin,
         out=layout.decision,
         why_missing=dict(chain.why_missing),
+        flake_evidence=evidence,
     )
     chain.step("merge", merge)
 

@@ -71,6 +71,9 @@ def _decision(verdict: Verdict, evidence: Evidence | None) -> MergeDecision:
             property=evidence.prop.sha256,
             dual_pin=dual_pin.sha256 if dual_pin is not None else None,
             flakes=tuple(r.sha256 for r in evidence.flakes if r.sha256 is not None),
+            flake_evidence=(
+                evidence.flake_evidence.sha256 if evidence.flake_evidence is not None else None
+            ),
         )
         stamps = [stamp for _, stamp in ledger_stamps(evidence)]
     return MergeDecision(
