@@ -704,7 +704,16 @@ def _weakened(session: Session, plant: Plant) -> Result:
             else None
         )
         if edited is None:
-            return Result(plant, Outcome.NOT_APPLICABLE, "-", f"cannot edit {node_id}")
+            where = (
+                f"{module} defines no function {function!r}"
+                if target.is_file()
+                else (f"{module} is no file of the tree")
+            )
+            why = (
+                f"cannot edit {node_id}: {where} (a test made at collection, by a "
+                "parametrising hook, a metaclass or a loop, has no source of its own to weaken)"
+            )
+            return Result(plant, Outcome.NOT_APPLICABLE, "-", why)
         target.write_text(edited, encoding="utf-8")
         detail = f"{node_id.split('[')[0]} returns early"
     else:
