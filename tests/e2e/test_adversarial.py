@@ -530,3 +530,45 @@ def test_results_rewritten_at_exit_are_refused_by_pytests_own_count(gate: Gate) 
     assert scored.code == 4, scored.err
     assert "of the project's tests failing, the results hold" in scored.first_error_line
     assert not (gate.ledgers / "p.json").exists()
+
+
+# During the first test that calls it, gives the property's other tests the code of one that
+# passes: no file of the tests changes, no loader is involved.
+CODE_SWAP = """
+
+import sys as _sys
+
+_SWAPPED = []
+
+
+def _passes(orders):
+    return None
+
+
+def _swap_tests() -> None:
+    tests = _sys.modules.get("test_orders") or _sys.modules.get("properties.test_orders")
+    if tests is None or _SWAPPED:
+        return
+    _SWAPPED.append(True)
+    for name in ("test_total_non_negative", "test_total_matches_lines"):
+        getattr(tests, name).__code__ = _passes.__code__
+"""
+
+
+def test_a_test_whose_code_the_product_swaps_in_memory_is_found(gate: Gate) -> None:
+    """The next step after a loader: product code that sets a collected test function's
+    `__code__` once the run is under way. Every such set is an audit event; on a collected
+    test function it is judged like a change to pytest's machinery (exit 4)."""
+    break_the_product(gate)
+    with (gate.repo / "orders.py").open("a") as product:
+        product.write(CODE_SWAP)
+        product.write(
+            "\n\n_load_orders = load_orders\n\n\n"
+            "def load_orders(path):\n    _swap_tests()\n    return _load_orders(path)\n"
+        )
+    assert gate.digest().code == 0
+    scored = gate.properties()
+    assert scored.code == 4, scored.err
+    found = r"test_total_\w+\.__code__ set, by orders \(orders\.py:\d+\)"
+    assert re.search(found, scored.err), scored.err
+    assert not (gate.ledgers / "p.json").exists()

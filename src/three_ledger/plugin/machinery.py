@@ -501,6 +501,19 @@ class Audit:
                 added.append(watched)
         return added
 
+    def watch_tests(self, items: Iterable[Any]) -> None:
+        """The project's collected test functions, from now on: code that sets one's
+        `__code__`, `__defaults__` or `__kwdefaults__` (each an audit event) rewrites a test
+        in memory, and is judged by who did it, as a change to the machinery is."""
+        for item in items:
+            try:
+                obj = getattr(item, "obj", None)
+            except Exception:  # noqa: BLE001 - an item that cannot give its object has none
+                continue
+            function = getattr(obj, "__func__", obj)
+            if type(function) is types.FunctionType:
+                self._remember(function)
+
     def _remember(self, value: object) -> None:
         if (key := _key(value)) not in self.watched_ids:
             self.watched_ids[key] = None

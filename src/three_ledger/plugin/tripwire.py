@@ -292,6 +292,7 @@ class Tripwire:
         # shard, whose empty slice is a valid run (shard.py).
         for what in loaded_otherwise(session.items):
             self.audit.found_outside(what)
+        self.audit.watch_tests(session.items)
         if not session.items and not self.config.stash.get(shard.SHARD_ACTIVE, False):
             return
         placed = sentinels.place(session, session.items, bytes.fromhex(self.setup.seed))
