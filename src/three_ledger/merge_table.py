@@ -315,8 +315,20 @@ def _live_problem(live: LiveTree | None, said: str) -> str:
     parts = live.problem.split("; ")
     for count in range(len(parts) - 1, 0, -1):
         if "; ".join(parts[:count]) in said:
-            return f"; the tree itself is refused, naming: {'; '.join(parts[count:])}"
-    return f"; the tree itself is refused: {live.problem}"
+            return f"; the tree itself is refused, naming: {_first(parts[count:])}"
+    return f"; the tree itself is refused: {_first(parts)}"
+
+
+# The parts of a refusal the one-line reason carries, at most: the digest step names the rest.
+_NAMED_PARTS = 3
+
+
+def _first(parts: list[str]) -> str:
+    """PARTS joined, the first few: chardet's trial had a posture line of 2,500 characters,
+    19 moved files long."""
+    if len(parts) <= _NAMED_PARTS:
+        return "; ".join(parts)
+    return f"{'; '.join(parts[:_NAMED_PARTS])}; and {len(parts) - _NAMED_PARTS} more"
 
 
 def _property_unmatched(fixture: FixtureLedger, prop: PropertyLedger, path: Path) -> str | None:

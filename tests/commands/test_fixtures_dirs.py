@@ -124,8 +124,10 @@ def test_a_missing_folder_is_named(run_cli: RunCli, tmp_path: Path) -> None:
     shutil.rmtree(tmp_path / "tests/test_port/fixtures")
     code, _, err = digest(run_cli, tmp_path, two_folder_pin(tmp_path))
     assert code == 2
+    # Its own pinned files are counted, not listed one by one.
     assert err[0].endswith(
-        "tests/test_port/fixtures: fixtures folder is missing or not a plain folder (and 2 more)"
+        "tests/test_port/fixtures: fixtures folder is missing or not a plain folder, with the "
+        "2 pinned file(s) under it"
     )
 
 

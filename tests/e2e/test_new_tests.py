@@ -158,10 +158,19 @@ def test_gate_sends_an_edit_of_existing_tests_to_the_test_owners(repo: Repo) -> 
 @pytest.mark.parametrize(
     ("requirement", "said"),
     [
-        ({"min_tests": 1}, "; the properties pin asks for min_tests tests of orders.id.stable: "),
+        (
+            {"min_tests": 1},
+            (
+                "; the properties pin asks for min_tests tests of orders.id.stable, which the "
+                "changed files hold: "
+            ),
+        ),
         (
             {"tests_sha256": "0" * 64},
-            "; the properties pin hashes the tests of orders.id.stable (tests_sha256): ",
+            (
+                "; the properties pin hashes the tests of orders.id.stable (tests_sha256), "
+                "which the changed files hold: "
+            ),
         ),
     ],
 )

@@ -213,3 +213,18 @@ def test_flake_evidence_of_another_run_or_unreadable_is_row_2() -> None:
         Path("fe.json"), None, None, "fe.json: not valid JSON"
     )
     assert decide(evidence(flake_evidence=broken)).row == 2
+
+
+def test_a_refused_tree_names_its_first_moved_files_and_counts_the_rest() -> None:
+    """chardet's trial: 19 moved fixtures made a posture line of 2,500 characters."""
+    moved = [f"moved since abc: tests/f{n}.txt" for n in range(19)]
+    said = "f.json: not written: digest A exited 2: live digest x differs; 19 file(s) differ"
+    live = LiveTree(
+        Path("pins/fixtures.json"), None, None, "; ".join(["19 file(s) differ", *moved])
+    )
+    verdict = decide(evidence(fixture=Reading(Path("f.json"), None, None, said), live=live))
+    assert verdict.row == 1
+    assert verdict.reason.endswith(
+        "; the tree itself is refused, naming: moved since abc: tests/f0.txt; moved since abc: "
+        "tests/f1.txt; moved since abc: tests/f2.txt; and 16 more"
+    )

@@ -715,13 +715,15 @@ def _counted_tests_note(pin: PropertiesPin, tests: Sequence[TestSideChange]) -> 
     said = []
     if exact:
         said.append(
-            f"the properties pin hashes the tests of {', '.join(exact)} (tests_sha256): a "
-            "test this change adds, renames or removes there needs the pin changed with it"
+            f"the properties pin hashes the tests of {', '.join(exact)} (tests_sha256), which "
+            "the changed files hold: where this change adds, renames or removes one of them, "
+            "the pin must change with it"
         )
     if least:
         said.append(
-            f"the properties pin asks for min_tests tests of {', '.join(least)}: where this "
-            "change removes a test there, the pin may need lowering with it"
+            f"the properties pin asks for min_tests tests of {', '.join(least)}, which the "
+            "changed files hold: where this change removes one of them, the pin may need "
+            "lowering with it"
         )
     if not said:
         return ""

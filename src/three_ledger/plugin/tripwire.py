@@ -155,7 +155,13 @@ def loaded_otherwise(items: list[pytest.Item]) -> list[str]:
     hook_class = getattr(rewrite, "AssertionRewritingHook", None)
     found: list[str] = []
     seen: set[int] = set()
+    parents: set[int] = set()
     for item in items:
+        # Items come in runs of one parent (a module, a class): its module is asked once.
+        parent = id(item.parent)
+        if parent in parents:
+            continue
+        parents.add(parent)
         try:
             module = getattr(item, "module", None)
         except Exception:  # noqa: BLE001 - a collector that cannot say: not a Python module
