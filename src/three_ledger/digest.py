@@ -435,10 +435,30 @@ def refuse_unreviewed(
 
     commit = commit or git.resolve_base_commit(root, base)
     moved = git.paths_differing_from(root, commit, sorted(pin.files))
-    raise Refused(
+    refusal = Refused(
         f"{headline}; {len(moved)} pinned file(s) differ from {base}",
         [f"moved since {base}: {path}" for path in moved],
     )
+    if moved and _line_endings_only(root, commit, moved[0]):
+        refusal.notes.append(
+            f"{moved[0]} differs from its blob at {base} in its line endings alone: the "
+            "checkout converts them (`core.autocrlf`, or `text` in .gitattributes); mark the "
+            "fixture folders `-text` in .gitattributes, and check them out again"
+        )
+    raise refusal
+
+
+def _line_endings_only(root: Path, commit: str, path: str) -> bool:
+    """Whether PATH's bytes under ROOT are its blob at COMMIT with CRLF line endings:
+    chardet's trial, in a clone with `core.autocrlf=true`, saw 404 fixtures "moved"."""
+    from three_ledger import git
+
+    try:
+        blob = git.file_at(root, commit, path)
+        data = (root / path).read_bytes()
+    except (OSError, Refused):
+        return False
+    return blob is not None and data != blob and data.replace(b"\r\n", b"\n") == blob
 
 
 def _refuse_moved_without_digest(

@@ -215,6 +215,31 @@ def test_reviewed_digest_mismatch_without_base(run_cli: RunCli, tmp_path: Path) 
     assert_refused(run_cli, tmp_path, pin, "differs from the reviewed digest", "--base")
 
 
+def test_fixtures_a_checkout_converted_to_crlf_are_said_to_differ_in_line_endings(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """chardet's trial: with `core.autocrlf=true` every fixture "moved", and nothing said
+    why."""
+    files = {"fixtures/a.txt": b"one\ntwo\n", "fixtures/b.txt": b"three\n"}
+    make_tree(tmp_path, files)
+    pin = fixture_pin(tmp_path, list(files), digest=seed_digest(tmp_path, list(files)))
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    (tmp_path / "fixtures/a.txt").write_bytes(b"one\r\ntwo\r\n")
+    code, _, err = run_digest(run_cli, tmp_path, pin, "--base", "HEAD")
+    assert code == 2
+    assert (
+        "fixtures/a.txt differs from its blob at HEAD in its line endings alone: the checkout "
+        "converts them"
+    ) in err
+    # A real edit is no line-ending note.
+    (tmp_path / "fixtures/a.txt").write_bytes(b"one\nthree\n")
+    code, _, err = run_digest(run_cli, tmp_path, pin, "--base", "HEAD")
+    assert code == 2
+    assert "line endings" not in err
+
+
 def test_reviewed_digest_mismatch_names_moved_files_against_base(
     run_cli: RunCli, tmp_path: Path
 ) -> None:
