@@ -54,15 +54,15 @@ def test_without_a_decision_the_cause_says_so() -> None:
     assert gate.cause() == "merge wrote no decision"
 
 
-def vetted(**verdicts: VetVerdict) -> VetLedger:
-    """A vet ledger's findings alone: the step line reads nothing else of it."""
+def vetted(verdicts: dict[str, VetVerdict], unread: tuple[str, ...] = ()) -> VetLedger:
+    """A vet ledger's findings and unread files alone: the step line reads nothing else."""
     found = {
         prop_id: PropertyVet(
             Status.PASS, verdict, verdict is not VetVerdict.SURVIVED, (), (), (), (), (), 1, ()
         )
         for prop_id, verdict in verdicts.items()
     }
-    return cast(VetLedger, SimpleNamespace(properties=found))
+    return cast(VetLedger, SimpleNamespace(properties=found, unread_pinned_files=unread))
 
 
 @pytest.mark.parametrize(
@@ -79,4 +79,13 @@ def vetted(**verdicts: VetVerdict) -> VetLedger:
     ],
 )  # fmt: skip
 def test_the_vet_step_line_says_what_vet_found(verdicts: dict[str, VetVerdict], said: str) -> None:
-    assert gate_summary._describe_vet(vetted(**verdicts)) == said
+    assert gate_summary._describe_vet(vetted(verdicts)) == said
+
+
+def test_the_vet_step_line_counts_the_pinned_files_no_property_reads() -> None:
+    """chardet's trial: `vet` warned of 49 pinned files no property reads; through `gate`,
+    the warning was in the ledger alone."""
+    line = gate_summary._describe_vet(vetted({"a": VetVerdict.STRONG}, ("a.txt", "b.txt")))
+    assert (
+        line == "each of 1 properties can fail on its fixtures; 2 pinned file(s) no property reads"
+    )

@@ -198,11 +198,14 @@ def _describe_vet(vetted: VetLedger) -> str:
     # Counted as gates without --strict, as vet's own last line counts them apart.
     weak = [id_ for id_, found in vetted.properties.items() if found.verdict is VetVerdict.WEAK]
     said = f" ({len(weak)} weak, killed only by malformed input or a crash: {', '.join(weak)})"
+    # vet's own warning, which chardet's trial found only in the ledger through `gate`.
+    unread = vetted.unread_pinned_files
+    tail = f"; {len(unread)} pinned file(s) no property reads" if unread else ""
     if not_gates:
-        return f"cannot fail on its fixtures: {', '.join(not_gates)}" + (said if weak else "")
-    return f"each of {len(vetted.properties)} properties can fail on its fixtures" + (
-        said if weak else ""
-    )
+        head = f"cannot fail on its fixtures: {', '.join(not_gates)}"
+    else:
+        head = f"each of {len(vetted.properties)} properties can fail on its fixtures"
+    return head + (said if weak else "") + tail
 
 
 def _describe_flake_evidence(found: FlakeEvidenceLedger) -> str:
