@@ -223,6 +223,33 @@ def test_gate_names_the_untracked_files_that_decide_a_route(repo: Repo) -> None:
     assert posture(gate(repo)) == ("human_review", 0)
 
 
+def test_gate_says_a_new_test_file_pytest_never_collects_ran_nowhere(repo: Repo) -> None:
+    """chardet's trial: its settings collect `test.py` alone, and a fix with its test in a new
+    `test_memoryview.py` got the verdict of a refactor, the new test run nowhere."""
+    ini = repo.root / "pytest.ini"
+    ini.write_text(ini.read_text() + "python_files = test_orders.py\n")
+    repo = repo.as_base("pytest collects test_orders.py alone")
+    repo.write("properties/test_free_orders.py", NEW_TEST)
+    repo.commit("a test for free orders")
+    out = repo.ledgers / "gate"
+    result = repo.run_cli(
+        "gate", "--pins-dir", repo.root / "pins", "--root", repo.root, "--command", FOLDER,
+        "--base", repo.base, "--out-dir", out,
+    )  # fmt: skip
+    assert (
+        "gate: note: properties/test_free_orders.py new, named like a test, but pytest's "
+        "settings here never collect it: it ran nowhere in this gate"
+    ) in result.err
+    # Collected, it is a new test module as before: no note.
+    ini.write_text(ini.read_text().replace("python_files = test_orders.py\n", ""))
+    repo.commit("pytest collects every test module")
+    result = repo.run_cli(
+        "gate", "--pins-dir", repo.root / "pins", "--root", repo.root, "--command", FOLDER,
+        "--base", repo.base, "--out-dir", out,
+    )  # fmt: skip
+    assert "ran nowhere" not in result.err
+
+
 def test_gate_names_a_conftest_as_steering_every_test(repo: Repo) -> None:
     repo.write("conftest.py", "import pytest\n")
     repo.commit("a root conftest")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fnmatch
 import os
 import re
 import sys
@@ -202,6 +203,7 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
         change = find_change(request.pins_dir, request.root, request.base, outputs, env)
         print(f"gate: base {change.base[:12]} (from {change.base_source})", flush=True)
         _note_untracked(change)
+        _note_uncollected_tests(request, change)
         if change.pin_change_only:
             return _finish(request, out, _pin_change(request, out, change), env)
         plan = find_pins(request.pins_dir)
@@ -240,6 +242,40 @@ def _note_untracked(change: Change) -> None:
         f"and decide its route: {named}{more}; commit them, or list them in .gitignore",
         file=sys.stderr,
     )
+
+
+def _note_uncollected_tests(request: GateRequest, change: Change) -> None:
+    """A new file named like a test (`test_*.py`, `*_test.py`) that the tree's pytest
+    settings never collect did not run: said, since a reviewer reads it as a test that
+    passed (chardet collects `test.py` alone, and a new `test_memoryview.py` ran nowhere)."""
+    from three_ledger.test_changes import DEFAULT_PYTHON_FILES, layout_in_tree
+
+    prefix = f"{change.root_in_top}/" if change.root_in_top else ""
+    named = [
+        path.removeprefix(prefix)
+        for path in change.changed
+        if path.startswith(prefix)
+        and any(fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], p) for p in DEFAULT_PYTHON_FILES)
+    ]
+    present = [path for path in named if (request.root / path).is_file()]
+    if not present:
+        return
+    layout = layout_in_tree(request.root).started_by(request.command, request.root)
+    uncollected = [path for path in present if not layout.collects(path)]
+    if not uncollected:
+        return
+    try:
+        at_base = git.blob_ids_at(request.root, change.base, uncollected)
+    except (Refused, git.GitHung):
+        return
+    new = [path for path in uncollected if path not in at_base]
+    if new:
+        print(
+            f"gate: note: {', '.join(new[:_UNTRACKED_NAMED])} new, named like a test, but "
+            "pytest's settings here never collect it: it ran nowhere in this gate "
+            "(`python_files`, `testpaths` and the command decide what pytest collects)",
+            file=sys.stderr,
+        )
 
 
 def _refuse_code_from_root(root: Path) -> None:
