@@ -417,6 +417,9 @@ class Audit:
         self.keep: list[object] = []  # what watched_ids name, kept alive so ids stay unique
         self.types_seen: dict[int, None] = {}  # the types of pytest's data, their classes watched
         self.events: list[tuple[str, tuple[FrameInfo, ...]]] = []
+        # The project's collected test functions (`watch_tests`): only plain functions, which
+        # hash by identity.
+        self.test_functions: dict[types.FunctionType, None] = {}
         self.hooks: _Hooks | None = None
         # Plugins whose registration was judged (legitimate, or reported once), kept alive.
         self.accounted: dict[int, object] = {}
@@ -504,15 +507,24 @@ class Audit:
     def watch_tests(self, items: Iterable[Any]) -> None:
         """The project's collected test functions, from now on: code that sets one's
         `__code__`, `__defaults__` or `__kwdefaults__` (each an audit event) rewrites a test
-        in memory, and is judged by who did it, as a change to the machinery is."""
+        in memory, and is judged by who did it, as a change to the machinery is.
+
+        Kept by the functions themselves, not by `id()`, an audit event that would cost each
+        test the hooks' floor: a plain function hashes by identity, and nothing else is
+        kept (a method's function is taken out of it by type)."""
+        tests = self.test_functions
+        last: object = None
         for item in items:
             try:
-                obj = getattr(item, "obj", None)
+                obj = item.obj
             except Exception:  # noqa: BLE001 - an item that cannot give its object has none
                 continue
-            function = getattr(obj, "__func__", obj)
+            if obj is last:  # a parametrised function's items, in a run
+                continue
+            last = obj
+            function = obj.__func__ if type(obj) is types.MethodType else obj
             if type(function) is types.FunctionType:
-                self._remember(function)
+                tests[function] = None
 
     def _remember(self, value: object) -> None:
         if (key := _key(value)) not in self.watched_ids:
@@ -536,7 +548,9 @@ class Audit:
             if not {_key(target), _key(type(target)), _key(value)} & watched.keys():
                 return
             what = f"the class of a {_label(type(target))} object set to {_label(value)}"
-        elif _key(target) in self.watched_ids:
+        elif _key(target) in self.watched_ids or (
+            type(target) is types.FunctionType and target in self.test_functions
+        ):
             what = f"{_label(target)}.{name} set"
         else:
             return
@@ -562,6 +576,7 @@ class Audit:
         self.namespaces.clear()
         self.keep.clear()
         self.watched_ids.clear()
+        self.test_functions.clear()
         self.types_seen.clear()
         self.hot, self.per_test, self.cold = _Group(()), _Group(()), []
 

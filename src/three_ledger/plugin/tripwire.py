@@ -154,21 +154,21 @@ def loaded_otherwise(items: list[pytest.Item]) -> list[str]:
     rewrite = sys.modules.get("_pytest.assertion.rewrite")
     hook_class = getattr(rewrite, "AssertionRewritingHook", None)
     found: list[str] = []
-    seen: set[int] = set()
-    parents: set[int] = set()
+    said: list[str] = []
+    last: object = None
     for item in items:
-        # Items come in runs of one parent (a module, a class): its module is asked once.
-        parent = id(item.parent)
-        if parent in parents:
+        # Items come in runs of one parent (a module, a class): its module is asked once a
+        # run. By identity alone: `id()` is an audit event, which costs every item the hooks'
+        # floor, and a set would ask the objects their hash.
+        if item.parent is last:
             continue
-        parents.add(parent)
+        last = item.parent
         try:
             module = getattr(item, "module", None)
         except Exception:  # noqa: BLE001 - a collector that cannot say: not a Python module
             continue
-        if module is None or id(module) in seen:
+        if module is None:
             continue
-        seen.add(id(module))
         loader = getattr(module, "__loader__", None)
         spec = getattr(module, "__spec__", None)
         kind = type(loader)
@@ -186,10 +186,13 @@ def loaded_otherwise(items: list[pytest.Item]) -> list[str]:
         ):
             continue
         name = getattr(module, "__name__", "?")
-        found.append(
+        what = (
             f"test module {name} was loaded by {kind.__module__}.{kind.__qualname__}, not by "
             "pytest's import or Python's file loader: the code that ran need not be its file's"
         )
+        if what not in said:
+            said.append(what)
+            found.append(what)
     return found
 
 
