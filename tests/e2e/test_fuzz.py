@@ -336,7 +336,13 @@ MERGE_DECISION = {
     "posture": "reject",
     "row": 7,
     "reason": "property miss stands: p.two is fail",
-    "inputs": {"fixture": HEX_A, "property": HEX_B, "dual_pin": None, "flakes": [HEX_C]},
+    "inputs": {
+        "fixture": HEX_A,
+        "property": HEX_B,
+        "dual_pin": None,
+        "flakes": [HEX_C],
+        "flake_evidence": None,
+    },
     "recorded_at": STAMP,
 }
 
