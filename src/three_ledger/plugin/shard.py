@@ -89,15 +89,16 @@ class _Slice:
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         ids, keep, planned = self.ids, self.keep, self.planned
+        # Each item's fate once, then split on it: never `id()`, an audit event per item.
         if planned is None:
-            kept = [item for item in items if (item.nodeid in ids) is keep]
+            fates = [(item.nodeid in ids) is keep for item in items]
         else:
             outside = planned.ids
-            kept = [item for item in items if item.nodeid in ids or item.nodeid not in outside]
-        if len(kept) != len(items):
-            chosen = set(map(id, kept))
-            config.hook.pytest_deselected(items=[i for i in items if id(i) not in chosen])
-        items[:] = kept
+            fates = [item.nodeid in ids or item.nodeid not in outside for item in items]
+        if not all(fates):
+            dropped = [item for item, kept in zip(items, fates, strict=True) if not kept]
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item, kept in zip(items, fates, strict=True) if kept]
 
 
 class _Unplanned:
