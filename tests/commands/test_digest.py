@@ -215,17 +215,23 @@ def test_reviewed_digest_mismatch_without_base(run_cli: RunCli, tmp_path: Path) 
     assert_refused(run_cli, tmp_path, pin, "differs from the reviewed digest", "--base")
 
 
+def committed_with_digest(root: Path, files: dict[str, bytes]) -> Path:
+    """FILES committed in a new repository at ROOT, and a pin of them with their digest."""
+    make_tree(root, files)
+    pin = fixture_pin(root, list(files), digest=seed_digest(root, list(files)))
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return pin
+
+
 def test_fixtures_a_checkout_converted_to_crlf_are_said_to_differ_in_line_endings(
     run_cli: RunCli, tmp_path: Path
 ) -> None:
     """chardet's trial: with `core.autocrlf=true` every fixture "moved", and nothing said
     why."""
     files = {"fixtures/a.txt": b"one\ntwo\n", "fixtures/b.txt": b"three\n"}
-    make_tree(tmp_path, files)
-    pin = fixture_pin(tmp_path, list(files), digest=seed_digest(tmp_path, list(files)))
-    git(tmp_path, "init", "-q")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-q", "-m", "base")
+    pin = committed_with_digest(tmp_path, files)
     (tmp_path / "fixtures/a.txt").write_bytes(b"one\r\ntwo\r\n")
     code, _, err = run_digest(run_cli, tmp_path, pin, "--base", "HEAD")
     assert code == 2
@@ -244,11 +250,7 @@ def test_reviewed_digest_mismatch_names_moved_files_against_base(
     run_cli: RunCli, tmp_path: Path
 ) -> None:
     files = {"fixtures/a.json": b"{}", "fixtures/b.json": b"[]", "fixtures/c.json": b"1"}
-    make_tree(tmp_path, files)
-    pin = fixture_pin(tmp_path, list(files), digest=seed_digest(tmp_path, list(files)))
-    git(tmp_path, "init", "-q")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-q", "-m", "base")
+    pin = committed_with_digest(tmp_path, files)
     (tmp_path / "fixtures/b.json").write_bytes(b"[0]")
     code, _, err = run_digest(run_cli, tmp_path, pin, "--base", "HEAD")
     assert code == 2

@@ -153,6 +153,15 @@ if "--collect-only" in _os.environ.get("PYTEST_ADDOPTS", ""):
 """
 
 
+def plan_without_boundary_orders(run_cli: RunCli, repo: Path, command: str) -> Path:
+    """A plan of two slices for COMMAND, which holds tests and none of the boundary orders."""
+    plan = shard_plan(run_cli, repo, 2, command, flakes=False)
+    planned = [test_id for chosen in read(plan)["slices"] for test_id in chosen]
+    assert planned
+    assert not any("boundary" in test_id for test_id in planned)
+    return plan
+
+
 @pytest.mark.parametrize("workers", ["", " -n 2"])
 def test_a_plan_whose_collection_the_change_steered_is_refused_by_every_shard(
     run_cli: RunCli, broken_orders: Path, workers: str
@@ -162,10 +171,7 @@ def test_a_plan_whose_collection_the_change_steered_is_refused_by_every_shard(
         code.write(STEERING)
     git(repo, "commit", "-qam", "the patch hides its failures from the plan")
     command = EXAMPLE_CMD + workers
-    plan = shard_plan(run_cli, repo, 2, command, flakes=False)
-    planned = [test_id for chosen in read(plan)["slices"] for test_id in chosen]
-    assert planned
-    assert not any("boundary" in test_id for test_id in planned)
+    plan = plan_without_boundary_orders(run_cli, repo, command)
     for index in range(2):
         result, out = run_shard(run_cli, repo, plan, index, command, flakes=False)
         assert result.code == 4, result.err
@@ -180,10 +186,7 @@ def test_tests_the_command_deselects_are_no_gap_in_the_plan(
 ) -> None:
     # `-k` leaves the boundary orders out of the plan's collection and of each shard's alike.
     command = f'{EXAMPLE_CMD} -k "not boundary"'
-    plan = shard_plan(run_cli, orders_repo, 2, command, flakes=False)
-    planned = [test_id for chosen in read(plan)["slices"] for test_id in chosen]
-    assert planned
-    assert not any("boundary" in test_id for test_id in planned)
+    plan = plan_without_boundary_orders(run_cli, orders_repo, command)
     for index in range(2):
         result, out = run_shard(run_cli, orders_repo, plan, index, command, flakes=False)
         assert result.code == 0, result.err
