@@ -63,11 +63,18 @@ def product_modules(tracked: Iterable[str], product_paths: Sequence[str]) -> lis
     ]
 
 
+def _module(source: str) -> ast.Module | None:
+    """SOURCE parsed; None where it is not Python this interpreter reads."""
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
 def imported_names(source: str) -> list[str]:
     """The absolute module names SOURCE imports, in the order it imports them."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = _module(source)
+    if tree is None:
         return []
     names: list[str] = []
     for node in tree.body:
@@ -80,9 +87,8 @@ def imported_names(source: str) -> list[str]:
 
 def names_used(source: str) -> set[str]:
     """Every name and attribute SOURCE reads (`IntRange` of `click.IntRange(0, 5)`)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = _module(source)
+    if tree is None:
         return set()
     used: set[str] = set()
     for node in ast.walk(tree):
@@ -97,9 +103,8 @@ def names_used(source: str) -> set[str]:
 
 def names_defined(source: str) -> set[str]:
     """The names of SOURCE's module-level functions and classes."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = _module(source)
+    if tree is None:
         return set()
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     return {node.name for node in tree.body if isinstance(node, kinds)}
