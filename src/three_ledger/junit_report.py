@@ -50,6 +50,8 @@ class Case:
     name: str
     file: str
     outcome: Outcome
+    # Whether its `fail` is an expected failure: each failing child a `pytest.xfail` skip.
+    xfail: bool = False
 
     @property
     def owner(self) -> str:
@@ -137,13 +139,17 @@ def _cases(document: ET.Element, root: Path | None) -> Iterator[Case]:
     for index, suite, element in _testcases(document):
         if index not in suite_names:
             suite_names[index] = normalised(suite.get("name") or "")
+        outcomes = [(_child_outcome(child), _is_xfail(child)) for child in element]
+        outcome = worst(outcome for outcome, _ in outcomes)
         yield Case(
             suite=index,
             suite_name=suite_names[index],
             classname=normalised(element.get("classname") or ""),
             name=normalised(element.get("name") or ""),
             file=_relative_file(normalised(element.get("file") or ""), root),
-            outcome=worst(_child_outcome(child) for child in element),
+            outcome=outcome,
+            xfail=outcome is Outcome.FAIL
+            and all(xfail for one, xfail in outcomes if one is Outcome.FAIL),
         )
 
 
@@ -191,8 +197,12 @@ _CHILD_OUTCOMES = {
 }
 
 
+def _is_xfail(child: ET.Element) -> bool:
+    return child.tag == "skipped" and child.get("type") == "pytest.xfail"
+
+
 def _child_outcome(child: ET.Element) -> Outcome:
-    if child.tag == "skipped" and child.get("type") == "pytest.xfail":
+    if _is_xfail(child):
         # As in the plugin: an expected failure is still a failure.
         return Outcome.FAIL
     # system-out, properties and other children say nothing about the outcome.
@@ -215,7 +225,9 @@ def case_result(case: Case) -> TestResult:
         if case.file:
             aliases.append(f"{case.classname}::{case.name}")
     groups = tuple(dict.fromkeys(owner for owner in (case.file, case.classname) if owner))
-    return TestResult(test_id, (), case.outcome, aliases=tuple(aliases), groups=groups)
+    return TestResult(
+        test_id, (), case.outcome, aliases=tuple(aliases), groups=groups, xfail=case.xfail
+    )
 
 
 def merged(results: Sequence[TestResult]) -> list[TestResult]:
@@ -293,7 +305,9 @@ def hook_consequences(cases: Sequence[Case]) -> list[Case]:
             consequences.extend(_mocha_consequences(hook, mocha, pool))
         elif _suite_level(hook, describes):
             governed = (case for case in tests if case is not hook and _governs(hook, case))
-            consequences.extend(replace(case, outcome=hook.outcome) for case in governed)
+            consequences.extend(
+                replace(case, outcome=hook.outcome, xfail=False) for case in governed
+            )
     return consequences
 
 
@@ -358,7 +372,7 @@ def _mocha_consequences(hook: Case, mocha: _MochaHook, tests: Sequence[Case]) ->
         and _in_scope(hook.name, case.name, mocha)
         and _in_scope(hook.classname, case.classname, mocha)
     ]
-    consequences = [replace(case, outcome=hook.outcome) for case in governed]
+    consequences = [replace(case, outcome=hook.outcome, xfail=False) for case in governed]
     if not governed and mocha.target is not None:
         # The test never reached the report: stand in for it, named as the report would.
         consequences.append(

@@ -149,12 +149,14 @@ class Shard:
 
 @frozen
 class ShardResult:
-    """One test a shard ran: its node id, marker property ids, outcome, and skip reason."""
+    """One test a shard ran: its node id, marker property ids, outcome, skip reason, and
+    whether its `fail` is an expected failure (xfail)."""
 
     id: str
     property_ids: tuple[str, ...]
     outcome: Outcome
     skip_reason: str | None = None
+    xfail: bool = False
 
 
 @frozen(kw_only=True)

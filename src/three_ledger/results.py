@@ -63,6 +63,8 @@ class TestResult:
     groups: tuple[str, ...] | None = None
     # Why it skipped, as the runner reported it; None unless the outcome is `skip`.
     skip_reason: str | None = None
+    # Whether its `fail` is an expected failure (xfail) the runner reported; False otherwise.
+    xfail: bool = False
 
     def __init__(
         self,
@@ -72,17 +74,21 @@ class TestResult:
         aliases: tuple[str, ...] = (),
         groups: tuple[str, ...] | None = None,
         skip_reason: str | None = None,
+        xfail: bool = False,
     ) -> None:
         """The dataclass's `__init__`, each field set through its slot's own setter: a frozen
         dataclass sets each through `object.__setattr__`, which made one result cost some
         11,000 instructions, and a run reads one per test (20,000 in 222 million; 143 now)."""
-        set_id, set_ids, set_outcome, set_aliases, set_groups, set_reason = _RESULT_SETTERS
+        set_id, set_ids, set_outcome, set_aliases, set_groups, set_reason, set_xfail = (
+            _RESULT_SETTERS
+        )
         set_id(self, id)
         set_ids(self, property_ids)
         set_outcome(self, outcome)
         set_aliases(self, aliases)
         set_groups(self, groups)
         set_reason(self, skip_reason)
+        set_xfail(self, xfail)
 
     def matches(self, selector: str) -> bool:
         """True when `selector` selects this result by its id or one of its aliases."""
@@ -359,13 +365,17 @@ def _merge_pair(earlier: TestResult, later: TestResult) -> TestResult:
     groups = None
     if earlier.groups is not None or later.groups is not None:
         groups = _united(earlier.groups or (), later.groups or ())
+    outcome = worst((earlier.outcome, later.outcome))
     return TestResult(
         id=earlier.id,
         property_ids=_united(earlier.property_ids, later.property_ids),
-        outcome=worst((earlier.outcome, later.outcome)),
+        outcome=outcome,
         aliases=_united(earlier.aliases, later.aliases),
         groups=groups,
         skip_reason=earlier.skip_reason or later.skip_reason,
+        # Expected only where no failure of either was unexpected.
+        xfail=outcome is Outcome.FAIL
+        and all(one.xfail for one in (earlier, later) if one.outcome is Outcome.FAIL),
     )
 
 
@@ -483,14 +493,19 @@ def unpinned_failures(
     flake_selectors: Sequence[str],
     results: Sequence[TestResult] | ResultIndex,
 ) -> list[TestResult]:
-    """Failed or errored results that no property and no flake entry matches, in run order."""
+    """Failed or errored results that no property and no flake entry matches, in run order.
+
+    An expected failure (xfail) is none: the project said it fails, and pytest counts it
+    apart. Inside a property it still scores `fail` (SPEC 4.2)."""
     index = indexed(results)
     properties = {property_id: selector_tuple(chosen) for property_id, chosen in selectors.items()}
     kept = index.pinned_positions(properties, flake_selectors)
     return [
         result
         for position, result in enumerate(index.results)
-        if result.outcome in (Outcome.FAIL, Outcome.ERROR) and position not in kept
+        if result.outcome in (Outcome.FAIL, Outcome.ERROR)
+        and not result.xfail
+        and position not in kept
     ]
 
 
@@ -613,6 +628,7 @@ def _results_from_json(label: str, records: list[dict[str, Any]]) -> list[TestRe
         name = record.get("outcome")
         outcome = _OUTCOME_BY_NAME.get(name) if type(name) is str else None
         reason = record.get("skip_reason")
+        xfail = record.get("xfail")
         if (
             type(test_id) is str
             and test_id
@@ -620,9 +636,12 @@ def _results_from_json(label: str, records: list[dict[str, Any]]) -> list[TestRe
             and (not property_ids or all(type(p) is str for p in property_ids))
             and outcome is not None
             and (reason is None or type(reason) is str)
+            and (xfail is None or (xfail is True and outcome is Outcome.FAIL))
         ):
             kept = reason if outcome is Outcome.SKIP else None
-            results.append(TestResult(test_id, tuple(property_ids), outcome, (), None, kept))
+            results.append(
+                TestResult(test_id, tuple(property_ids), outcome, (), None, kept, xfail is True)
+            )
         else:
             results.append(_result_from_json(label, number, record))
     return results
@@ -644,11 +663,17 @@ def _result_from_json(label: str, number: int, record: object) -> TestResult:
     skip_reason = record.get("skip_reason")
     if skip_reason is not None and not isinstance(skip_reason, str):
         raise InfraFailure(f"{label}: line {number}: 'skip_reason' must be a string")
+    xfail = record.get("xfail")
+    if xfail is not None and (xfail is not True or outcome is not Outcome.FAIL):
+        raise InfraFailure(
+            f"{label}: line {number}: 'xfail' may only be true, on an outcome of 'fail'"
+        )
     return TestResult(
         id=test_id,
         property_ids=tuple(property_ids),
         outcome=outcome,
         skip_reason=skip_reason if outcome is Outcome.SKIP else None,
+        xfail=xfail is True,
     )
 
 

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from helpers import CliResult, RunCli, git
-from helpers.suites import PYTEST, TEST_FILE, edit_properties, make_suite, prop, properties_pin
+from helpers.suites import (
+    PYTEST,
+    SUITE,
+    TEST_FILE,
+    edit_properties,
+    make_suite,
+    prop,
+    properties_pin,
+)
 from three_ledger.report.step_summary import code
 
 pytestmark = pytest.mark.pytest_child
@@ -169,6 +177,33 @@ def test_failures_outside_every_property_are_recorded_and_shown(
     summary = (repo / "ledgers/summary.md").read_text()
     assert "**Unpinned failures** (2 outside every property" in summary
     assert f"- {code(outside[0])}\n- {code(outside[1])}\n" in summary
+
+
+EXPECTED_FAILURES = """
+
+@pytest.mark.xfail(reason="known")
+def test_outside_known():
+    assert "known" == "fixed"
+
+
+@pytest.mark.xfail(reason="known")
+def test_pinned_known():
+    assert "known" == "fixed"
+"""
+
+
+def test_an_expected_failure_outside_every_property_is_not_listed_and_inside_one_fails_it(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pin = properties_pin([prop("suite.known", f"{TEST_FILE}::test_pinned_known")])
+    repo = make_suite(tmp_path, pin, source=SUITE + EXPECTED_FAILURES)
+    monkeypatch.setenv("SUITE_BROKEN", "outside")
+    result = score(run_cli, repo)
+    assert result.code == 1, result.err
+    outside = [f"{TEST_FILE}::test_outside_one", f"{TEST_FILE}::test_outside_two"]
+    assert ledger(repo)["unpinned_failures"] == {"count": 2, "first_ids": outside}
+    assert ledger(repo)["status_by_id"] == {"suite.known": "fail"}
+    assert "test_outside_known" not in result.err
 
 
 def test_properties_warns_about_selectors_and_markers_after_its_run(

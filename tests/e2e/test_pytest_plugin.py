@@ -69,6 +69,15 @@ def test_imperative_xfail():
 
 
 @pytest.mark.xfail(strict=False)
+def test_xfail_then_teardown_error(broken_teardown):
+    assert False
+
+
+def test_imperative_xfail_then_teardown_error(broken_teardown):
+    pytest.xfail("known")
+
+
+@pytest.mark.xfail(strict=False)
 def test_xpass():
     pass
 
@@ -133,6 +142,9 @@ EXPECTED = {
     "test_inner.py::test_fails_then_teardown_error": "error",
     "test_inner.py::test_xfail": "fail",
     "test_inner.py::test_imperative_xfail": "fail",
+    # Under an xfail marker pytest reports the teardown's error as expected too.
+    "test_inner.py::test_xfail_then_teardown_error": "fail",
+    "test_inner.py::test_imperative_xfail_then_teardown_error": "error",
     "test_inner.py::test_xpass": "error",
     "test_inner.py::test_xpass_strict": "error",
     "test_inner.py::test_param[1]": "pass",
@@ -145,6 +157,12 @@ EXPECTED = {
     "test_inner.py::TestUnit::test_subtest_all_pass": "pass",
 }
 DESELECTED = "test_inner.py::test_deselected"
+# The items whose `fail` is an xfail and nothing worse: their lines say `"xfail": true`.
+EXPECTED_FAILURES = {
+    "test_inner.py::test_xfail",
+    "test_inner.py::test_imperative_xfail",
+    "test_inner.py::test_xfail_then_teardown_error",
+}
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -215,6 +233,8 @@ def test_lines_have_exactly_the_documented_keys(suite_run: list[dict[str, object
         keys = ["id", "property_ids", "outcome", "worker"]
         if record["outcome"] == "skip":
             keys.append("skip_reason")
+        if record["id"] in EXPECTED_FAILURES:
+            keys.append("xfail")
         assert list(record) == keys
         assert isinstance(record["property_ids"], list)
 
@@ -224,6 +244,18 @@ def test_a_skip_records_its_reason_also_through_xdist(suite_run: list[dict[str, 
     assert reasons["test_inner.py::test_skip"] == "not today"
     assert reasons["test_inner.py::test_marked_skipped"] == "marked skip"
     assert reasons["test_inner.py::test_pass"] is None
+
+
+def test_only_a_fail_that_is_an_xfail_and_nothing_worse_is_marked_expected(
+    suite_run: list[dict[str, object]], tmp_path: Path
+) -> None:
+    marked = {str(record["id"]) for record in suite_run if "xfail" in record}
+    assert marked == EXPECTED_FAILURES
+    assert all(record["xfail"] is True for record in suite_run if "xfail" in record)
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(record) + "\n" for record in suite_run))
+    read = {result.id for result in read_results_file(results) if result.xfail}
+    assert read == EXPECTED_FAILURES
 
 
 def test_marker_ids_are_recorded_even_for_a_skipped_test(

@@ -386,7 +386,13 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
             "tests_matched": {"p.one": 1},
             "ids_run": ["t.py::a"],
             "results": [
-                {"id": "t.py::a", "property_ids": ["p.one"], "outcome": "fail", "skip_reason": None}
+                {
+                    "id": "t.py::a",
+                    "property_ids": ["p.one"],
+                    "outcome": "fail",
+                    "skip_reason": None,
+                    "xfail": True,
+                }
             ],
             "recorded_at": STAMP,
         },
@@ -442,8 +448,15 @@ SEEDS: dict[str, list[dict[str, Any]]] = {
                     "property_ids": ["p.one"],
                     "outcome": "pass",
                     "skip_reason": None,
+                    "xfail": False,
                 },
-                {"id": "t.py::b", "property_ids": [], "outcome": "skip", "skip_reason": "later"},
+                {
+                    "id": "t.py::b",
+                    "property_ids": [],
+                    "outcome": "skip",
+                    "skip_reason": "later",
+                    "xfail": False,
+                },
             ],
             "recorded_at": STAMP,
         },
@@ -656,6 +669,7 @@ def results_array(count: int) -> list[dict[str, Any]]:
             "property_ids": ["p.one"] * (index % 3),
             "outcome": outcome,
             "skip_reason": "later" if outcome == "skip" else None,
+            "xfail": outcome == "fail" and index % 2 == 1,
         }
         for index, outcome in zip(range(count), outcomes, strict=False)
     ]

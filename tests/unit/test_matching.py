@@ -121,6 +121,17 @@ def test_unpinned_failures_leave_out_properties_markers_and_flakes() -> None:
     assert [r.id for r in found] == ["t.py::c", "t.py::e"]
 
 
+def test_an_expected_failure_is_no_unpinned_failure_and_still_fails_its_property() -> None:
+    results = [
+        TestResult("t.py::known", (), FAIL, xfail=True),
+        TestResult("t.py::bug", (), FAIL),
+        TestResult("t.py::scored", (), FAIL, xfail=True),
+    ]
+    selectors = {"p.scored": "t.py::scored"}
+    assert [r.id for r in unpinned_failures(selectors, [], results)] == ["t.py::bug"]
+    assert score_properties(selectors, results)["p.scored"].status == "fail"
+
+
 def properties_pin(tmp_path: Path, **document: Any) -> PropertiesPin:
     base = {"pin_id": "p", "fixture_pins": ["f"], "properties": []}
     return load_properties_pin(write_json(tmp_path / "properties.json", {**base, **document}))

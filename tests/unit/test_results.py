@@ -59,6 +59,7 @@ class CompiledResult:
     aliases: tuple[str, ...] = ()
     groups: tuple[str, ...] | None = None
     skip_reason: str | None = None
+    xfail: bool = False
 
 
 def test_a_result_s_init_takes_the_fields_in_their_order() -> None:
@@ -74,6 +75,7 @@ RESULT_VALUES = st.tuples(
     st.lists(st.text(max_size=2), max_size=2).map(tuple),
     st.none() | st.lists(st.text(max_size=2), max_size=2).map(tuple),
     st.none() | st.text(max_size=2),
+    st.booleans(),
 )
 
 
@@ -100,6 +102,7 @@ def test_a_result_takes_the_dataclass_s_defaults() -> None:
         (),
         None,
         None,
+        False,
     )
 
 
@@ -142,6 +145,40 @@ def test_the_records_of_a_results_file_are_its_lines_objects_in_order(tmp_path: 
     assert results == read_results_file(path) == [result("t.py::a", FAIL), result("t.py::b", PASS)]
 
 
+def test_an_expected_failure_is_read_as_one(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    records = [
+        {"id": "t.py::a", "property_ids": [], "outcome": "fail", "xfail": True},
+        {"id": "t.py::b", "property_ids": [], "outcome": "fail"},
+    ]
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert [(r.id, r.outcome, r.xfail) for r in read_results_file(path)] == [
+        ("t.py::a", FAIL, True),
+        ("t.py::b", FAIL, False),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        (TestResult("a", (), FAIL, xfail=True), TestResult("a", (), PASS), (FAIL, True)),
+        (
+            TestResult("a", (), FAIL, xfail=True),
+            TestResult("a", (), FAIL, xfail=True),
+            (FAIL, True),
+        ),
+        (TestResult("a", (), FAIL, xfail=True), TestResult("a", (), FAIL), (FAIL, False)),
+        (TestResult("a", (), FAIL), TestResult("a", (), FAIL, xfail=True), (FAIL, False)),
+        (TestResult("a", (), FAIL, xfail=True), TestResult("a", (), ERROR), (ERROR, False)),
+    ],
+)
+def test_a_merged_failure_is_expected_only_where_every_failure_of_it_was(
+    first: TestResult, second: TestResult, expected: tuple[Outcome, bool]
+) -> None:
+    (merged,) = merge_worst([first, second])
+    assert (merged.outcome, merged.xfail) == expected
+
+
 def test_results_file_merges_repeated_ids_worst_first(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     path.write_text(line("t.py::a", "fail", ["p.one"]) + line("t.py::a", "pass", ["p.two"]))
@@ -166,6 +203,14 @@ def test_results_file_merges_repeated_ids_worst_first(tmp_path: Path) -> None:
         (
             '{"id": "x", "property_ids": [], "outcome": "skip", "skip_reason": 3}\n',
             "line 2: 'skip_reason' must be a string",
+        ),
+        (
+            '{"id": "x", "property_ids": [], "outcome": "pass", "xfail": true}\n',
+            "line 2: 'xfail' may only be true, on an outcome of 'fail'",
+        ),
+        (
+            '{"id": "x", "property_ids": [], "outcome": "fail", "xfail": 1}\n',
+            "line 2: 'xfail' may only be true",
         ),
         ("\n", "line 2: not valid JSON"),
     ],
@@ -292,6 +337,23 @@ def test_junit_child_elements_give_the_worst_outcome(
 ) -> None:
     path = write_junit(tmp_path, f'<testcase classname="c" name="t">{children}</testcase>')
     assert [r.outcome for r in read_junit_report(path).results] == [expected]
+
+
+@pytest.mark.parametrize(
+    ("children", "expected"),
+    [
+        ('<skipped type="pytest.xfail" message="known"/>', True),
+        ('<skipped type="pytest.xfail"/><failure/>', False),
+        ('<skipped type="pytest.xfail"/><error/>', False),
+        ("<failure/>", False),
+        ('<skipped message="later"/>', False),
+    ],
+)
+def test_a_junit_xfail_is_an_expected_failure_unless_something_else_failed(
+    tmp_path: Path, children: str, expected: bool
+) -> None:
+    path = write_junit(tmp_path, f'<testcase classname="c" name="t">{children}</testcase>')
+    assert [r.xfail for r in read_junit_report(path).results] == [expected]
 
 
 def test_junit_file_attribute_makes_the_id_and_classname_dot_name_still_matches(

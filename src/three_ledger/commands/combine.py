@@ -33,7 +33,7 @@ from three_ledger.pins import FlakePin, PropertiesPin, load_flake_pin, load_prop
 from three_ledger.report.findings import findings, plain_lines, status_lines
 from three_ledger.results import TestResult, scored_fields
 from three_ledger.run_order import write_with_order
-from three_ledger.vocabulary import LAYER_HELD, Enforcement, weakest_tripwire
+from three_ledger.vocabulary import LAYER_HELD, Enforcement, Outcome, weakest_tripwire
 
 # Weakest first: the merged ledger records the weakest enforcement any shard ran under.
 _ENFORCEMENT_STRENGTH = {Enforcement.NONE: 0, Enforcement.SOCKET_GUARD: 1, Enforcement.NETNS: 2}
@@ -198,7 +198,13 @@ def merged_ledger(
 ) -> PropertyLedger:
     first = shards[0].record
     results = [
-        TestResult(result.id, result.property_ids, result.outcome, skip_reason=result.skip_reason)
+        TestResult(
+            result.id,
+            result.property_ids,
+            result.outcome,
+            skip_reason=result.skip_reason,
+            xfail=result.xfail and result.outcome is Outcome.FAIL,
+        )
         for shard in shards
         for result in shard.record.results
     ]

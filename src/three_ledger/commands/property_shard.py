@@ -102,6 +102,7 @@ def property_shard(request: Request, plan_path: Path, index: int) -> int:
                     result.property_ids,
                     result.outcome,
                     result.skip_reason,
+                    result.xfail,
                 )
                 for result in observed.results
             ),

@@ -31,6 +31,7 @@ from .wire import (
     SEVERITY,
     SKIP_REASON_KEY,
     WORKER_KEY,
+    XFAIL_KEY,
     Outcome,
     tripwire_may_arm,
 )
@@ -49,12 +50,14 @@ else:
 class _ItemRecord:
     """What the controller knows about one item while its reports arrive."""
 
-    __slots__ = ("outcome", "property_ids", "skip_reason", "worker")
+    __slots__ = ("outcome", "property_ids", "skip_reason", "worker", "xfail")
 
     def __init__(self, worker: str = MAIN_WORKER) -> None:
         self.outcome = Outcome.PASS
         self.property_ids: list[str] = []
         self.skip_reason: str | None = None
+        # Whether its `fail` is expected: every failing report of it was an xfail.
+        self.xfail = False
         # The process that ran it: the line order per worker is the order its tests ran.
         self.worker = worker
 
@@ -149,6 +152,9 @@ class _ResultsWriter:
         outcome = report_outcome(report)
         if SEVERITY[outcome] > SEVERITY[record.outcome]:
             record.outcome = outcome
+            record.xfail = outcome is Outcome.FAIL and report.skipped
+        elif outcome is Outcome.FAIL and record.outcome is Outcome.FAIL and not report.skipped:
+            record.xfail = False
         if outcome is Outcome.SKIP and record.skip_reason is None:
             record.skip_reason = skip_reason(report)
         for name, value in report.user_properties:
@@ -183,7 +189,9 @@ def _write_line(recorder: _Recorder, nodeid: str) -> None:
     record = recorder.pending.pop(nodeid)
     skip_reason = record.skip_reason if record.outcome is Outcome.SKIP else None
     recorder.stream.write(
-        results_line(nodeid, record.property_ids, record.outcome, record.worker, skip_reason)
+        results_line(
+            nodeid, record.property_ids, record.outcome, record.worker, skip_reason, record.xfail
+        )
     )
     # Flushed per line, so a run killed later still leaves this item's evidence on disk.
     recorder.stream.flush()
@@ -195,6 +203,7 @@ def results_line(
     outcome: Outcome,
     worker: str,
     skip_reason: str | None,
+    xfail: bool = False,
 ) -> str:
     """One results line, the text `json.dumps` makes of it, with its newline.
 
@@ -211,12 +220,14 @@ def results_line(
     )
     if skip_reason is not None:
         line += f", {_KEYS[SKIP_REASON_KEY]}: {_json_string(skip_reason)}"
+    if xfail:
+        line += f", {_KEYS[XFAIL_KEY]}: true"
     return line + "}\n"
 
 
 _KEYS = {
     key: _json_string(key)
-    for key in (ID_KEY, PROPERTY_IDS_KEY, OUTCOME_KEY, WORKER_KEY, SKIP_REASON_KEY)
+    for key in (ID_KEY, PROPERTY_IDS_KEY, OUTCOME_KEY, WORKER_KEY, SKIP_REASON_KEY, XFAIL_KEY)
 }
 
 

@@ -53,7 +53,8 @@ ID_KEY = "id"
 PROPERTY_IDS_KEY = "property_ids"
 OUTCOME_KEY = "outcome"
 SKIP_REASON_KEY = "skip_reason"
-# A collection line's mark of a test expected to fail, known at collection: it scores `fail`.
+# A mark of a test expected to fail: on a collection line, known at collection; on a results
+# line, its `fail` is an xfail. Either way it scores `fail`.
 XFAIL_KEY = "xfail"
 # Which process ran the item: an xdist worker's id ("gw0"), or MAIN_WORKER without xdist.
 WORKER_KEY = "worker"

@@ -210,7 +210,7 @@ def read_collected(path: Path, log_path: Path) -> list[TestResult]:
     return merge_worst(
         TestResult(test_id, marked, Outcome.SKIP, (), None, reason)
         if reason is not None
-        else TestResult(test_id, marked, Outcome.FAIL if xfail else Outcome.PASS)
+        else TestResult(test_id, marked, Outcome.FAIL if xfail else Outcome.PASS, xfail=xfail)
         for test_id, marked, reason, xfail in zip(ids, property_ids, reasons, xfails, strict=True)
     )
 
