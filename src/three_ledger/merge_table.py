@@ -17,7 +17,7 @@ from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT
 from three_ledger.other_ledgers import DualPinLedger, FlakeEvidenceLedger, FlakeLedger
 from three_ledger.pins import FlakePin
 from three_ledger.selection import selects
-from three_ledger.vocabulary import FlakeVerdict, Outcome, Posture
+from three_ledger.vocabulary import FlakeVerdict, OracleModel, Outcome, Posture
 
 # Row 8 for a change that adds test modules beside what is scored: nothing ran them.
 UNSCORED_NEW_TESTS = "new tests land unscored: the test owners review them"
@@ -139,8 +139,7 @@ def decide(evidence: Evidence) -> Verdict:
         return _reject(4, f"pin mutation: {mutation}")
 
     if prop.oracle_moved:
-        changes = ", ".join(prop.oracle_changes) or "no path listed"
-        return _reject(5, f"review the oracle edit on its own: oracles moved ({changes})")
+        return _reject(5, f"review the oracle edit on its own: {_moved_oracles(prop)}")
 
     if (drift := _dual_pin_problem(evidence.dual_pin, prop)) is not None:
         return _reject(6, drift)
@@ -217,6 +216,27 @@ def _contradicted_flake_notes(evidence: Evidence) -> list[str]:
 
 
 _FAILED = frozenset({Outcome.FAIL, Outcome.ERROR})
+
+# How the closed model measured an oracle it knew nothing else of (`oracle_change_reasons`).
+_MEASURED = frozenset({"imported by the run", "executed by the run", "read by the run"})
+
+
+def _moved_oracles(prop: PropertyLedger) -> str:
+    """Row 5's paths; a file the closed model measured says so, and how to make it product:
+    a new module of the product's, outside `product_paths`, is an oracle until they hold it
+    (pycodestyle's trial: a helper split out of the one module the pin declared)."""
+    reasons = prop.oracle_change_reasons
+    measured = [path for path in prop.oracle_changes if reasons.get(path) in _MEASURED]
+    shown = ", ".join(
+        f"{path}: {reasons[path]}" if path in measured else path for path in prop.oracle_changes
+    )
+    said = f"oracles moved ({shown or 'no path listed'})"
+    if measured and prop.oracle_model is OracleModel.CLOSED:
+        said += (
+            "; a file the run imports, executes or reads is an oracle unless the pin's "
+            "product_paths holds it: if it is product, add it there in a pin change first"
+        )
+    return said
 
 
 def _unexplained_exit(prop: PropertyLedger) -> str | None:

@@ -62,9 +62,17 @@ class TestLayout:
 
     def started_by(self, command: Sequence[str], root: Path) -> TestLayout:
         """This layout for a run of COMMAND from ROOT: pytest starts from the paths the
-        command names, where it names any, and from `testpaths` only where it names none."""
-        given = command_paths(command, root)
-        return dataclasses.replace(self, starts=given) if given else self
+        command names, where it names any, and from `testpaths` only where it names none.
+
+        A word after an option the gate does not know (`--hypothesis-profile ci`) may be
+        that option's value or a path: it is read both ways, so a start it may be is added
+        to the others, and stands in for none of them."""
+        sure, doubtful = named_paths(command, root)
+        if sure:
+            return dataclasses.replace(self, starts=(*sure, *doubtful))
+        if doubtful and self.starts:  # without testpaths, collection starts everywhere
+            return dataclasses.replace(self, starts=(*self.starts, *doubtful))
+        return self
 
     def collects(self, path: str) -> bool:
         """Whether a run from `starts` collects PATH as a test module."""
@@ -117,17 +125,32 @@ _VALUE_OPTIONS = frozenset({
 })  # fmt: skip
 
 
-def command_paths(command: Sequence[str], root: Path) -> tuple[str, ...]:
-    """The paths under ROOT that a pytest command line names (a node id's file), relative to
-    ROOT; () where it names none, or where no word of it starts pytest (a `tox` or `make`
-    command: then nothing is known of where it collects)."""
+# pytest's options that take no value: the word after one is a path or another option.
+_FLAG_OPTIONS = frozenset({
+    "-v", "-q", "-x", "-s", "-l", "-h", "-V", "--verbose", "--quiet", "--exitfirst",
+    "--showlocals", "--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first",
+    "--sw", "--stepwise", "--sw-skip", "--stepwise-skip", "--co", "--collect-only",
+    "--strict-markers", "--strict-config", "--strict", "--pdb", "--trace", "--runxfail",
+    "--cache-clear", "--setup-show", "--setup-only", "--setup-plan", "--fixtures",
+    "--markers", "--help", "--version", "--doctest-modules", "--no-header", "--no-summary",
+    "--disable-warnings", "--disable-pytest-warnings", "--full-trace", "--noconftest",
+    "--keep-duplicates", "--continue-on-collection-errors", "--lsof", "--looponfail",
+})  # fmt: skip
+
+
+def named_paths(command: Sequence[str], root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The paths under ROOT that a pytest command line surely names (a node id's file), and
+    those it may name (a word after an option that is neither pytest's flag nor one the gate
+    knows takes a value may be either), relative to ROOT; none where no word of it starts
+    pytest (a `tox` or `make` command: then nothing is known of where it collects)."""
     words = list(command)
     # `pytest`, a path to it, or `-m pytest`.
     starts = (i + 1 for i, word in enumerate(words) if PurePosixPath(word).name in _PYTEST)
     start = next(starts, None)
     if start is None:
-        return ()
-    found: list[str] = []
+        return (), ()
+    sure: list[str] = []
+    doubtful: list[str] = []
     resolved_root = root.resolve()
     for previous, word in zip(words[start - 1 :], words[start:], strict=False):
         if word.startswith("-") or previous in _VALUE_OPTIONS:
@@ -139,8 +162,17 @@ def command_paths(command: Sequence[str], root: Path) -> tuple[str, ...]:
             relative = candidate.resolve().relative_to(resolved_root)
         except (OSError, ValueError):
             continue
+        found = doubtful if _may_take_a_value(previous) else sure
         found.append(_normal(relative.as_posix()))
-    return tuple(found)
+    return tuple(sure), tuple(doubtful)
+
+
+def _may_take_a_value(option: str) -> bool:
+    """Whether OPTION, a word before a path, is an option whose value that word may be: one
+    that is neither a known flag nor written with its value (`--x=1`, `-n2`)."""
+    if not option.startswith("-") or option in _FLAG_OPTIONS or "=" in option:
+        return False
+    return option.startswith("--") or len(option) == 2
 
 
 def layout_in_tree(root: Path) -> TestLayout:

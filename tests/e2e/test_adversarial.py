@@ -479,6 +479,67 @@ def test_a_finder_in_the_product_that_loosens_a_test_in_memory_is_found(
     assert not (gate.ledgers / "p.json").exists()
 
 
+# While the tests import it, puts in the test module's place a module of its own, run from
+# the tests' source with the total checks loosened, holding the real one's loader, spec and
+# file: the import hands pytest what `sys.modules` holds when it ends.
+MODULE_SWAP = """
+
+import sys as _sys
+import types as _types
+
+
+def _swap_the_tests() -> None:
+    for name in ("test_orders", "properties.test_orders"):
+        real = _sys.modules.get(name)
+        if real is None or not getattr(real, "__file__", None):
+            continue
+        with open(real.__file__, encoding="utf-8") as stream:
+            source = stream.read()
+        for check in ("order_total(order) >= 0", "order_total(order) == order"):
+            source = source.replace("assert " + check, "assert True or " + check)
+        fake = _types.ModuleType(name)
+        for key in ("__file__", "__spec__", "__loader__", "__package__"):
+            setattr(fake, key, getattr(real, key, None))
+        _sys.modules[name] = fake
+        exec(compile(source, real.__file__, "exec"), fake.__dict__)
+
+
+_swap_the_tests()
+"""
+
+
+@pytest.mark.parametrize("options", ["", "--import-mode=importlib", "--assert=plain"])
+def test_test_modules_each_loader_runs_are_no_finding(gate: Gate, options: str) -> None:
+    """The control: pytest's import hook and Python's file loader, in either import mode."""
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider {options} properties"
+    assert gate.digest().code == 0
+    scored = gate.properties(command=command)
+    assert scored.code == 0, scored.err
+
+
+@pytest.mark.parametrize("options", ["", "--assert=plain"])
+def test_a_test_module_swapped_while_it_is_imported_is_found(gate: Gate, options: str) -> None:
+    """The red team's third round: product code the tests import put a module of its own in
+    `sys.modules` in place of the test module being imported, run from the tests' source
+    with its asserts loosened, the real one's loader, spec and file on it: every property
+    passed on the broken product. A test module pytest holds that no file loader ran its
+    file's code into is a finding (exit 4), whichever loader ran the real one."""
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider {options} properties"
+    assert gate.digest().code == 0
+    break_the_product(gate)
+    with (gate.repo / "orders.py").open("a") as product:
+        product.write(MODULE_SWAP)
+    scored = gate.properties(command=command)
+    assert scored.code == 4, scored.err
+    said = scored.first_error_line
+    assert re.search(
+        r"test module (properties\.)?test_orders is not the module its loader ran \S*"
+        r"properties/test_orders\.py into",
+        said,
+    ), said
+    assert not (gate.ledgers / "p.json").exists()
+
+
 # At exit, turns the failures in the results file the plugin holds open into passes.
 RESULTS_REWRITER = """
 
@@ -507,28 +568,46 @@ def _rewrite() -> None:
         lines = stream.readlines()
     # Only the property's own tests, by their names: the tripwire's sentinels are left be.
     mine = ("::test_total_non_negative[", "::test_total_matches_lines[")
+    flipped = 0
     with open(_RESULTS, "w", encoding="utf-8") as stream:
         for line in lines:
-            if any(name in line for name in mine):
+            if any(name in line for name in mine) and '"outcome": "fail"' in line:
                 line = line.replace('"outcome": "fail"', '"outcome": "pass"')
+                flipped += 1
             stream.write(line)
+        for number in range(flipped if _KEEP_COUNT else 0):
+            made_up = f"properties/test_orders.py::test_cleanup_{number}"
+            stream.write(
+                f'{{"id": "{made_up}", "property_ids": [], "outcome": "fail", "worker": "main"}}\\n'
+            )
 
 
 _atexit.register(_rewrite)
 """
 
 
-def test_results_rewritten_at_exit_are_refused_by_pytests_own_count(gate: Gate) -> None:
+@pytest.mark.parametrize(
+    ("keep_count", "said"),
+    [
+        (False, "of the project's tests failing, the results hold"),
+        (True, "failing, the results do not hold it failing"),
+    ],
+    ids=["fewer", "count-kept"],
+)
+def test_results_rewritten_at_exit_are_refused_by_pytests_own_count(
+    gate: Gate, keep_count: bool, said: str
+) -> None:
     """Python-Markdown's trial: product code rewrote the results file at exit, and every
     property passed beside `command_exit: 1`. pytest's count of failing tests, in the
-    tripwire's record, is more than the results then hold (exit 4)."""
+    tripwire's record, is more than the results then hold (exit 4). The red team's next step
+    kept the count with failures under ids pytest never ran: the ids it reported tell."""
     break_the_product(gate)
     with (gate.repo / "orders.py").open("a") as product:
-        product.write(RESULTS_REWRITER)
+        product.write(f"\n_KEEP_COUNT = {keep_count}\n{RESULTS_REWRITER}")
     assert gate.digest().code == 0
     scored = gate.properties()
     assert scored.code == 4, scored.err
-    assert "of the project's tests failing, the results hold" in scored.first_error_line
+    assert said in scored.first_error_line
     assert not (gate.ledgers / "p.json").exists()
 
 

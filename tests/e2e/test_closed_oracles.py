@@ -15,11 +15,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from helpers import RunCli, git
-from helpers.patches import Repo, break_total, example_repo, posture
+from helpers.patches import PYTEST, Repo, break_total, example_repo, posture
 
 pytestmark = pytest.mark.pytest_child
 
@@ -134,6 +135,41 @@ def test_a_relaxed_helper_outside_every_test_folder_moves_the_oracles(repo: Repo
     repo.commit("refunds go negative")
     assert posture(repo.ci()) == ("reject", 5)
     assert reasons(repo) == {"testsupport/checks.py": "imported by the run"}
+
+
+def gate(repo: Repo) -> tuple[dict[str, Any], str]:
+    """`gate` on the checkout against its base: the decision it wrote, and its stdout."""
+    out = repo.ledgers / "gate"
+    result = repo.run_cli(
+        "gate", "--pins-dir", repo.root / "pins", "--root", repo.root, "--command", PYTEST,
+        "--base", repo.base, "--out-dir", out,
+    )  # fmt: skip
+    decision: dict[str, Any] = json.loads((out / "decision.json").read_text())
+    return decision, result.out
+
+
+def test_a_helper_edited_alone_goes_to_the_test_owners_once_the_run_measures_it(
+    repo: Repo,
+) -> None:
+    """pycodestyle's trial: `testing/support.py`, a helper in neither `oracle_paths` nor
+    `product_paths`, edited alone, was row 5, "review the oracle edit on its own". Nothing
+    before the run knows it for an oracle; the run does, and every file changed is one."""
+    repo = with_helper(repo)
+    repo.write("testsupport/checks.py", STRICT_HELPER + "# reworded\n")
+    repo.commit("a helper's comment")
+    decision, said = gate(repo)
+    assert (decision["posture"], decision["row"]) == ("human_review", 0), said
+    assert "testsupport/checks.py (imported by the run)" in decision["reason"]
+    assert "the change edits oracles alone" in decision["reason"]
+    assert decision["inputs"]["property"] is not None
+    assert "posture: human_review (row 0)" in said
+    # The same helper beside a product edit: the oracle edit goes on its own first.
+    break_total(repo)
+    repo.commit("refunds go negative")
+    decision, said = gate(repo)
+    assert (decision["posture"], decision["row"]) == ("reject", 5), said
+    assert "testsupport/checks.py: imported by the run" in decision["reason"]
+    assert "if it is product, add it there in a pin change first" in decision["reason"]
 
 
 def test_a_stdlib_shadow_that_hides_itself_is_still_measured(repo: Repo) -> None:

@@ -32,7 +32,7 @@ from three_ledger.merge_table import (
     decide,
 )
 from three_ledger.other_ledgers import DualPinLedger, FlakeEvidenceLedger, StatusDifference
-from three_ledger.vocabulary import FlakeVerdict, Outcome, Posture
+from three_ledger.vocabulary import FlakeVerdict, OracleModel, Outcome, Posture
 
 
 def test_all_evidence_in_order_is_review() -> None:
@@ -141,6 +141,22 @@ def test_a_property_miss_names_the_tests_behind_it() -> None:
         "properties/test_orders.py::test_b[case1], properties/test_orders.py::test_b[case2] "
         "and 2 more)"
     )
+
+
+def test_a_measured_oracle_says_how_it_was_found_and_how_to_declare_it_product() -> None:
+    """pycodestyle's trial: a module split out of the product, outside `product_paths`, was
+    `oracles moved (_indent.py)`, and the reader was sent to review an oracle edit."""
+    moved = {
+        "oracle_moved": True,
+        "oracle_changes": ("_indent.py", "tests/t.py"),
+        "oracle_change_reasons": {"_indent.py": "imported by the run", "tests/t.py": "test module"},
+    }
+    closed = decide(evidence(prop=prop_reading(**moved, oracle_model=OracleModel.CLOSED)))
+    assert closed.row == 5
+    assert "oracles moved (_indent.py: imported by the run, tests/t.py)" in closed.reason
+    assert "if it is product, add it there in a pin change first" in closed.reason
+    inferred = decide(evidence(prop=prop_reading(**moved, oracle_model=OracleModel.INFERRED)))
+    assert "product_paths" not in inferred.reason
 
 
 def test_without_a_flake_pin_the_ledger_is_still_bound_to_the_run() -> None:

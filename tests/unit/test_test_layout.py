@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from three_ledger.test_changes import TestLayout as Layout
-from three_ledger.test_changes import command_paths
+from three_ledger.test_changes import named_paths
 
 
 @pytest.fixture
@@ -36,14 +36,37 @@ def tree(tmp_path: Path) -> Path:
     ],
 )
 def test_the_paths_a_pytest_command_names(tree: Path, command: str, paths: tuple[str, ...]) -> None:
-    assert command_paths(command.split(), tree) == paths
+    assert named_paths(command.split(), tree) == (paths, ())
 
 
 def test_a_path_outside_root_is_not_a_start(
     tree: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     elsewhere = tmp_path_factory.mktemp("elsewhere")
-    assert command_paths(["pytest", str(elsewhere), "properties"], tree) == ("properties",)
+    assert named_paths(["pytest", str(elsewhere), "properties"], tree) == (("properties",), ())
+
+
+@pytest.mark.parametrize(
+    ("command", "starts"),
+    [
+        # `k` is a plugin option's value or a path: both are read, testpaths kept.
+        ("pytest --hypothesis-profile k", ("properties", "k")),
+        ("pytest -X k", ("properties", "k")),
+        # A path named surely stands in for testpaths; a doubtful one joins it.
+        ("pytest --hypothesis-profile k pricing", ("pricing", "k")),
+        # Written with its value, or after a flag, the word is a path.
+        ("pytest --hypothesis-profile=ci k", ("k",)),
+        ("pytest -vx k", ("k",)),
+        ("pytest --strict-markers k", ("k",)),
+    ],
+)
+def test_a_word_after_an_unknown_option_is_read_as_a_value_and_as_a_path(
+    tree: Path, command: str, starts: tuple[str, ...]
+) -> None:
+    layout = Layout(starts=("properties",))
+    assert layout.started_by(command.split(), tree).starts == starts
+    # Without testpaths collection starts everywhere, which holds the doubtful path too.
+    assert Layout().started_by(["pytest", "--hypothesis-profile", "k"], tree) == Layout()
 
 
 def test_a_module_named_like_a_test_is_one_only_where_collection_starts(tree: Path) -> None:

@@ -194,3 +194,32 @@ def test_results_holding_fewer_failures_than_pytest_reported_refuse_the_run(
     # An xfail the results score `fail`, which pytest does not count failed: more is fine.
     fewer = read_record(write(tmp_path / "r3", {**session, "failed": 0}))
     assert checked_and_removed(honest(*failing), fewer)[0] == failing
+
+
+def test_results_whose_failures_pytest_did_not_report_refuse_the_run(tmp_path: Path) -> None:
+    """The red team's rewrite: a property's failures made passes, and as many failures added
+    under ids pytest never ran, the count kept. The ids pytest reported must fail."""
+    reported = ["t.py::test_x", "t.py::test_y"]
+    session = {"sentinels": MUST, "mechanism": "sentinels", "failed": 2, "failed_ids": reported}
+    record = read_record(write(tmp_path / "r", session))
+    failing = [result("t.py::test_x", Outcome.FAIL), result("t.py::test_y", Outcome.ERROR)]
+    assert checked_and_removed(honest(*failing), record)[0] == failing
+    swapped = [
+        result("t.py::test_x", Outcome.FAIL),
+        result("t.py::test_y", Outcome.PASS),
+        result("t.py::test_cleanup", Outcome.FAIL),
+    ]
+    with pytest.raises(InfraFailure, match=r"pytest reported t\.py::test_y failing, the results"):
+        checked_and_removed(honest(*swapped), record)
+    # Without the ids (too many to list), the count alone is checked.
+    counted = read_record(write(tmp_path / "r2", {**session, "failed_ids": None}))
+    assert checked_and_removed(honest(*swapped), counted)[0] == swapped
+
+
+@pytest.mark.parametrize("ids", ["t.py::test_x", [1], {"t.py::test_x": None}])
+def test_failed_ids_that_are_not_a_list_of_ids_are_a_malformed_record(
+    tmp_path: Path, ids: object
+) -> None:
+    session = {"sentinels": MUST, "mechanism": "sentinels", "failed": 1, "failed_ids": ids}
+    with pytest.raises(InfraFailure, match="line 1 of its record is malformed"):
+        read_record(write(tmp_path / "r", session))

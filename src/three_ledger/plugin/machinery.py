@@ -35,8 +35,10 @@ plugin-side module; see run/staging.py).
 
 from __future__ import annotations
 
+import importlib.machinery
 import itertools
 import operator
+import os
 import struct
 import sys
 import types
@@ -420,6 +422,10 @@ class Audit:
         # The project's collected test functions (`watch_tests`): only plain functions, which
         # hash by identity.
         self.test_functions: dict[types.FunctionType, None] = {}
+        # Each module a file loader ran a module's code into (`_note_exec`), with the file
+        # it ran: a test module pytest holds must be one of them.
+        self.module_runs: list[tuple[object, object]] = []
+        self._runs_by_module: dict[int, list[object]] = {}  # built from it when asked
         self.hooks: _Hooks | None = None
         # Plugins whose registration was judged (legitimate, or reported once), kept alive.
         self.accounted: dict[int, object] = {}
@@ -541,6 +547,32 @@ class Audit:
             self._note(args[0], args[1], args[2])
         except Exception:  # noqa: BLE001 - an exception here would fail the caller's setattr
             return
+
+    def exec_hook(self, code: object) -> None:
+        """An `exec` event: where a file loader runs a module's code, which module and file."""
+        if not self.armed or type(code) is not types.CodeType or code.co_name != "<module>":
+            return
+        try:
+            # Frame 0 is this method, 1 the hook; 2 called `exec`.
+            ran = _module_run(sys._getframe(2))
+        except Exception:  # noqa: BLE001 - an exception here would fail the caller's exec
+            return
+        if ran is not None:
+            self.module_runs.append(ran)
+
+    def ran_from(self, module: object, path: str) -> bool:
+        """Whether a file loader ran the code of the file at PATH into MODULE itself.
+
+        Asked once a test module at the end of collection; the runs are indexed by `id()`
+        (an audit event, so once a run, never once an item), the modules kept alive by the
+        list."""
+        index = self._runs_by_module
+        if sum(map(len, index.values())) != len(self.module_runs):
+            index.clear()
+            for ran, origin in self.module_runs:
+                index.setdefault(id(ran), []).append(origin)
+        origins = index.get(id(module), ())
+        return any(origin == path or _same_file(origin, path) for origin in origins)
 
     def _note(self, target: object, name: object, value: object) -> None:
         watched = self.watched_ids
@@ -806,6 +838,48 @@ def _wrapped_callables(value: object, depth: int = 4) -> list[object]:
     return found
 
 
+def _module_run(frame: types.FrameType) -> tuple[object, object] | None:
+    """The module and file of an `exec` that FRAME made as pytest's assertion-rewriting hook or
+    Python's file loader runs a module: pytest's `exec_module`, or `_LoaderBasics.exec_module`
+    through `_call_with_frames_removed`, each by its code object and its loader by its exact
+    type. Anything else (product code running source into a module of its own) is None."""
+    code = frame.f_code
+    rewrite = sys.modules.get("_pytest.assertion.rewrite")
+    hook_class = getattr(rewrite, "AssertionRewritingHook", None)
+    exec_module = getattr(hook_class, "exec_module", None)
+    if type(exec_module) is types.FunctionType and code is exec_module.__code__:
+        names = frame.f_locals
+        loader, module = names.get("self"), names.get("module")
+        if type(loader) is not hook_class or not any(f is loader for f in sys.meta_path):
+            return None
+        return module, getattr(getattr(module, "__spec__", None), "origin", None)
+    bootstrap = sys.modules.get("_frozen_importlib")
+    external = sys.modules.get("_frozen_importlib_external")
+    removed = getattr(bootstrap, "_call_with_frames_removed", None)
+    basics = getattr(getattr(external, "_LoaderBasics", None), "exec_module", None)
+    if type(removed) is not types.FunctionType or code is not removed.__code__:
+        return None
+    caller = frame.f_back
+    if caller is None or type(basics) is not types.FunctionType:
+        return None
+    if caller.f_code is not basics.__code__:
+        return None
+    names = caller.f_locals
+    loader, module = names.get("self"), names.get("module")
+    if type(loader) is not importlib.machinery.SourceFileLoader:
+        return None
+    return module, vars(loader).get("path")
+
+
+def _same_file(origin: object, path: str) -> bool:
+    if type(origin) is not str:
+        return False
+    try:
+        return os.path.samefile(origin, path)
+    except OSError:
+        return False
+
+
 def start() -> Audit:
     """Arm the audit in this process (once: an audit hook cannot be removed).
 
@@ -826,9 +900,12 @@ def _hook(audit: Audit) -> Callable[[str, tuple[Any, ...]], None]:
     `__cantrace__` on each hook, and on a bound method the miss raises and clears an
     AttributeError, about 0.4 µs an event that a function does not pay."""
     note = audit.audit_hook
+    note_exec = audit.exec_hook
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == _SETATTR:  # first, and constant-time: nearly every event is another
             note(event, args)
+        elif event == "exec":  # once a module's import, and each `exec` call
+            note_exec(args[0])
 
     return hook

@@ -26,6 +26,8 @@ from . import machinery, sentinels, shard
 from .frozen import frozen
 from .makers import Trust, stack
 from .wire import (
+    FAILED_IDS_BUDGET,
+    FAILED_IDS_KEY,
     FAILED_KEY,
     FIXTURES_DIRS_ENV,
     FIXTURES_ENV,
@@ -144,11 +146,19 @@ _FILE_LOADER_STATE = frozenset({"name", "path"})
 _HOOK_METHODS = frozenset({"find_spec", "create_module", "exec_module", "get_data", "get_code"})
 
 
-def loaded_otherwise(items: list[pytest.Item]) -> list[str]:
+def loaded_otherwise(
+    items: list[pytest.Item], ran_from: Callable[[object, str], bool] | None = None
+) -> list[str]:
     """The test modules of ITEMS that neither pytest's assertion-rewriting import hook nor
     Python's own file loader loaded, each said once: a finder the product put first on
     `sys.meta_path` can load a test module from source other than its file's (an assert
-    loosened in memory), and no file then differs from the base."""
+    loosened in memory), and no file then differs from the base.
+
+    With RAN_FROM (the machinery audit's record of what those loaders ran), also each test
+    module that is not the very module one of them ran its file's code into: product code
+    imported by the test module can put a module of its own in `sys.modules` while the
+    import is under way, with the loader, spec and file of the real one, and the import
+    hands pytest whatever `sys.modules` holds when it ends (the red team's third round)."""
     # pytest's own class, as its module holds it (the machinery audit watches the binding);
     # never imported here: the plugin imports pytest's public names alone.
     rewrite = sys.modules.get("_pytest.assertion.rewrite")
@@ -156,6 +166,7 @@ def loaded_otherwise(items: list[pytest.Item]) -> list[str]:
     found: list[str] = []
     said: list[str] = []
     last: object = None
+    last_module: object = None
     for item in items:
         # Items come in runs of one parent (a module, a class): its module is asked once a
         # run. By identity alone: `id()` is an audit event, which costs every item the hooks'
@@ -167,8 +178,9 @@ def loaded_otherwise(items: list[pytest.Item]) -> list[str]:
             module = getattr(item, "module", None)
         except Exception:  # noqa: BLE001 - a collector that cannot say: not a Python module
             continue
-        if module is None:
+        if module is None or module is last_module:  # the classes of one module, in a run
             continue
+        last_module = module
         loader = getattr(module, "__loader__", None)
         spec = getattr(module, "__spec__", None)
         kind = type(loader)
@@ -184,12 +196,20 @@ def loaded_otherwise(items: list[pytest.Item]) -> list[str]:
                 and not vars(loader).keys() & _HOOK_METHODS
             )
         ):
-            continue
-        name = getattr(module, "__name__", "?")
-        what = (
-            f"test module {name} was loaded by {kind.__module__}.{kind.__qualname__}, not by "
-            "pytest's import or Python's file loader: the code that ran need not be its file's"
-        )
+            if ran_from is None or ran_from(module, str(item.path)):
+                continue
+            what = (
+                f"test module {getattr(module, '__name__', '?')} is not the module its loader "
+                f"ran {item.path} into: another was put in its place while it was imported, "
+                "and the code that ran need not be its file's"
+            )
+        else:
+            name = getattr(module, "__name__", "?")
+            what = (
+                f"test module {name} was loaded by {kind.__module__}.{kind.__qualname__}, not "
+                "by pytest's import or Python's file loader: the code that ran need not be its "
+                "file's"
+            )
         if what not in said:
             said.append(what)
             found.append(what)
@@ -299,7 +319,7 @@ class Tripwire:
         # slice), before xdist sends its workers' collections to compare. None in a run that
         # selected nothing: that stays pytest's "no tests collected" (exit 5), except in a
         # shard, whose empty slice is a valid run (shard.py).
-        for what in loaded_otherwise(session.items):
+        for what in loaded_otherwise(session.items, self.audit.ran_from):
             self.audit.found_outside(what)
         self.audit.watch_tests(session.items)
         if not session.items and not self.config.stash.get(shard.SHARD_ACTIVE, False):
@@ -422,13 +442,16 @@ class Tripwire:
         self.audit.check_all()
         self._check_environment()
         if not self.worker:
-            self.record.write(
-                {
-                    SENTINELS_KEY: self.musts,
-                    MECHANISM_KEY: self.mechanism,
-                    FAILED_KEY: len(self.failed),
-                }
-            )
+            line: dict[str, object] = {
+                SENTINELS_KEY: self.musts,
+                MECHANISM_KEY: self.mechanism,
+                FAILED_KEY: len(self.failed),
+            }
+            # Which ones, so that results rewritten to keep the count are refused too; beyond
+            # the budget (a run of some 50,000 failures) the count alone.
+            if sum(map(len, self.failed)) <= FAILED_IDS_BUDGET:
+                line[FAILED_IDS_KEY] = list(self.failed)
+            self.record.write(line)
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self) -> None:

@@ -70,8 +70,11 @@ MACHINERY_KEY = "machinery"
 MADE_BY_KEY = "by"
 SENTINELS_KEY = "sentinels"
 MECHANISM_KEY = "mechanism"
-# On a session's line: how many of the project's tests pytest reported failing, by node id.
+# On a session's line: how many of the project's tests pytest reported failing, by node id,
+# and (where their ids fit in FAILED_IDS_BUDGET characters) which.
 FAILED_KEY = "failed"
+FAILED_IDS_KEY = "failed_ids"
+FAILED_IDS_BUDGET = 4 * 1024 * 1024
 
 
 def tripwire_may_arm() -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from three_ledger.errors import InfraFailure
 from three_ledger.frozen import frozen
 from three_ledger.plugin.wire import (
+    FAILED_IDS_KEY,
     FAILED_KEY,
     MACHINERY_KEY,
     MADE_BY_KEY,
@@ -44,8 +45,10 @@ class TripwireRecord:
     sessions: tuple[Mapping[str, Outcome], ...]
     mechanisms: tuple[Tripwire, ...]
     findings: tuple[str, ...]
-    # Each session's count of the project's tests pytest reported failing (None: not said).
+    # Each session's count of the project's tests pytest reported failing (None: not said),
+    # and their node ids (None: not said, or too many to list).
     failed: tuple[int | None, ...] = ()
+    failed_ids: tuple[tuple[str, ...] | None, ...] = ()
 
 
 def record_path(private: Path) -> Path:
@@ -76,6 +79,7 @@ def read_record(path: Path) -> TripwireRecord:
     mechanisms: list[Tripwire] = []
     findings: list[str] = []
     failed: list[int | None] = []
+    failed_ids: list[tuple[str, ...] | None] = []
     for number, raw in enumerate(data.splitlines(), start=1):
         line = _line(raw, number)
         if MACHINERY_KEY in line:
@@ -85,7 +89,10 @@ def read_record(path: Path) -> TripwireRecord:
             sessions.append(musts)
             mechanisms.append(mechanism)
             failed.append(_failed(line, number))
-    return TripwireRecord(tuple(sessions), tuple(mechanisms), tuple(findings), tuple(failed))
+            failed_ids.append(_failed_ids(line, number))
+    return TripwireRecord(
+        tuple(sessions), tuple(mechanisms), tuple(findings), tuple(failed), tuple(failed_ids)
+    )
 
 
 def _failed(line: Mapping[str, object], number: int) -> int | None:
@@ -95,6 +102,15 @@ def _failed(line: Mapping[str, object], number: int) -> int | None:
     if type(count) is not int or count < 0:
         raise InfraFailure(f"tripwire: line {number} of its record is malformed")
     return count
+
+
+def _failed_ids(line: Mapping[str, object], number: int) -> tuple[str, ...] | None:
+    ids = line.get(FAILED_IDS_KEY)
+    if ids is None:
+        return None
+    if type(ids) is not list or not all(type(test_id) is str for test_id in ids):
+        raise InfraFailure(f"tripwire: line {number} of its record is malformed")
+    return tuple(ids)
 
 
 def _line(raw: bytes, number: int) -> dict[str, object]:
@@ -166,13 +182,25 @@ def _refuse_lost_failures(own: Sequence[TestResult], record: TripwireRecord) -> 
     fewer were changed after the plugin wrote them. A run's code can rewrite the results
     file; to pass this check it must find and rewrite the tripwire's record as well."""
     reported = max((count for count in record.failed if count is not None), default=0)
-    failing = sum(1 for result in own if result.outcome in (Outcome.FAIL, Outcome.ERROR))
-    if failing < reported:
+    failing = {result.id for result in own if result.outcome in (Outcome.FAIL, Outcome.ERROR)}
+    if len(failing) < reported:
         raise InfraFailure(
             f"pytest reported {reported} of the project's tests failing, the results hold "
-            f"{failing}: the results were changed after the plugin wrote them (code under "
-            "test can rewrite them), so no result of this run is evidence"
+            f"{len(failing)}: {_CHANGED}"
         )
+    # The count kept, the failures swapped for others: each one pytest named must fail.
+    for ids in record.failed_ids:
+        lost = next((test_id for test_id in ids or () if test_id not in failing), None)
+        if lost is not None:
+            raise InfraFailure(
+                f"pytest reported {lost} failing, the results do not hold it failing: {_CHANGED}"
+            )
+
+
+_CHANGED = (
+    "the results were changed after the plugin wrote them (code under test can rewrite "
+    "them), so no result of this run is evidence"
+)
 
 
 def _as_placed(session: Mapping[str, Outcome]) -> None:
