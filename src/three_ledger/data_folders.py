@@ -97,6 +97,24 @@ def python_data_folders(files: Iterable[str], chosen: Iterable[str]) -> list[str
     )
 
 
+def data_packages(files: Iterable[str], chosen: Iterable[str]) -> list[str]:
+    """The folders named like test data that are Python packages (an `__init__.py` of their
+    own, mistune's `tests/fixtures` that loads its cases): neither `data_folders` nor
+    `python_data_folders` takes them, since a package is code, and a folder drafted inside
+    one would bind only part of the data. None lies in a CHOSEN folder. Sorted."""
+    taken = list(chosen)
+    return sorted(
+        {
+            folder
+            for path in files
+            if PurePosixPath(path).name == "__init__.py"
+            and (folder := str(PurePosixPath(path).parent)) != "."
+            and PurePosixPath(folder).name in DATA_NAMES
+            and not any(folder == other or folder.startswith(other + "/") for other in taken)
+        }
+    )
+
+
 def _overlap(one: str, other: str) -> bool:
     return one == other or one.startswith(other + "/") or other.startswith(one + "/")
 

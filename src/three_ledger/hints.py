@@ -88,14 +88,14 @@ def _clean_notes(folder: str, ignored: Sequence[str], untracked: Sequence[str]) 
         them = "it" if len(ignored) == 1 else "them"
         notes.append(
             f"ignored by git: {_named(ignored)}; a clean checkout, as in CI, will not have "
-            f"{them}, so no pin may list {them}: remove {them} with `git clean -X -- {folder}` "
-            "(add -n first to see what goes)"
+            f"{them}, so no pin may list {them}: remove {them} with `git clean -fX -- {folder}` "
+            "(-n in place of -f lists what goes)"
         )
     if untracked:
         them = "it" if len(untracked) == 1 else "them"
         notes.append(
             f"untracked: {_named(untracked)}; commit and pin {them}, or remove {them} with "
-            f"`git clean -- {folder}` (add -n first to see what goes)"
+            f"`git clean -f -- {folder}` (-n in place of -f lists what goes)"
         )
     return notes
 
@@ -114,12 +114,12 @@ def _bytecode_notes(folder: str, ignored: Sequence[str], untracked: Sequence[str
     if ignored:
         notes.append(
             f"bytecode ignored by git: {_named(ignored)}; {origin}; no pin may list it: remove "
-            f"it with `git clean -X -- {folder}` (add -n first to see what goes)"
+            f"it with `git clean -fX -- {folder}` (-n in place of -f lists what goes)"
         )
     if untracked:
         notes.append(
-            f"untracked bytecode: {_named(untracked)}; {origin}; remove it with `git clean -- "
-            f"{folder}` (add -n first to see what goes), and let git ignore `__pycache__/`"
+            f"untracked bytecode: {_named(untracked)}; {origin}; remove it with `git clean -f -- "
+            f"{folder}` (-n in place of -f lists what goes), and let git ignore `__pycache__/`"
         )
     return notes
 

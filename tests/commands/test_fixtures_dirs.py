@@ -181,7 +181,7 @@ def test_an_unpinned_file_git_does_not_track_is_annotated_in_either_folder(
     assert code == 2
     assert err[0].endswith("tests/test_port/fixtures/stray.md: unpinned file (untracked)")
     note = next(line for line in err if "untracked: tests/test_port/fixtures/stray.md" in line)
-    cleaned = note.split("`git clean -- ", 1)[1].split("`", 1)[0].split(" ")
+    cleaned = note.split("`git clean -f -- ", 1)[1].split("`", 1)[0].split(" ")
     assert [Path(folder).resolve() for folder in cleaned] == [
         (tmp_path / folder).resolve() for folder in FOLDERS
     ]

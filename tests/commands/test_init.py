@@ -251,6 +251,27 @@ def test_a_folder_of_python_cases_is_named_as_not_drafted(
     assert "tests/cases" not in fixtures["fixtures_dirs"]
 
 
+def test_a_fixtures_folder_that_is_a_package_is_named_as_not_drafted(
+    run_cli: RunCli, project: Path, collector: str
+) -> None:
+    # mistune's trial: its tests/fixtures is a package that loads the cases beside it.
+    make_tree(
+        project,
+        {"tests/fixtures/__init__.py": b"", "tests/fixtures/strike.txt": b"~~a~~\n"},
+    )
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "a fixtures package")
+    result = run_cli("init", "--root", project, "--command", collector)
+    assert result.code == 0, result.err
+    assert (
+        "three-ledger: note: not drafted, since they are Python packages (an __init__.py of "
+        "their own): tests/fixtures; if the package holds the data the tests read, draft again "
+        "naming it with --fixtures-dir"
+    ) in result.err
+    fixtures = json.loads((project / DRAFTS[0]).read_text(encoding="utf-8"))
+    assert "tests/fixtures" not in fixtures["fixtures_dirs"]
+
+
 def test_a_failed_collection_writes_nothing(run_cli: RunCli, project: Path, tmp_path: Path) -> None:
     before = tree(project)
     result = run_cli("init", "--root", project, "--command", stand_in(tmp_path / "broken", 3))

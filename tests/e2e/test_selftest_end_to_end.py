@@ -308,6 +308,38 @@ def test_a_weak_configuration_names_its_escape(weak: tuple[str, Ran]) -> None:
     assert snapshot(ran.repo) == ran.before
 
 
+def test_a_helper_kept_in_a_pinned_fixture_folder_is_left_to_the_fixture_ledger(
+    tmp_path: Path,
+) -> None:
+    """mistune's trial: the fixtures folder is a package whose `__init__.py` loads the
+    cases. Weakening it moved a pinned file, the gate rejected at row 1, and `selftest`
+    called that an escape of the oracle check. A helper in a pinned folder is the fixture
+    ledger's; the moved-fixture plant is its test."""
+    repo = tmp_path / "repo"
+    build_repository(repo)
+    _helper(repo)
+    shutil.move(repo / "checks.py", repo / "fixtures/checks.py")
+    test = repo / "properties/test_orders.py"
+    test.write_text(
+        test.read_text(encoding="utf-8").replace(
+            "from checks import", "from fixtures.checks import"
+        ),
+        encoding="utf-8",
+    )
+
+    def pin_the_helper(pin: dict[str, Any]) -> None:
+        pin.pop("digest")
+        pin["files"] = sorted([*pin["files"], "fixtures/checks.py"])
+
+    edit_json(repo / "pins/fixtures.json", pin_the_helper)
+    commit(repo)
+    ran = selftest(repo, tmp_path / "selftest.json", "weakened-helper")
+    assert ran.code == 0, ran.stdout + ran.stderr
+    record = ran.outcome("weakened-helper")
+    assert record["outcome"] == "not_applicable", record
+    assert "import no helper module outside" in record["detail"]
+
+
 # --- SIGTERM ----------------------------------------------------------------------------
 
 

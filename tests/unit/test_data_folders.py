@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from helpers import git, make_tree
-from three_ledger.data_folders import data_folders, project_files, python_data_folders
+from three_ledger.data_folders import (
+    data_folders,
+    data_packages,
+    project_files,
+    python_data_folders,
+)
 
 
 @pytest.mark.parametrize(
@@ -85,6 +90,28 @@ def test_folders_of_python_data_are_named_apart_from_the_data_taken() -> None:
     ]
     # A folder the person named is not named again, nor anything in it.
     assert python_data_folders(files, ["tests/data"]) == ["tests/unit/cases"]
+
+
+def test_a_fixtures_folder_that_is_a_package_is_named_apart() -> None:
+    # mistune: tests/fixtures/__init__.py loads the cases beside it; only a folder inside it
+    # holds no Python, and was drafted alone, without a word about the rest.
+    files = [
+        "src/mistune/__init__.py",
+        "tests/__init__.py",
+        "tests/test_syntax.py",
+        "tests/fixtures/__init__.py",
+        "tests/fixtures/commonmark.json",
+        "tests/fixtures/strikethrough.txt",
+        "tests/fixtures/include/hello.txt",
+        "tests/helpers/__init__.py",
+    ]
+    chosen = data_folders(files)
+    assert chosen == ["tests/fixtures/include"]
+    assert python_data_folders(files, chosen) == []
+    assert data_packages(files, chosen) == ["tests/fixtures"]
+    # Named by the person: not named again; a package not named like data is code.
+    assert data_packages(files, ["tests/fixtures"]) == []
+    assert data_packages(["pkg/data/__init__.py"], []) == []
 
 
 def test_project_files_in_git_are_what_git_tracks_or_would_add(tmp_path: Path) -> None:

@@ -181,7 +181,7 @@ def git_warnings(
         lines.append(
             f"warning: {_files(states.ignored)} ignored by git ({_named(states.ignored)}): a "
             "clean checkout, as in CI, will not have them and digest will refuse this pin "
-            f"there; draft with --tracked-only, or remove them: `git clean -X -- {folder}`"
+            f"there; draft with --tracked-only, or remove them: `git clean -fX -- {folder}`"
         )
     if states.untracked:
         lines.append(

@@ -35,7 +35,12 @@ from three_ledger.commands.draft_pin import (
     git_warnings,
     untracked_states,
 )
-from three_ledger.data_folders import data_folders, project_files, python_data_folders
+from three_ledger.data_folders import (
+    data_folders,
+    data_packages,
+    project_files,
+    python_data_folders,
+)
 from three_ledger.draft_properties import PropertiesDraft, draft_properties, test_modules
 from three_ledger.env_policy import refuse_keep_env
 from three_ledger.errors import Refused
@@ -152,9 +157,13 @@ def init(request: InitRequest) -> int:
     for note in properties.notes:
         print(f"three-ledger: {note}", file=sys.stderr)
     if not request.fixtures_dirs:
-        left_out = python_data_folders(project_files(request.root), folders)
+        files = project_files(request.root)
+        left_out = python_data_folders(files, folders)
         if left_out:
             print(f"three-ledger: {_python_data_note(left_out)}", file=sys.stderr)
+        packages = data_packages(files, folders)
+        if packages:
+            print(f"three-ledger: {_data_package_note(packages)}", file=sys.stderr)
     sys.stdout.write(report(request, targets, fixture_draft, properties.document, values))
     return ExitCode.OK
 
@@ -167,6 +176,18 @@ def _python_data_note(folders: Sequence[str]) -> str:
         f"note: not drafted, since they hold Python: {named}; if those files are data the "
         "tests read (a formatter's cases, say), not code, draft again naming each folder "
         "with --fixtures-dir"
+    )
+
+
+def _data_package_note(folders: Sequence[str]) -> str:
+    shown = ", ".join(folders[:_NAMED_FOLDERS])
+    more = len(folders) - _NAMED_FOLDERS
+    named = shown + (f" and {more} more" if more > 0 else "")
+    return (
+        f"note: not drafted, since they are Python packages (an __init__.py of their own): "
+        f"{named}; if the package holds the data the tests read, draft again naming it with "
+        "--fixtures-dir (its loader is then pinned with the data: an edit to it is a pin "
+        "change), or move the loader out and name the data"
     )
 
 

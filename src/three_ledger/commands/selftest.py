@@ -440,14 +440,22 @@ class Session:
                     break
 
     def helpers(self) -> list[str]:
-        """Modules the property tests import that are neither product nor test modules."""
+        """Modules the property tests import that are neither product nor test modules, nor
+        in a pinned fixture folder: a loader kept with its data (mistune's
+        `tests/fixtures/__init__.py`) is a fixture, which the fixture ledger guards at row 1,
+        not the oracle check this plant is about."""
         pin = self.plan.properties_pin
         tracked = self._tracked()
         product = set(self.product_candidates(pin))
         if self.broken is not None:
             product.add(self.broken.module)
+        folders = [f"{folder.rstrip('/')}/" for side in self.plan.sides for folder in side.folders]
         imports = self._test_imports(pin, tracked)
-        return [path for path in dict.fromkeys(imports) if path not in product]
+        return [
+            path
+            for path in dict.fromkeys(imports)
+            if path not in product and not path.startswith(tuple(folders))
+        ]
 
 
 def _three_ledger() -> list[str]:
