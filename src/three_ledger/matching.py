@@ -22,8 +22,8 @@ from three_ledger.results import (
     indexed,
     score_properties,
 )
-from three_ledger.selection import ExpectedSkip
-from three_ledger.vocabulary import Outcome
+from three_ledger.selection import ExpectedSkip, TestsRequirement
+from three_ledger.vocabulary import Outcome, Status
 
 # How many matched ids `plan` shows per property, and how many close ids it suggests.
 EXAMPLES_SHOWN = 5
@@ -63,6 +63,8 @@ class PropertyMatch:
     expected_failures: int = 0
     # The first of them, by id.
     expected_failure_examples: tuple[str, ...] = ()
+    # What the pin asks of its tests (`min_tests`, `tests_sha256`); None where it asks neither.
+    requirement: TestsRequirement | None = None
 
 
 @frozen
@@ -91,6 +93,11 @@ class PinMatch:
     def unmatched_properties(self) -> list[str]:
         return [prop.id for prop in self.properties if prop.score.matched == 0]
 
+    def missing_properties(self) -> list[str]:
+        """The properties that would score `missing` on these tests: those that match none,
+        and those whose tests fall short of the pin's `min_tests` or `tests_sha256`."""
+        return [prop.id for prop in self.properties if prop.score.status is Status.MISSING]
+
 
 def match_pin(
     pin: PropertiesPin,
@@ -105,8 +112,17 @@ def match_pin(
     candidates = _Candidates([test.id for test in tests])
     kept = index.pinned_positions(pin.selectors(), flake_selectors)
     outside = [test.id for position, test in enumerate(tests) if position not in kept]
+    requirements = pin.requirements()
     properties = tuple(
-        _property_match(prop.id, prop.test, scores[prop.id], index, candidates, pin.expected_skips)
+        _property_match(
+            prop.id,
+            prop.test,
+            scores[prop.id],
+            index,
+            candidates,
+            pin.expected_skips,
+            requirements.get(prop.id),
+        )
         for prop in pin.properties
     )
     return PinMatch(
@@ -129,6 +145,7 @@ def _property_match(
     index: ResultIndex,
     candidates: _Candidates,
     expected_skips: Sequence[ExpectedSkip],
+    requirement: TestsRequirement | None = None,
 ) -> PropertyMatch:
     matched = index.answering(property_id, selectors)
     failing = [test.id for test in matched if test.outcome is Outcome.FAIL]
@@ -141,6 +158,7 @@ def _property_match(
         unaccepted_skips=sum(1 for test in matched if _unaccepted_skip(test, expected_skips)),
         expected_failures=len(failing),
         expected_failure_examples=tuple(failing[:EXAMPLES_SHOWN]),
+        requirement=requirement,
     )
 
 

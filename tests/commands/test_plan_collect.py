@@ -126,6 +126,29 @@ def test_a_test_helper_inside_the_product_is_named_for_oracle_paths(
     assert "oracle_paths: add" not in plan(run_cli, repo).out
 
 
+def test_a_helper_the_tests_import_from_a_test_folder_is_named_for_oracle_paths(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """pycodestyle's trial: `testing/support.py`, which its tests import, was in no
+    proposal, and an edit to it alone was scored as the product's, then rejected at row 5."""
+    pin = properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")])
+    repo = make_suite(
+        tmp_path,
+        {**pin, "oracle_paths": ["tests"]},
+        source=SUITE + "\nfrom testing.support import same  # noqa: E402\n",
+        ini="[pytest]\npythonpath = .\n",
+    )
+    (repo / "testing").mkdir()
+    (repo / "testing/support.py").write_text("def same(a, b):\n    assert a == b\n")
+    said = plan(run_cli, repo).out
+    assert 'oracle_paths: add ["testing/support.py"]: imported by the collection from a test' in (
+        said
+    )
+    assert plan_json(run_cli, repo)["proposed_oracle_paths"] == ["testing/support.py"]
+    edit_properties(repo, {**pin, "oracle_paths": ["tests", "testing"]})
+    assert "oracle_paths: add" not in plan(run_cli, repo).out
+
+
 @pytest.fixture
 def parse_suite(tmp_path: Path) -> Path:
     """The suite with one property, `suite.parse`."""

@@ -120,8 +120,9 @@ def pins(repo: Path) -> list[str | Path]:
 
 
 def plan_json(run_cli: RunCli, repo: Path) -> dict[str, Any]:
+    """The first property of `plan --json`; `plan` exits 1 where it would be missing."""
     result = run_cli("plan", *pins(repo), "--command", PYTEST, "--root", repo, "--json")
-    assert result.code == 0, result.err
+    assert result.code in (0, 1), result.err
     document: dict[str, Any] = json.loads(result.out)["properties"][0]
     return document
 

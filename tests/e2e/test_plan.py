@@ -234,7 +234,38 @@ def test_proposals_count_what_the_run_would_count_and_an_unmet_min_tests_is_name
     )
     reason = "3 tests matched once 1 expected skip(s) were left out, the pin asks for at least 5"
     assert document["missing_reason"] == reason
-    text = plan(run_cli, repo).out
+    result = plan(run_cli, repo)
     assert (
-        f"suite.draft: 4 tests (1 expected skips left out; it would be missing: {reason})" in text
+        f"suite.draft: 4 tests (1 expected skips left out; it would be missing: {reason})"
+        in result.out
     )
+    # A property that would be missing on these tests is a pin to fix before the gate runs.
+    assert result.code == 1
+    assert '  proposed for the pin: "min_tests": 3, ' in result.out
+    assert "(the pin's min_tests differ)" in result.out
+
+
+def test_figures_the_pin_already_holds_are_said_to_match(run_cli: RunCli, tmp_path: Path) -> None:
+    """pycodestyle's trial: `plan` proposed every property's figures, equal to the pin's,
+    and marked none; a hash that differs is named."""
+    skip = {"test": f"{TEST_FILE}::TestDraft", "reason": "Format checker"}
+    repo = make_suite(
+        tmp_path,
+        properties_pin([prop("suite.draft", f"{TEST_FILE}::TestDraft")], expected_skips=[skip]),
+    )
+    document = by_id(plan_json(run_cli, repo))["suite.draft"]
+    figures = {
+        "min_tests": document["proposed_min_tests"],
+        "tests_sha256": document["proposed_tests_sha256"],
+    }
+    pinned = {**prop("suite.draft", f"{TEST_FILE}::TestDraft"), **figures}
+    edit_properties(repo, properties_pin([pinned], expected_skips=[skip]))
+    result = plan(run_cli, repo)
+    assert result.code == 0, result.out
+    assert "  the pin's min_tests and tests_sha256 match the tests counted now\n" in result.out
+    assert "proposed for the pin" not in result.out
+    stale = {**pinned, "tests_sha256": "0" * 64}
+    edit_properties(repo, properties_pin([stale], expected_skips=[skip]))
+    result = plan(run_cli, repo)
+    assert result.code == 1
+    assert "(the pin's tests_sha256 differ)" in result.out

@@ -159,6 +159,8 @@ def test_a_property_killed_only_by_a_collection_crash_is_not_strong(
     assert kills
     assert all(trial["kind"] == "crash" and trial["command_exit"] == 2 for trial in kills)
     assert "killed only by a crash of the whole run" in markdown_it_vet["stdout"]
+    # Not "the parser's": the run broke, not a parse of its data (pycodestyle's trial).
+    assert "it fails with the run, not its claim" in markdown_it_vet["stdout"]
 
 
 def test_the_real_tables_test_is_strong_on_its_blocks(markdown_it_vet: dict[str, Any]) -> None:

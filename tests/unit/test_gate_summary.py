@@ -86,6 +86,11 @@ def test_the_vet_step_line_counts_the_pinned_files_no_property_reads() -> None:
     """chardet's trial: `vet` warned of 49 pinned files no property reads; through `gate`,
     the warning was in the ledger alone."""
     line = gate_summary._describe_vet(vetted({"a": VetVerdict.STRONG}, ("a.txt", "b.txt")))
-    assert (
-        line == "each of 1 properties can fail on its fixtures; 2 pinned file(s) no property reads"
+    assert line == (
+        "each of 1 properties can fail on its fixtures; 2 pinned file(s) no property reads "
+        "(a.txt, b.txt)"
     )
+    # mistune's trial: the step line named no file. The first three, and a count.
+    many = tuple(f"{letter}.txt" for letter in "abcde")
+    line = gate_summary._describe_vet(vetted({"a": VetVerdict.STRONG}, many))
+    assert line.endswith("; 5 pinned file(s) no property reads (a.txt, b.txt, c.txt and 2 more)")

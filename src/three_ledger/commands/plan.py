@@ -29,13 +29,13 @@ from three_ledger.matching import (
 )
 from three_ledger.outputs import Output, refuse_unwritable
 from three_ledger.paths import glob_matches
-from three_ledger.product_guess import Proposal, propose, test_like_under
+from three_ledger.product_guess import TEST_FOLDERS, Proposal, propose, test_like_under
 from three_ledger.results import TestResult
 from three_ledger.run import network_namespace
 from three_ledger.run.collection import Collection, PlanRequest, collect_measured
 from three_ledger.run.network_ban import choose_enforcement
 from three_ledger.run.preflight import Preflight, new_tests_left_out, preflight
-from three_ledger.selection import hashed_ids, ids_sha256
+from three_ledger.selection import TestsRequirement, hashed_ids, ids_sha256
 
 # Python's bytecode and pytest's cache: what the run writes for itself, never a change's.
 _CACHE_FOLDERS = frozenset({"__pycache__", ".pytest_cache"})
@@ -73,11 +73,14 @@ def plan(request: PlanRequest) -> int:
         owners = oracle_owners(request.root, pins, collection, modules, products)
     pin = pins.properties_pin
     helpers = _unlisted_helpers(request.root, pin.product_paths, products, pin.oracle_paths)
+    imported = []
+    if request.report is None:
+        imported = _imported_helpers(request.root, collection, modules, pin.oracle_paths, helpers)
     if request.as_json:
         document = {
             **plan_document(match),
             "proposed_product_paths": _products(products),
-            "proposed_oracle_paths": helpers,
+            "proposed_oracle_paths": sorted({*helpers, *imported}),
         }
         if owners is not None:
             document["codeowners"] = owners.paths
@@ -85,12 +88,12 @@ def plan(request: PlanRequest) -> int:
     else:
         declared = pins.properties_pin.product_paths
         text = plan_text(match, source) + _product_lines(products, declared)
-        text += _helper_lines(helpers, declared)
+        text += _helper_lines(helpers, declared) + _imported_helper_lines(imported)
         sys.stdout.write(text + (owners.text() if owners is not None else ""))
         # Only a JUnit title can hold a `::` that is not a boundary; pytest's ids are exact.
         for line in ambiguous_titles(tests) if request.report is not None else ():
             print(line)
-    return ExitCode.PROPERTY_MISS if match.unmatched_properties() else ExitCode.OK
+    return ExitCode.PROPERTY_MISS if match.missing_properties() else ExitCode.OK
 
 
 def _products(products: Sequence[Proposal]) -> list[dict[str, str]]:
@@ -137,6 +140,45 @@ def _helper_lines(helpers: Sequence[str], declared: Sequence[str] | None) -> str
         f"oracle_paths: add {json.dumps(helpers)}: named like tests inside {whose}; where the "
         "tests assert through one, an edit to it is theirs, never the product's, and only "
         "oracle_paths says so\n"
+    )
+
+
+def _imported_helpers(
+    root: Path,
+    collection: Collection,
+    modules: Sequence[str],
+    oracle_paths: Sequence[str],
+    named: Sequence[str],
+) -> list[str]:
+    """The Python files the collection imported from a test folder (`tests`, `test`,
+    `testing`) that are no test module, no conftest, and that no `oracle_paths` entry holds:
+    helpers the tests assert through (pycodestyle's `testing/support.py`). A file of the
+    product's never lies in such a folder by this rule, so none is proposed as an oracle."""
+    if collection.unmeasured is not None:
+        return []
+    collected = set(modules)
+    found = {
+        path
+        for path in collection.uses
+        if path.endswith(".py")
+        and TEST_FOLDERS & set(PurePosixPath(path).parts[:-1])
+        and PurePosixPath(path).name != "conftest.py"
+        and path not in collected
+        and path not in named
+        and not any(
+            path == o.rstrip("/") or path.startswith(o.rstrip("/") + "/") for o in oracle_paths
+        )
+    }
+    return sorted(_repository_files(root, found))
+
+
+def _imported_helper_lines(imported: Sequence[str]) -> str:
+    if not imported:
+        return ""
+    return (
+        f"oracle_paths: add {json.dumps(list(imported))}: imported by the collection from a "
+        "test folder, and no test module: where the tests assert through one, an edit to it "
+        "alone goes to the test owners before anything runs\n"
     )
 
 
@@ -199,9 +241,27 @@ def _property_lines(prop: PropertyMatch) -> list[str]:
         lines.append(f"  ... and {score.matched - len(prop.examples)} more")
     lines += [f"  marked xfail: {test_id}" for test_id in prop.expected_failure_examples]
     if score.tests:
-        proposal = {"min_tests": score.tests_matched, "tests_sha256": ids_sha256(score.tests)}
-        lines.append(f"  proposed for the pin: {json.dumps(proposal)[1:-1]}")
+        lines.append(_proposal_line(prop))
     return [*lines, ""]
+
+
+def _proposal_line(prop: PropertyMatch) -> str:
+    """The figures of the tests counted now, for the pin; where the pin already holds each
+    figure it asks for, that it holds (pycodestyle's trial: seven properties proposed for,
+    none of them differing, none marked)."""
+    score = prop.score
+    proposal = {"min_tests": score.tests_matched, "tests_sha256": ids_sha256(score.tests)}
+    pinned = prop.requirement or TestsRequirement()
+    asked = {
+        key: value
+        for key, value in (("min_tests", pinned.min_tests), ("tests_sha256", pinned.tests_sha256))
+        if value is not None
+    }
+    if asked and all(proposal[key] == value for key, value in asked.items()):
+        return f"  the pin's {' and '.join(asked)} match the tests counted now"
+    differing = [key for key, value in asked.items() if proposal[key] != value]
+    said = f"  proposed for the pin: {json.dumps(proposal)[1:-1]}"
+    return said + (f" (the pin's {' and '.join(differing)} differ)" if differing else "")
 
 
 def plan_document(match: PinMatch) -> dict[str, Any]:

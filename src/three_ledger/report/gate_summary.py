@@ -193,6 +193,10 @@ def _describe_scores(prop: PropertyLedger) -> str:
     return f"not pass: {listed}" if failing else f"{len(prop.status_by_id)} properties pass"
 
 
+# The pinned files no property reads that vet's step line names before it counts the rest.
+_UNREAD_NAMED = 3
+
+
 def _describe_vet(vetted: VetLedger) -> str:
     not_gates = [prop_id for prop_id, found in vetted.properties.items() if not found.gate]
     # Counted as gates without --strict, as vet's own last line counts them apart.
@@ -200,7 +204,10 @@ def _describe_vet(vetted: VetLedger) -> str:
     said = f" ({len(weak)} weak, killed only by malformed input or a crash: {', '.join(weak)})"
     # vet's own warning, which chardet's trial found only in the ledger through `gate`.
     unread = vetted.unread_pinned_files
-    tail = f"; {len(unread)} pinned file(s) no property reads" if unread else ""
+    named = ", ".join(unread[:_UNREAD_NAMED]) + (
+        f" and {len(unread) - _UNREAD_NAMED} more" if len(unread) > _UNREAD_NAMED else ""
+    )
+    tail = f"; {len(unread)} pinned file(s) no property reads ({named})" if unread else ""
     if not_gates:
         head = f"cannot fail on its fixtures: {', '.join(not_gates)}"
     else:

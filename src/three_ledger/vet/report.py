@@ -47,11 +47,13 @@ def finding(found: PropertyVet, *, strict: bool) -> str:
             text = f"killed by {killer.operator} ({_status_text(killer)})"
         case VetVerdict.WEAK:
             killer = next(t for t in found.trials if _kills(t))
-            how = "a crash of the whole run" if killer.kind is Kind.CRASH else "malformed input"
-            text = (
-                f"killed only by {how} ({killer.operator}: {_status_text(killer)}): "
-                "it guards the parser, not its claim"
-            )
+            if killer.kind is Kind.CRASH:
+                # pycodestyle's trial: a test that reads no file was "the parser's guard"
+                # because emptying a file broke collection, and with it the whole run.
+                how, guards = "a crash of the whole run", "it fails with the run, not its claim"
+            else:
+                how, guards = "malformed input", "it guards the parser, not its claim"
+            text = f"killed only by {how} ({killer.operator}: {_status_text(killer)}): {guards}"
             if strict:
                 text += "; --strict counts it as surviving: not a gate"
         case VetVerdict.SURVIVED:
