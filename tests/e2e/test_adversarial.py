@@ -540,6 +540,107 @@ def test_a_test_module_swapped_while_it_is_imported_is_found(gate: Gate, options
     assert not (gate.ledgers / "p.json").exists()
 
 
+# A helper beside the property tests, which they assert through: a function, and a class's
+# method (mistune's `BaseTestCase.assert_case`).
+CHECKS = """\
+def non_negative(total):
+    return total >= 0
+
+
+class Checks:
+    def non_negative(self, total):
+        return total >= 0
+"""
+# Once a test runs the product, loosens the helper the tests assert through.
+HELPER_LOOSENER = """
+
+import sys as _sys
+
+
+def _loosen_the_helper():
+    checks = _sys.modules.get("checks")
+    tests = _sys.modules.get("test_orders") or _sys.modules.get("properties.test_orders")
+    if checks is None or tests is None:
+        return
+    if _HOW == "function":
+        tests.non_negative = lambda total: True
+    else:
+        checks.Checks.non_negative = lambda self, total: True
+
+
+_real_total = order_total
+
+
+def order_total(order):
+    _loosen_the_helper()
+    return _real_total(order)
+"""
+
+
+def with_checks(gate: Gate, how: str) -> Gate:
+    """The base: the non-negative test asserts through `checks.py`, beside it."""
+    (gate.repo / "properties/checks.py").write_text(CHECKS)
+    call = (
+        "non_negative(order_total(order))"
+        if how == "function"
+        else ("Checks().non_negative(order_total(order))")
+    )
+    gate.edit(
+        "properties/test_orders.py",
+        '        assert order_total(order) >= 0, order["id"]',
+        f'        assert {call}, order["id"]',
+    )
+    gate.edit(
+        "properties/test_orders.py",
+        "from orders import ",
+        "from checks import Checks, non_negative\nfrom orders import ",
+    )
+    git(gate.repo, "add", "-A")
+    git(gate.repo, "commit", "-qm", "the tests assert through a helper")
+    return dataclasses.replace(gate, base=git(gate.repo, "rev-parse", "HEAD"))
+
+
+@pytest.mark.parametrize("how", ["function", "method"])
+def test_a_helper_the_product_replaces_once_the_tests_run_is_found(gate: Gate, how: str) -> None:
+    """mistune's trial: product code wrapped the tests' `BaseTestCase.assert_case` (in
+    `tests/__init__.py`), no file of the tests changed, and every property passed on a broken
+    product. A function or class a test-side module held at its import's end, replaced by
+    the project's other code, is a finding (exit 4)."""
+    gate = with_checks(gate, how)
+    assert gate.digest().code == 0
+    assert gate.properties().code == 0  # the control
+    break_the_product(gate)
+    with (gate.repo / "orders.py").open("a") as product:
+        product.write(f"\n_HOW = {how!r}\n{HELPER_LOOSENER}")
+    scored = gate.properties()
+    assert scored.code == 4, scored.err
+    said = scored.first_error_line
+    replaced = "test_orders.non_negative" if how == "function" else "checks.Checks.non_negative"
+    assert re.search(
+        rf"{re.escape(replaced)}, which a test-side module defined, was replaced", said
+    ), said
+    assert "by orders (orders.py:" in said
+    assert not (gate.ledgers / "p.json").exists()
+
+
+def test_a_helper_the_tests_replace_themselves_is_no_finding(gate: Gate) -> None:
+    """The control: a test that swaps the helper for its own function or a mock, through
+    `monkeypatch` or by hand, for the rest of the session."""
+    gate = with_checks(gate, "function")
+    (gate.repo / "properties/test_swaps.py").write_text(
+        "from unittest import mock\n\nimport checks\n\n\n"
+        "def test_swaps_the_helper(monkeypatch):\n"
+        "    monkeypatch.setattr(checks, 'non_negative', lambda total: total >= 0)\n"
+        "    checks.Checks.non_negative = mock.Mock(return_value=True)\n"
+        "    assert checks.non_negative(1)\n"
+    )
+    assert gate.digest().code == 0
+    scored = gate.properties(
+        command=f"{sys.executable} -m pytest -q -p no:cacheprovider properties"
+    )
+    assert scored.code == 0, scored.err
+
+
 # At exit, turns the failures in the results file the plugin holds open into passes.
 RESULTS_REWRITER = """
 

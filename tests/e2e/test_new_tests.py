@@ -269,7 +269,8 @@ def test_gate_scores_tests_changed_beside_anything_else(repo: Repo) -> None:
 
 def test_gate_scores_a_test_data_file_changed_alone(repo: Repo) -> None:
     # Data the tests read, outside oracle_paths, is not positively test-side: it is scored,
-    # and the run measures it.
+    # and the run measures it; an oracle, and the only file the change touches, it goes to
+    # the test owners then. Beside a product edit it is row 5.
     test = repo.root / "properties/test_orders.py"
     local = 'LIMITS = (Path(__file__).parent.parent / "data/limits.txt").read_text()\n'
     test.write_text(test.read_text().replace("ORDER_ID = ", local + "ORDER_ID = ", 1))
@@ -278,8 +279,13 @@ def test_gate_scores_a_test_data_file_changed_alone(repo: Repo) -> None:
     repo.write("data/limits.txt", "-1\n")
     repo.commit("relax the limit")
     decision = gate(repo)
+    assert posture(decision) == ("human_review", 0), decision["reason"]
+    assert "data/limits.txt (read by the run)" in decision["reason"]
+    repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
+    repo.commit("and a product edit")
+    decision = gate(repo)
     assert posture(decision) == ("reject", 5), decision["reason"]
-    assert "data/limits.txt" in decision["reason"]
+    assert "data/limits.txt: read by the run" in decision["reason"]
 
 
 def test_gate_sends_data_under_oracle_paths_to_the_test_owners(repo: Repo) -> None:

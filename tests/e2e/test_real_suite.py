@@ -232,11 +232,12 @@ CASES = [
         ),
     ),
     Case(
+        # Test data alone, which only the run knows for an oracle: the test owners'.
         "new case file read by the unchanged data-driven test, outside the fixture pin",
         add_invalid_case,
-        "reject",
-        5,
-        f"oracles moved ({NEW_INVALID_CASE})",
+        "human_review",
+        0,
+        f"{NEW_INVALID_CASE} (read by the run): every file the change touches is an oracle",
         layout="valid-cases-pinned",
         statuses={VALID: "pass"},
         oracle_changes={NEW_INVALID_CASE: "read by the run"},

@@ -133,7 +133,7 @@ class HarnessRecorder:
             if not file or not _file_under(file, root, self.root):
                 continue
             relative = self.shown(Path(file))
-            if _is_test_side(relative, patterns, starts):
+            if is_test_side(relative, patterns, starts):
                 found.add(relative)
         return found
 
@@ -318,7 +318,7 @@ def _installed_top_levels(root: Path) -> frozenset[str]:
     return frozenset(names)
 
 
-def _is_test_side(relative: str, patterns: list[str], starts: tuple[str, ...] | None) -> bool:
+def is_test_side(relative: str, patterns: list[str], starts: tuple[str, ...] | None) -> bool:
     """A conftest; a module in a folder named like tests; or one named as `python_files`
     says, where the run collected from (STARTS; anywhere for None): outside, pytest never
     took it for a test module, and it is the product's (a `python_files = *.py` beside

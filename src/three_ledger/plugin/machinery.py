@@ -426,6 +426,10 @@ class Audit:
         # it ran: a test module pytest holds must be one of them.
         self.module_runs: list[tuple[object, object]] = []
         self._runs_by_module: dict[int, list[object]] = {}  # built from it when asked
+        # The project's modules whose import has not ended (`settle`), and what each one
+        # whose import ended had defined then.
+        self.running: list[tuple[object, object]] = []
+        self.defined: list[_Defined] = []
         self.hooks: _Hooks | None = None
         # Plugins whose registration was judged (legitimate, or reported once), kept alive.
         self.accounted: dict[int, object] = {}
@@ -555,10 +559,45 @@ class Audit:
         try:
             # Frame 0 is this method, 1 the hook; 2 called `exec`.
             ran = _module_run(sys._getframe(2))
+            self.settle()
         except Exception:  # noqa: BLE001 - an exception here would fail the caller's exec
             return
         if ran is not None:
             self.module_runs.append(ran)
+            if _outside_environment(ran[1]):
+                self.running.append(ran)
+
+    def settle(self, *, every: bool = False) -> None:
+        """Keep what each of the project's modules whose import ended had defined then (its
+        own functions and classes, their own functions): before anything else ran, so that
+        code run later can be seen to replace them. EVERY: those too whose end cannot be told
+        (`--import-mode=importlib` runs a test module outside the import system's lock), once
+        collection ends."""
+        still = []
+        for module, origin in self.running:
+            spec = getattr(module, "__spec__", None)
+            if every or getattr(spec, "_initializing", None) is False:
+                self.defined.append(_Defined.of(module, origin))
+            else:
+                still.append((module, origin))
+        self.running = still
+
+    def replaced_helpers(self, test_side: Callable[[str], bool]) -> None:
+        """Report each function or class a test-side module (TEST_SIDE) defined that now holds
+        a value the project's other code (the product) made: mistune's trial wrapped its
+        tests' `BaseTestCase.assert_case` from the product, and every property passed on a
+        broken product. The tests' own code, pytest, the standard library (a mock) and
+        installed packages may replace them."""
+        trust = self.trust
+        if trust is None:
+            return
+        for defined in self.defined:
+            if type(defined.origin) is not str or not test_side(defined.origin):
+                continue
+            for label, new in defined.replaced():
+                maker = trust.value_maker(new)
+                if trust.is_project(maker.file) and not test_side(maker.file):
+                    self._found(f"{label}, which a test-side module defined, was replaced", maker)
 
     def ran_from(self, module: object, path: str) -> bool:
         """Whether a file loader ran the code of the file at PATH into MODULE itself.
@@ -869,6 +908,78 @@ def _module_run(frame: types.FrameType) -> tuple[object, object] | None:
     if type(loader) is not importlib.machinery.SourceFileLoader:
         return None
     return module, vars(loader).get("path")
+
+
+# The folders of the interpreter and its installed packages, as given and resolved: no module
+# there is the project's. Compared as given, once a module's import: a path that reaches them
+# through a link is kept, and `Trust` judges it later.
+_ENVIRONMENT = tuple(
+    dict.fromkeys(
+        os.path.join(folder, "")
+        for prefix in (sys.prefix, sys.base_prefix)
+        for folder in (prefix, os.path.realpath(prefix))
+    )
+)
+
+
+def _outside_environment(origin: object) -> bool:
+    return type(origin) is str and not origin.startswith(_ENVIRONMENT)
+
+
+class _Defined:
+    """What one module held, as its import left it: each function and class bound in it
+    (its own or imported: a test module's `non_negative` from its helper, its
+    `order_total` from the product), and each function of the classes it defined (a static
+    or class method by its function), with the namespace that holds it. Data is left out:
+    a helper's lazily made parser or cache changes as it should."""
+
+    __slots__ = ("entries", "origin")
+
+    def __init__(self, origin: object, entries: list[tuple[Mapping[str, Any], str, str, Any]]):
+        self.origin = origin
+        self.entries = entries
+
+    @classmethod
+    def of(cls, module: object, origin: object) -> _Defined:
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is not dict or type(origin) is not str:
+            return cls(origin, [])
+        name = namespace.get("__name__")
+        entries: list[tuple[Mapping[str, Any], str, str, Any]] = []
+        for key, value in list(namespace.items()):
+            kind = type(value)
+            if kind is types.FunctionType or kind is types.BuiltinFunctionType:
+                entries.append((namespace, f"{name}.{key}", key, value))
+            elif issubclass(kind, type):
+                entries.append((namespace, f"{name}.{key}", key, value))
+                if vars(value).get("__module__") != name:
+                    continue
+                members = vars(value)
+                for attribute, member in list(members.items()):
+                    if _own_function(_function_of(member), origin):
+                        label = f"{name}.{value.__qualname__}.{attribute}"
+                        entries.append((members, label, attribute, member))
+        return cls(origin, entries)
+
+    def replaced(self) -> list[tuple[str, object]]:
+        """(label, the value now) for each entry that holds another value; one removed is
+        not a replacement."""
+        found = []
+        for namespace, label, key, value in self.entries:
+            now = namespace.get(key, _GONE)
+            if now is not value and now is not _GONE:
+                found.append((label, now))
+        return found
+
+
+def _own_function(value: object, origin: str) -> bool:
+    return type(value) is types.FunctionType and value.__code__.co_filename == origin
+
+
+def _function_of(member: object) -> object:
+    if type(member) is staticmethod or type(member) is classmethod:
+        return member.__func__
+    return member
 
 
 def _same_file(origin: object, path: str) -> bool:

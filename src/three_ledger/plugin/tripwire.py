@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from . import machinery, sentinels, shard
+from . import harness, machinery, sentinels, shard
 from .frozen import frozen
 from .makers import Trust, stack
 from .wire import (
@@ -216,6 +216,18 @@ def loaded_otherwise(
     return found
 
 
+def _folders_of(items: list[pytest.Item]) -> frozenset[str]:
+    """The folders of ITEMS' files, asked once a run of one parent (as `loaded_otherwise`)."""
+    folders = set()
+    last: object = None
+    for item in items:
+        if item.parent is last:
+            continue
+        last = item.parent
+        folders.add(os.path.dirname(str(item.path)))
+    return frozenset(folders)
+
+
 def _setup(config: pytest.Config) -> Setup | None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
@@ -283,6 +295,8 @@ class Tripwire:
         self.musts: dict[str, str] = {}
         self.mechanism: str | None = None
         self.session: pytest.Session | None = None
+        # The folders of the collected test modules (at collection's end).
+        self.test_folders: frozenset[str] = frozenset()
         self.findings: list[str] = []
         # (node id, phase) of the last phase an exception came out of, as the outermost
         # wrapper saw it; None once the next phase starts.
@@ -322,6 +336,9 @@ class Tripwire:
         for what in loaded_otherwise(session.items, self.audit.ran_from):
             self.audit.found_outside(what)
         self.audit.watch_tests(session.items)
+        self.test_folders = _folders_of(session.items)
+        self.audit.settle(every=True)
+        self.audit.replaced_helpers(self._test_side)
         if not session.items and not self.config.stash.get(shard.SHARD_ACTIVE, False):
             return
         placed = sentinels.place(session, session.items, bytes.fromhex(self.setup.seed))
@@ -437,8 +454,22 @@ class Tripwire:
         self.musts[report.nodeid] = must
         return must
 
+    def _test_side(self, path: str) -> bool:
+        """Whether PATH is one of the project's test-side files: by the harness's rule (a
+        conftest, a module in a folder named like tests, or one named as `python_files`
+        says), or a module beside a collected test module (the example's
+        `properties/checks.py`)."""
+        trust = self.audit.trust
+        if trust is None or not trust.is_project(path):
+            return False
+        if os.path.dirname(path) in self.test_folders:
+            return True
+        patterns = self.config.getini("python_files")
+        return harness.is_test_side(trust.shown(path), patterns, None)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
+        self.audit.replaced_helpers(self._test_side)
         self.audit.check_all()
         self._check_environment()
         if not self.worker:
