@@ -218,6 +218,8 @@ class SideKind(Enum):
     CONFTEST = "conftest.py: changes how every test runs"
     PYTEST_SETTINGS = "pytest's settings: change how every test runs"
     ORACLE_PATH = "listed in oracle_paths"
+    # Known for an oracle only once the run measured it (`gate` after the scoring run).
+    MEASURED = "an oracle the run measured"
 
 
 @frozen

@@ -540,8 +540,8 @@ def test_a_test_module_swapped_while_it_is_imported_is_found(gate: Gate, options
     assert not (gate.ledgers / "p.json").exists()
 
 
-# A helper beside the property tests, which they assert through: a function, and a class's
-# method (mistune's `BaseTestCase.assert_case`).
+# A helper in a folder named like tests, which the property tests assert through: a function,
+# and a class's method (mistune's `BaseTestCase.assert_case`).
 CHECKS = """\
 def non_negative(total):
     return total >= 0
@@ -551,21 +551,27 @@ class Checks:
     def non_negative(self, total):
         return total >= 0
 """
-# Once a test runs the product, loosens the helper the tests assert through.
+# Once a test runs the product, loosens the helper the tests assert through, HOW: a function
+# of the product's in its place, a mock in its place, or the product's code in the helper's.
 HELPER_LOOSENER = """
 
 import sys as _sys
+from unittest import mock as _mock
 
 
 def _loosen_the_helper():
-    checks = _sys.modules.get("checks")
+    checks = _sys.modules.get("testing.checks")
     tests = _sys.modules.get("test_orders") or _sys.modules.get("properties.test_orders")
     if checks is None or tests is None:
         return
     if _HOW == "function":
         tests.non_negative = lambda total: True
-    else:
+    elif _HOW == "method":
         checks.Checks.non_negative = lambda self, total: True
+    elif _HOW == "mock":
+        checks.Checks.non_negative = _mock.Mock(return_value=True)
+    else:
+        checks.Checks.non_negative.__code__ = (lambda self, total: True).__code__
 
 
 _real_total = order_total
@@ -578,12 +584,13 @@ def order_total(order):
 
 
 def with_checks(gate: Gate, how: str) -> Gate:
-    """The base: the non-negative test asserts through `checks.py`, beside it."""
-    (gate.repo / "properties/checks.py").write_text(CHECKS)
+    """The base: the non-negative test asserts through `testing/checks.py`."""
+    (gate.repo / "testing").mkdir()
+    (gate.repo / "testing/checks.py").write_text(CHECKS)
     call = (
         "non_negative(order_total(order))"
         if how == "function"
-        else ("Checks().non_negative(order_total(order))")
+        else "Checks().non_negative(order_total(order))"
     )
     gate.edit(
         "properties/test_orders.py",
@@ -593,19 +600,31 @@ def with_checks(gate: Gate, how: str) -> Gate:
     gate.edit(
         "properties/test_orders.py",
         "from orders import ",
-        "from checks import Checks, non_negative\nfrom orders import ",
+        "from testing.checks import Checks, non_negative\nfrom orders import ",
     )
     git(gate.repo, "add", "-A")
     git(gate.repo, "commit", "-qm", "the tests assert through a helper")
     return dataclasses.replace(gate, base=git(gate.repo, "rev-parse", "HEAD"))
 
 
-@pytest.mark.parametrize("how", ["function", "method"])
-def test_a_helper_the_product_replaces_once_the_tests_run_is_found(gate: Gate, how: str) -> None:
+@pytest.mark.parametrize(
+    ("how", "said"),
+    [
+        ("function", r"test_orders\.non_negative, which a test-side module held, was replaced"),
+        ("method", r"testing\.checks\.Checks\.non_negative, which a test-side module held, was"),
+        ("mock", r"testing\.checks\.Checks\.non_negative, which a test-side module held, was"),
+        ("code", r"non_negative\.__code__ set, by orders \(orders\.py:"),
+    ],
+)
+def test_a_helper_the_product_replaces_once_the_tests_run_is_found(
+    gate: Gate, how: str, said: str
+) -> None:
     """mistune's trial: product code wrapped the tests' `BaseTestCase.assert_case` (in
     `tests/__init__.py`), no file of the tests changed, and every property passed on a broken
-    product. A function or class a test-side module held at its import's end, replaced by
-    the project's other code, is a finding (exit 4)."""
+    product. The red team's fourth round did it with a mock and by swapping the helper's
+    code. A function or class a test-side module held once its import ended, replaced by
+    anything but the tests' own code or pytest, or given other code by the product, is a
+    finding (exit 4)."""
     gate = with_checks(gate, how)
     assert gate.digest().code == 0
     assert gate.properties().code == 0  # the control
@@ -614,25 +633,61 @@ def test_a_helper_the_product_replaces_once_the_tests_run_is_found(gate: Gate, h
         product.write(f"\n_HOW = {how!r}\n{HELPER_LOOSENER}")
     scored = gate.properties()
     assert scored.code == 4, scored.err
-    said = scored.first_error_line
-    replaced = "test_orders.non_negative" if how == "function" else "checks.Checks.non_negative"
-    assert re.search(
-        rf"{re.escape(replaced)}, which a test-side module defined, was replaced", said
-    ), said
-    assert "by orders (orders.py:" in said
+    assert re.search(said, scored.first_error_line), scored.first_error_line
     assert not (gate.ledgers / "p.json").exists()
 
 
+# Called by a test module collected after the property tests: gives their non-negative test
+# the code of one that passes, once their import has ended and before collection has.
+EARLY_CODE_SWAP = """
+
+import sys as _sys
+
+
+def warm_up() -> None:
+    tests = _sys.modules.get("test_orders") or _sys.modules.get("properties.test_orders")
+    if tests is not None:
+        def _passes(orders):
+            return None
+
+        tests.test_total_non_negative.__code__ = _passes.__code__
+"""
+
+
+def test_a_tests_code_swapped_before_collection_ends_is_found(gate: Gate) -> None:
+    """The red team's fourth round: the swap made while collection went on, before the
+    tripwire kept the test functions, went unseen (`review`)."""
+    (gate.repo / "properties/test_zz_warm.py").write_text(
+        "import orders\n\nif hasattr(orders, 'warm_up'):\n    orders.warm_up()\n\n\n"
+        "def test_warm() -> None:\n    assert orders\n"
+    )
+    git(gate.repo, "add", "-A")
+    git(gate.repo, "commit", "-qm", "a test module that warms the product up")
+    gate = dataclasses.replace(gate, base=git(gate.repo, "rev-parse", "HEAD"))
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider properties"
+    assert gate.digest().code == 0
+    assert gate.properties(command=command).code == 0  # the control
+    break_the_product(gate)
+    with (gate.repo / "orders.py").open("a") as product:
+        product.write(EARLY_CODE_SWAP)
+    scored = gate.properties(command=command)
+    assert scored.code == 4, scored.err
+    assert re.search(
+        r"test_total_non_negative\.__code__ set, by orders \(orders\.py:", scored.first_error_line
+    ), scored.first_error_line
+
+
 def test_a_helper_the_tests_replace_themselves_is_no_finding(gate: Gate) -> None:
-    """The control: a test that swaps the helper for its own function or a mock, through
-    `monkeypatch` or by hand, for the rest of the session."""
+    """The control: tests that swap the helper for a function of their own for the rest of
+    the session, through `monkeypatch`, or with a mock they take back."""
     gate = with_checks(gate, "function")
     (gate.repo / "properties/test_swaps.py").write_text(
-        "from unittest import mock\n\nimport checks\n\n\n"
+        "from unittest import mock\n\nfrom testing import checks\n\n\n"
         "def test_swaps_the_helper(monkeypatch):\n"
         "    monkeypatch.setattr(checks, 'non_negative', lambda total: total >= 0)\n"
-        "    checks.Checks.non_negative = mock.Mock(return_value=True)\n"
-        "    assert checks.non_negative(1)\n"
+        "    checks.Checks.non_negative = lambda self, total: total >= 0\n"
+        "    with mock.patch.object(checks, 'non_negative', return_value=True):\n"
+        "        assert checks.non_negative(-1)\n"
     )
     assert gate.digest().code == 0
     scored = gate.properties(

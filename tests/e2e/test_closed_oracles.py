@@ -65,10 +65,10 @@ def reasons(repo: Repo) -> dict[str, str]:
     return found
 
 
-def with_helper(repo: Repo) -> Repo:
-    """The base: a helper module the non-negative test asserts through."""
-    repo.write("testsupport/__init__.py", "")
-    repo.write("testsupport/checks.py", STRICT_HELPER)
+def with_helper(repo: Repo, folder: str = "testsupport") -> Repo:
+    """The base: a helper module the non-negative test asserts through, in FOLDER."""
+    repo.write(f"{folder}/__init__.py", "")
+    repo.write(f"{folder}/checks.py", STRICT_HELPER)
     test = repo.root / "properties/test_orders.py"
     text = test.read_text().replace(
         '        assert order_total(order) >= 0, order["id"]',
@@ -76,7 +76,7 @@ def with_helper(repo: Repo) -> Repo:
     )
     test.write_text(
         text.replace(
-            "import pytest\n", "import pytest\nfrom testsupport.checks import non_negative\n", 1
+            "import pytest\n", f"import pytest\nfrom {folder}.checks import non_negative\n", 1
         )
     )
     return repo.as_base("tests assert through a helper")
@@ -154,12 +154,12 @@ def test_a_helper_edited_alone_goes_to_the_test_owners_once_the_run_measures_it(
     """pycodestyle's trial: `testing/support.py`, a helper in neither `oracle_paths` nor
     `product_paths`, edited alone, was row 5, "review the oracle edit on its own". Nothing
     before the run knows it for an oracle; the run does, and every file changed is one."""
-    repo = with_helper(repo)
-    repo.write("testsupport/checks.py", STRICT_HELPER + "# reworded\n")
+    repo = with_helper(repo, "testing")
+    repo.write("testing/checks.py", STRICT_HELPER + "# reworded\n")
     repo.commit("a helper's comment")
     decision, said = gate(repo)
     assert (decision["posture"], decision["row"]) == ("human_review", 0), said
-    assert "testsupport/checks.py (imported by the run)" in decision["reason"]
+    assert "testing/checks.py (test-side module" in decision["reason"]
     assert "the change edits oracles alone" in decision["reason"]
     assert decision["inputs"]["property"] is not None
     assert "posture: human_review (row 0)" in said
@@ -168,8 +168,45 @@ def test_a_helper_edited_alone_goes_to_the_test_owners_once_the_run_measures_it(
     repo.commit("refunds go negative")
     decision, said = gate(repo)
     assert (decision["posture"], decision["row"]) == ("reject", 5), said
+    assert "testing/checks.py" in decision["reason"]
+
+
+def test_a_helper_outside_the_tests_folders_edited_alone_stays_row_5(repo: Repo) -> None:
+    """Python outside a folder named like tests may be what the product runs through: edited
+    alone, it is no oracle edit for the test owners."""
+    repo = with_helper(repo)
+    repo.write("testsupport/checks.py", STRICT_HELPER + "# reworded\n")
+    repo.commit("a helper's comment")
+    decision, said = gate(repo)
+    assert (decision["posture"], decision["row"]) == ("reject", 5), said
     assert "testsupport/checks.py: imported by the run" in decision["reason"]
     assert "if it is product, add it there in a pin change first" in decision["reason"]
+
+
+# A root module named like the standard library's, passing the real one through: what the
+# product runs through, outside `product_paths`.
+JSON_SHADOW = """\
+import importlib.util, os, sys, sysconfig
+
+_real = os.path.join(sysconfig.get_paths()["stdlib"], "json", "__init__.py")
+_spec = importlib.util.spec_from_file_location(
+    "json", _real, submodule_search_locations=[os.path.dirname(_real)]
+)
+_module = importlib.util.module_from_spec(_spec)
+sys.modules["json"] = _module
+_spec.loader.exec_module(_module)
+"""
+
+
+def test_a_stdlib_shadow_alone_is_no_oracle_edit_for_the_test_owners(repo: Repo) -> None:
+    """The red team's fourth round: a root `json.py` alone, which the product runs through,
+    was routed to the test owners as an edit of oracles alone. A module that shadows the
+    standard library stays row 5, even where every property passes."""
+    repo.write("json.py", JSON_SHADOW)
+    repo.commit("a json module at the root")
+    decision, said = gate(repo)
+    assert (decision["posture"], decision["row"]) == ("reject", 5), said
+    assert "json.py" in decision["reason"]
 
 
 def test_a_stdlib_shadow_that_hides_itself_is_still_measured(repo: Repo) -> None:

@@ -19,7 +19,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TextIO, assert_never
 
 from three_ledger import git
@@ -57,6 +57,7 @@ from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
 from three_ledger.pin_folder import fixture_folders
 from three_ledger.pins import PropertiesPin, load_fixture_pin
+from three_ledger.product_guess import TEST_FOLDERS
 from three_ledger.progress import progress
 from three_ledger.report.gate_summary import (
     GateOutcome,
@@ -68,7 +69,7 @@ from three_ledger.report.gate_summary import (
     step_line,
     summary_markdown,
 )
-from three_ledger.test_changes import TestSideChange, test_side_changes
+from three_ledger.test_changes import SideKind, TestSideChange, test_side_changes
 from three_ledger.vocabulary import Posture
 from three_ledger.workflow.chain import (
     Call,
@@ -343,7 +344,11 @@ def _oracles_alone(out: OutDir, change: Change, outcome: GateOutcome) -> GateOut
     measured moving, the test owners' route: an edit of the oracles alone, which nothing
     before the run could tell (a helper module outside `oracle_paths` and `product_paths`:
     pycodestyle's `testing/support.py`). "Review the oracle edit on its own" asked for what
-    the change already was. A change that also touches any other file, or a pin, stays row 5.
+    the change already was. A change that also touches any other file, or a pin, stays row 5;
+    so does one under which a pinned property did not pass, or that holds Python outside a
+    folder named like tests: a module outside `product_paths` that the product runs through
+    (a root `json.py` in place of the standard library's) is the product's code as much as
+    the tests' (the red team's fourth round). Data the tests read, and their helpers, remain.
     """
     verdict, evidence = outcome.verdict, outcome.evidence
     if verdict is None or verdict.row != 5 or evidence is None or change.changed_pins():
@@ -353,7 +358,9 @@ def _oracles_alone(out: OutDir, change: Change, outcome: GateOutcome) -> GateOut
     paths = [path.removeprefix(prefix) for path in change.changed]
     if prop is None or not paths or any(not path.startswith(prefix) for path in change.changed):
         return outcome
-    if not set(paths) <= set(prop.oracle_changes):
+    if not set(paths) <= set(prop.oracle_changes) or prop.failing_ids():
+        return outcome
+    if any(_code_outside_the_tests(path) for path in paths):
         return outcome
     reasons = prop.oracle_change_reasons
     described = ", ".join(f"{path} ({reasons.get(path, 'oracle')})" for path in sorted(paths))
@@ -365,7 +372,21 @@ def _oracles_alone(out: OutDir, change: Change, outcome: GateOutcome) -> GateOut
         "row 5 asks for",
     )
     write_decision(out.decision, routed, evidence)
-    return dataclasses.replace(outcome, verdict=routed)
+    tests = tuple(TestSideChange(path, SideKind.MEASURED) for path in sorted(paths))
+    return dataclasses.replace(outcome, verdict=routed, test_change=tests)
+
+
+# What Python runs, by a file's suffix: outside the tests' folders, none is an oracle alone.
+_CODE_SUFFIXES = frozenset({".py", ".pyw", ".pth"})
+
+
+def _code_outside_the_tests(path: str) -> bool:
+    """Whether PATH is Python outside a `tests`, `test` or `testing` folder and is no
+    conftest: the product may run through it."""
+    posix = PurePosixPath(path)
+    if posix.suffix not in _CODE_SUFFIXES or posix.name == "conftest.py":
+        return False
+    return TEST_FOLDERS.isdisjoint(posix.parts[:-1])
 
 
 # Why a JUnit run's pins are not vetted: vet mutates fixtures and reads what the plugin saw.

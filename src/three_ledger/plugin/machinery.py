@@ -430,6 +430,10 @@ class Audit:
         # whose import ended had defined then.
         self.running: list[tuple[object, object]] = []
         self.defined: list[_Defined] = []
+        # Each `__code__`, `__defaults__` or `__kwdefaults__` set on a function no other rule
+        # watches, with the function's file and the stack: judged once it is known whether
+        # the file is test-side.
+        self.code_sets: list[tuple[str, object, tuple[FrameInfo, ...]]] = []
         self.hooks: _Hooks | None = None
         # Plugins whose registration was judged (legitimate, or reported once), kept alive.
         self.accounted: dict[int, object] = {}
@@ -556,16 +560,21 @@ class Audit:
         """An `exec` event: where a file loader runs a module's code, which module and file."""
         if not self.armed or type(code) is not types.CodeType or code.co_name != "<module>":
             return
+        # Code made from text (`<string>`: a dataclass's methods, an `eval`), some of it once a
+        # test, is no file's: dropped before any frame is looked at.
+        if code.co_filename.startswith("<"):
+            return
         try:
             # Frame 0 is this method, 1 the hook; 2 called `exec`.
             ran = _module_run(sys._getframe(2))
+            if ran is None:
+                return
             self.settle()
         except Exception:  # noqa: BLE001 - an exception here would fail the caller's exec
             return
-        if ran is not None:
-            self.module_runs.append(ran)
-            if _outside_environment(ran[1]):
-                self.running.append(ran)
+        self.module_runs.append(ran)
+        if _outside_environment(ran[1]):
+            self.running.append(ran)
 
     def settle(self, *, every: bool = False) -> None:
         """Keep what each of the project's modules whose import ended had defined then (its
@@ -583,11 +592,14 @@ class Audit:
         self.running = still
 
     def replaced_helpers(self, test_side: Callable[[str], bool]) -> None:
-        """Report each function or class a test-side module (TEST_SIDE) defined that now holds
-        a value the project's other code (the product) made: mistune's trial wrapped its
-        tests' `BaseTestCase.assert_case` from the product, and every property passed on a
-        broken product. The tests' own code, pytest, the standard library (a mock) and
-        installed packages may replace them."""
+        """Report each function or class a test-side module (TEST_SIDE) held that now holds a
+        value of another's making than the tests' own code or pytest's: mistune's trial
+        wrapped its tests' `BaseTestCase.assert_case` from the product, and every property
+        passed on a broken product. A mock or a partial stands in for whoever handed it over,
+        which no namespace tells, so one left in place is a finding too (the red team's
+        fourth round); a `monkeypatch` or `mock.patch` the test takes back is never seen.
+        And each `__code__`, `__defaults__` or `__kwdefaults__` set on a test-side module's
+        function by code other than the tests' own or pytest's."""
         trust = self.trust
         if trust is None:
             return
@@ -596,8 +608,14 @@ class Audit:
                 continue
             for label, new in defined.replaced():
                 maker = trust.value_maker(new)
-                if trust.is_project(maker.file) and not test_side(maker.file):
-                    self._found(f"{label}, which a test-side module defined, was replaced", maker)
+                if not (test_side(maker.file) or trust.is_machinery(maker.file)):
+                    self._found(f"{label}, which a test-side module held, was replaced", maker)
+        for what, origin, frames in self.code_sets:
+            if type(origin) is not str or not test_side(origin):
+                continue
+            setter = trust.frame_maker(frames)
+            if setter is not None and not test_side(setter.file):
+                self._found(what, setter)
 
     def ran_from(self, module: object, path: str) -> bool:
         """Whether a file loader ran the code of the file at PATH into MODULE itself.
@@ -623,6 +641,13 @@ class Audit:
             type(target) is types.FunctionType and target in self.test_functions
         ):
             what = f"{_label(target)}.{name} set"
+        elif type(target) is types.FunctionType:
+            # Any other function's: judged once it is known whether its file is test-side (a
+            # helper's, or a test's before collection ends and `watch_tests` keeps it). The
+            # event comes before the set, so its code is still its own.
+            origin = target.__code__.co_filename
+            self.code_sets.append((f"{_label(target)}.{name} set", origin, stack(sys._getframe(2))))
+            return
         else:
             return
         # Frame 0 is this method, 1 the hook; 2 is the code that made the assignment.

@@ -138,6 +138,11 @@ class Trust:
             return False
         return _SITE_FOLDERS.isdisjoint(real.split(os.sep))
 
+    def is_machinery(self, path: str) -> bool:
+        """Whether PATH is pytest's, pluggy's or this plugin's own code."""
+        real = self._real(path)
+        return real.startswith((*self.machinery, _OWN_FOLDER + os.sep))
+
     def _passes_through(self, module: str, path: str) -> bool:
         """Frames the walk looks past: generated code, the standard library, pytest, pluggy
         and this plugin (which make changes only on someone's behalf)."""

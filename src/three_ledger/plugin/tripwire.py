@@ -216,18 +216,6 @@ def loaded_otherwise(
     return found
 
 
-def _folders_of(items: list[pytest.Item]) -> frozenset[str]:
-    """The folders of ITEMS' files, asked once a run of one parent (as `loaded_otherwise`)."""
-    folders = set()
-    last: object = None
-    for item in items:
-        if item.parent is last:
-            continue
-        last = item.parent
-        folders.add(os.path.dirname(str(item.path)))
-    return frozenset(folders)
-
-
 def _setup(config: pytest.Config) -> Setup | None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
@@ -295,8 +283,6 @@ class Tripwire:
         self.musts: dict[str, str] = {}
         self.mechanism: str | None = None
         self.session: pytest.Session | None = None
-        # The folders of the collected test modules (at collection's end).
-        self.test_folders: frozenset[str] = frozenset()
         self.findings: list[str] = []
         # (node id, phase) of the last phase an exception came out of, as the outermost
         # wrapper saw it; None once the next phase starts.
@@ -336,7 +322,6 @@ class Tripwire:
         for what in loaded_otherwise(session.items, self.audit.ran_from):
             self.audit.found_outside(what)
         self.audit.watch_tests(session.items)
-        self.test_folders = _folders_of(session.items)
         self.audit.settle(every=True)
         self.audit.replaced_helpers(self._test_side)
         if not session.items and not self.config.stash.get(shard.SHARD_ACTIVE, False):
@@ -455,15 +440,13 @@ class Tripwire:
         return must
 
     def _test_side(self, path: str) -> bool:
-        """Whether PATH is one of the project's test-side files: by the harness's rule (a
-        conftest, a module in a folder named like tests, or one named as `python_files`
-        says), or a module beside a collected test module (the example's
-        `properties/checks.py`)."""
+        """Whether PATH is one of the project's test-side files, by the harness's rule: a
+        conftest, a module in a folder named like tests, or one named as `python_files` says.
+        Not a module beside a test module: tests kept beside the product (a root
+        `test_smoke.py`) would make the product test-side (the red team's fourth round)."""
         trust = self.audit.trust
         if trust is None or not trust.is_project(path):
             return False
-        if os.path.dirname(path) in self.test_folders:
-            return True
         patterns = self.config.getini("python_files")
         return harness.is_test_side(trust.shown(path), patterns, None)
 
