@@ -21,6 +21,7 @@ import pytest
 
 from helpers import RunCli, git
 from helpers.patches import PYTEST, Repo, break_total, example_repo, posture
+from three_ledger.report.step_summary import NEXT_STEP_TEST_CHANGE
 
 pytestmark = pytest.mark.pytest_child
 
@@ -142,7 +143,7 @@ def gate(repo: Repo) -> tuple[dict[str, Any], str]:
     out = repo.ledgers / "gate"
     result = repo.run_cli(
         "gate", "--pins-dir", repo.root / "pins", "--root", repo.root, "--command", PYTEST,
-        "--base", repo.base, "--out-dir", out,
+        "--base", repo.base, "--out-dir", out, "--summary-md", repo.ledgers / "summary.md",
     )  # fmt: skip
     decision: dict[str, Any] = json.loads((out / "decision.json").read_text())
     return decision, result.out
@@ -163,6 +164,9 @@ def test_a_helper_edited_alone_goes_to_the_test_owners_once_the_run_measures_it(
     assert "the change edits oracles alone" in decision["reason"]
     assert decision["inputs"]["property"] is not None
     assert "posture: human_review (row 0)" in said
+    summary = (repo.ledgers / "summary.md").read_text()
+    assert NEXT_STEP_TEST_CHANGE in summary
+    assert "testing/checks.py (an oracle the run measured)" in summary
     # The same helper beside a product edit: the oracle edit goes on its own first.
     break_total(repo)
     repo.commit("refunds go negative")

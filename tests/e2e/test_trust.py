@@ -174,23 +174,49 @@ def pytest_runtest_setup(item):
 """
 
 
+# The same plugin, doing nothing: only its file tells of it.
+QUIET_PLUGIN = """\
+def pytest_runtest_setup(item):
+    pass
+"""
+
+
+@pytest.mark.parametrize(("plugin", "row"), [(QUIET_PLUGIN, 5), (TARGETED_PLUGIN, 2)])
 def test_an_editable_plugin_under_root_is_compared_as_a_file_of_the_change(
-    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plugin: str, row: int
 ) -> None:
     # The inferred model: only the harness names the plugin, by its file, not its distribution.
+    # The targeted plugin puts its own `order_total` in the test module's place: the
+    # tripwire refuses the run (`test_orders.order_total ... was replaced`) before any
+    # ledger is written, and merge rejects at row 2.
     pin = json.loads((repo.root / "pins/properties.json").read_text())
     del pin["product_paths"]
     write_json(repo.root / "pins/properties.json", pin)
     repo = repo.as_base("pins: no product_paths")
     site = entry_point_install(repo, tmp_path)
-    repo.write("orders_tools.py", TARGETED_PLUGIN)
+    repo.write("orders_tools.py", plugin)
     monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{repo.root}")
     break_total(repo)
     repo.commit("orders tools")
     decision = repo.ci()
-    assert posture(decision) == ("reject", 5), decision["reason"]
-    reasons = repo.property_ledger()["oracle_change_reasons"]
-    assert reasons["orders_tools.py"] == "pytest plugin orders_tools"
+    assert posture(decision) == ("reject", row), decision["reason"]
+    if row == 5:
+        reasons = repo.property_ledger()["oracle_change_reasons"]
+        assert reasons["orders_tools.py"] == "pytest plugin orders_tools"
+        return
+    digest = repo.run_cli(
+        "digest", "--pin", repo.root / "pins/fixtures.json", "--root", repo.root,
+        "--out", tmp_path / "f.json",
+    ).out.strip()  # fmt: skip
+    refused = repo.run_cli(
+        "properties", "--pin", repo.root / "pins/fixtures.json", "--expect-digest", digest,
+        "--properties", repo.root / "pins/properties.json", "--command", PYTEST,
+        "--root", repo.root, "--base", repo.base, "--out", tmp_path / "p.json",
+    )  # fmt: skip
+    assert refused.code == 4, refused.err
+    assert "order_total, which a test-side module held, was replaced, by orders_tools" in (
+        refused.first_error_line
+    )
 
 
 def test_pinned_plugins_keep_an_entry_point_plugin_out(
