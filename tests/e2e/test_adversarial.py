@@ -677,6 +677,30 @@ def test_a_tests_code_swapped_before_collection_ends_is_found(gate: Gate) -> Non
     ), scored.first_error_line
 
 
+def test_a_product_beside_a_test_module_is_not_test_side(gate: Gate) -> None:
+    """The red team's fourth round: with a root `test_smoke.py` beside `orders.py`, the first
+    version took every module beside a test module for test-side, the product included, and
+    its replacement of the helper went unseen (`review`)."""
+    gate = with_checks(gate, "method")
+    (gate.repo / "test_smoke.py").write_text(
+        "import orders\n\n\ndef test_smoke():\n    assert orders\n"
+    )
+    git(gate.repo, "add", "-A")
+    git(gate.repo, "commit", "-qm", "a smoke test beside the product")
+    gate = dataclasses.replace(gate, base=git(gate.repo, "rev-parse", "HEAD"))
+    command = f"{sys.executable} -m pytest -q -p no:cacheprovider properties test_smoke.py"
+    assert gate.digest().code == 0
+    assert gate.properties(command=command).code == 0  # the control
+    break_the_product(gate)
+    with (gate.repo / "orders.py").open("a") as product:
+        product.write(f"\n_HOW = 'method'\n{HELPER_LOOSENER}")
+    scored = gate.properties(command=command)
+    assert scored.code == 4, scored.err
+    assert "Checks.non_negative, which a test-side module held, was replaced, by orders" in (
+        scored.first_error_line
+    )
+
+
 def test_a_helper_the_tests_replace_themselves_is_no_finding(gate: Gate) -> None:
     """The control: tests that swap the helper for a function of their own for the rest of
     the session, through `monkeypatch`, or with a mock they take back."""
