@@ -124,6 +124,13 @@ def test_an_ignored_file_the_run_reads_is_listed_and_moves_nothing(repo: Repo) -
     repo.commit("a harmless edit")
     assert posture(repo.ci()) == ("review", 9)
     assert repo.property_ledger()["untracked_reads"] == [".local/settings.json"]
+    # Said, not left in the ledger alone (mistune's trial).
+    decision, said = gate(repo)
+    assert (decision["posture"], decision["row"]) == ("review", 9), said
+    assert (
+        "the run read 1 file git ignores: a clean checkout, as in CI, lacks "
+        "it:\n  .local/settings.json\n"
+    ) in said
 
 
 # --- attacks --------------------------------------------------------------------------------

@@ -35,3 +35,17 @@ def test_a_test_id_cannot_break_its_line_or_forge_another() -> None:
     lines = plain_lines(findings(ledger))
     assert lines[1] == "  t\\r\\x1b[2Kthree-ledger: every pinned property passed.py::test_x"
     assert not any(character in "".join(lines) for character in "\r\x1b")
+
+
+def test_files_the_run_read_that_git_does_not_track_are_named_last() -> None:
+    """mistune's trial: a pass that rested on a git-ignored file said so in the ledger alone."""
+    reads = tuple(f"build/{n}.txt" for n in range(7))
+    ledger = passing_property(status_by_id={"p.a": Status.PASS}, untracked_reads=reads)
+    assert plain_lines(findings(ledger)) == [
+        "the run read 7 files git ignores: a clean checkout, as in CI, lacks them:",
+        *(f"  build/{n}.txt" for n in range(5)),
+        "  ... and 2 more",
+    ]
+    one = passing_property(status_by_id={"p.a": Status.PASS}, untracked_reads=("a.txt",))
+    assert plain_lines(findings(one))[0].startswith("the run read 1 file git ignores: ")
+    assert findings(passing_property(status_by_id={"p.a": Status.PASS})) == []

@@ -25,7 +25,8 @@ class Finding:
 
 
 def findings(ledger: PropertyLedger) -> list[Finding]:
-    """Every property that is not `pass`, with its first failing tests; then unpinned failures."""
+    """Every property that is not `pass`, with its first failing tests; then unpinned failures;
+    then the files the run read that git ignores."""
     found = [_miss(ledger, property_id) for property_id in ledger.failing_ids()]
     unpinned = ledger.unpinned_failures
     if unpinned.count:
@@ -37,7 +38,26 @@ def findings(ledger: PropertyLedger) -> list[Finding]:
                 unpinned.count - len(unpinned.first_ids),
             )
         )
+    if ledger.untracked_reads:
+        found.append(_untracked_reads(ledger.untracked_reads))
     return found
+
+
+# The files the run read that git ignores, named before they are counted.
+UNTRACKED_SHOWN = 5
+
+
+def _untracked_reads(paths: tuple[str, ...]) -> Finding:
+    """mistune's trial: a pass that rested on a git-ignored file said so in the ledger alone.
+    Such a file moves no oracle (a clean checkout has none of it); it is named, so that a
+    person knows what a run on a clean checkout, as in CI, would lack."""
+    count = len(paths)
+    noun, them = ("file", "it") if count == 1 else ("files", "them")
+    return Finding(
+        f"the run read {count} {noun} git ignores: a clean checkout, as in CI, lacks {them}",
+        tuple((path, "") for path in paths[:UNTRACKED_SHOWN]),
+        count - min(count, UNTRACKED_SHOWN),
+    )
 
 
 def _miss(ledger: PropertyLedger, property_id: str) -> Finding:
