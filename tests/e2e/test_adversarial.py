@@ -134,6 +134,22 @@ class Gate:
         assert old in text
         path.write_text(text.replace(old, new))
 
+    def as_base(self, message: str) -> Gate:
+        """What is here, committed as the reviewed base the next patch is compared with."""
+        git(self.repo, "add", "-A")
+        git(self.repo, "commit", "-qm", message)
+        return dataclasses.replace(self, base=git(self.repo, "rev-parse", "HEAD"))
+
+    def attacked(self, code: str, command: str = PYTEST) -> CliResult:
+        """`properties` on the base (the control, which must pass), then on the broken product
+        with CODE appended to it."""
+        assert self.digest().code == 0
+        assert self.properties(command=command).code == 0, "the control"
+        break_the_product(self)
+        with (self.repo / "orders.py").open("a") as product:
+            product.write(code)
+        return self.properties(command=command)
+
 
 @pytest.fixture
 def gate(base_repo: Path, tmp_path: Path, run_cli: RunCli) -> Gate:
@@ -460,19 +476,12 @@ def test_a_finder_in_the_product_that_loosens_a_test_in_memory_is_found(
     (gate.repo / "properties/test_a_first.py").write_text(
         "import orders\n\n\ndef test_imported() -> None:\n    assert orders.order_total\n"
     )
-    git(gate.repo, "add", "-A")
-    git(gate.repo, "commit", "-qm", "a first test module")
-    gate = dataclasses.replace(gate, base=git(gate.repo, "rev-parse", "HEAD"))
+    gate = gate.as_base("a first test module")
     command = (
         f"{sys.executable} -m pytest -q -p no:cacheprovider --import-mode={import_mode} "
         "properties/test_a_first.py properties/test_orders.py"
     )
-    assert gate.digest().code == 0
-    assert gate.properties(command=command).code == 0  # the control
-    break_the_product(gate)
-    with (gate.repo / "orders.py").open("a") as product:
-        product.write(LOOSENING_FINDER)
-    scored = gate.properties(command=command)
+    scored = gate.attacked(LOOSENING_FINDER, command)
     assert scored.code == 4, scored.err
     said = scored.first_error_line
     assert re.search(r"test module (properties\.)?test_orders was loaded by orders\._Loosen", said)
@@ -508,10 +517,13 @@ _swap_the_tests()
 """
 
 
-@pytest.mark.parametrize("options", ["", "--import-mode=importlib", "--assert=plain"])
-def test_test_modules_each_loader_runs_are_no_finding(gate: Gate, options: str) -> None:
-    """The control: pytest's import hook and Python's file loader, in either import mode."""
-    command = f"{sys.executable} -m pytest -q -p no:cacheprovider {options} properties"
+def test_test_modules_each_loader_runs_are_no_finding(gate: Gate) -> None:
+    """The control under `--import-mode=importlib`, which runs a test module outside the
+    import system; the attack below has its controls in the default mode and under
+    `--assert=plain`."""
+    command = (
+        f"{sys.executable} -m pytest -q -p no:cacheprovider --import-mode=importlib properties"
+    )
     assert gate.digest().code == 0
     scored = gate.properties(command=command)
     assert scored.code == 0, scored.err
@@ -525,11 +537,7 @@ def test_a_test_module_swapped_while_it_is_imported_is_found(gate: Gate, options
     passed on the broken product. A test module pytest holds that no file loader ran its
     file's code into is a finding (exit 4), whichever loader ran the real one."""
     command = f"{sys.executable} -m pytest -q -p no:cacheprovider {options} properties"
-    assert gate.digest().code == 0
-    break_the_product(gate)
-    with (gate.repo / "orders.py").open("a") as product:
-        product.write(MODULE_SWAP)
-    scored = gate.properties(command=command)
+    scored = gate.attacked(MODULE_SWAP, command)
     assert scored.code == 4, scored.err
     said = scored.first_error_line
     assert re.search(
@@ -602,9 +610,7 @@ def with_checks(gate: Gate, how: str) -> Gate:
         "from orders import ",
         "from testing.checks import Checks, non_negative\nfrom orders import ",
     )
-    git(gate.repo, "add", "-A")
-    git(gate.repo, "commit", "-qm", "the tests assert through a helper")
-    return dataclasses.replace(gate, base=git(gate.repo, "rev-parse", "HEAD"))
+    return gate.as_base("the tests assert through a helper")
 
 
 @pytest.mark.parametrize(
@@ -625,13 +631,7 @@ def test_a_helper_the_product_replaces_once_the_tests_run_is_found(
     code. A function or class a test-side module held once its import ended, replaced by
     anything but the tests' own code or pytest, or given other code by the product, is a
     finding (exit 4)."""
-    gate = with_checks(gate, how)
-    assert gate.digest().code == 0
-    assert gate.properties().code == 0  # the control
-    break_the_product(gate)
-    with (gate.repo / "orders.py").open("a") as product:
-        product.write(f"\n_HOW = {how!r}\n{HELPER_LOOSENER}")
-    scored = gate.properties()
+    scored = with_checks(gate, how).attacked(f"\n_HOW = {how!r}\n{HELPER_LOOSENER}")
     assert scored.code == 4, scored.err
     assert re.search(said, scored.first_error_line), scored.first_error_line
     assert not (gate.ledgers / "p.json").exists()
@@ -661,16 +661,9 @@ def test_a_tests_code_swapped_before_collection_ends_is_found(gate: Gate) -> Non
         "import orders\n\nif hasattr(orders, 'warm_up'):\n    orders.warm_up()\n\n\n"
         "def test_warm() -> None:\n    assert orders\n"
     )
-    git(gate.repo, "add", "-A")
-    git(gate.repo, "commit", "-qm", "a test module that warms the product up")
-    gate = dataclasses.replace(gate, base=git(gate.repo, "rev-parse", "HEAD"))
+    gate = gate.as_base("a test module that warms the product up")
     command = f"{sys.executable} -m pytest -q -p no:cacheprovider properties"
-    assert gate.digest().code == 0
-    assert gate.properties(command=command).code == 0  # the control
-    break_the_product(gate)
-    with (gate.repo / "orders.py").open("a") as product:
-        product.write(EARLY_CODE_SWAP)
-    scored = gate.properties(command=command)
+    scored = gate.attacked(EARLY_CODE_SWAP, command)
     assert scored.code == 4, scored.err
     assert re.search(
         r"test_total_non_negative\.__code__ set, by orders \(orders\.py:", scored.first_error_line
@@ -685,16 +678,9 @@ def test_a_product_beside_a_test_module_is_not_test_side(gate: Gate) -> None:
     (gate.repo / "test_smoke.py").write_text(
         "import orders\n\n\ndef test_smoke():\n    assert orders\n"
     )
-    git(gate.repo, "add", "-A")
-    git(gate.repo, "commit", "-qm", "a smoke test beside the product")
-    gate = dataclasses.replace(gate, base=git(gate.repo, "rev-parse", "HEAD"))
+    gate = gate.as_base("a smoke test beside the product")
     command = f"{sys.executable} -m pytest -q -p no:cacheprovider properties test_smoke.py"
-    assert gate.digest().code == 0
-    assert gate.properties(command=command).code == 0  # the control
-    break_the_product(gate)
-    with (gate.repo / "orders.py").open("a") as product:
-        product.write(f"\n_HOW = 'method'\n{HELPER_LOOSENER}")
-    scored = gate.properties(command=command)
+    scored = gate.attacked(f"\n_HOW = 'method'\n{HELPER_LOOSENER}", command)
     assert scored.code == 4, scored.err
     assert "Checks.non_negative, which a test-side module held, was replaced, by orders" in (
         scored.first_error_line

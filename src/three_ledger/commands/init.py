@@ -168,26 +168,26 @@ def init(request: InitRequest) -> int:
     return ExitCode.OK
 
 
-def _python_data_note(folders: Sequence[str]) -> str:
-    shown = ", ".join(folders[:_NAMED_FOLDERS])
+def _named(folders: Sequence[str]) -> str:
+    """The first left-out folders, and how many more."""
     more = len(folders) - _NAMED_FOLDERS
-    named = shown + (f" and {more} more" if more > 0 else "")
+    return ", ".join(folders[:_NAMED_FOLDERS]) + (f" and {more} more" if more > 0 else "")
+
+
+def _python_data_note(folders: Sequence[str]) -> str:
     return (
-        f"note: not drafted, since they hold Python: {named}; if those files are data the "
-        "tests read (a formatter's cases, say), not code, draft again naming each folder "
-        "with --fixtures-dir"
+        f"note: not drafted, since they hold Python: {_named(folders)}; if those files are "
+        "data the tests read (a formatter's cases, say), not code, draft again naming each "
+        "folder with --fixtures-dir"
     )
 
 
 def _data_package_note(folders: Sequence[str]) -> str:
-    shown = ", ".join(folders[:_NAMED_FOLDERS])
-    more = len(folders) - _NAMED_FOLDERS
-    named = shown + (f" and {more} more" if more > 0 else "")
     return (
         f"note: not drafted, since they are Python packages (an __init__.py of their own): "
-        f"{named}; if the package holds the data the tests read, draft again naming it with "
-        "--fixtures-dir (its loader is then pinned with the data: an edit to it is a pin "
-        "change), or move the loader out and name the data"
+        f"{_named(folders)}; if the package holds the data the tests read, draft again naming "
+        "it with --fixtures-dir (its loader is then pinned with the data: an edit to it is a "
+        "pin change), or move the loader out and name the data"
     )
 
 
