@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -46,12 +45,10 @@ def stage_plugin(private: Path, source: Path = PLUGIN_FOLDER) -> StagedPlugin:
     target = folder / package
     target.mkdir(parents=True)
     (target / "__init__.py").write_text('"""three-ledger\'s plugin, staged for one run."""\n')
-    for module in sorted(source.glob("*.py")):
-        if module.name in _NOT_STAGED:
-            continue
-        # copy2 keeps the modification time, which the bytecode's header is checked against.
-        shutil.copy2(module, target / module.name)
-        _copy_bytecode(module, target / module.name)
+    names = sorted(name for name in os.listdir(source) if name.endswith(".py"))
+    for name in names:
+        if name not in _NOT_STAGED:
+            _copy_module(source, name, target, name)
     # `load` rather than `hooks`: pytest rewrites the module it is named, in every run.
     return StagedPlugin(folder, f"{package}.load")
 
@@ -64,22 +61,36 @@ def stage_measurement(private: Path, source: Path = PLUGIN_FOLDER) -> Path:
     """
     folder = private / "measure"
     folder.mkdir(parents=True)
-    shutil.copy2(source / "measure.py", folder / "sitecustomize.py")
-    _copy_bytecode(source / "measure.py", folder / "sitecustomize.py")
+    _copy_module(source, "measure.py", folder, "sitecustomize.py")
     return folder
 
 
-def _copy_bytecode(source: Path, target: Path) -> None:
-    """The bytecode installed with SOURCE, if any, beside TARGET: the child need not compile.
+def _copy_module(source: Path, name: str, target: Path, as_name: str) -> None:
+    """SOURCE/NAME copied to TARGET/AS_NAME with its modification time, and the bytecode
+    installed with it, if any, beside the copy: the child need not compile.
 
-    Python checks it against the copy's size and time as for any module, and names the copy
-    in its code; a child of another Python version looks for a file of its own and compiles.
+    Python checks that bytecode against the copy's size and time as for any module, and names
+    the copy in its code; a child of another Python version looks for a file of its own and
+    compiles. Plain reads and writes, not `shutil.copy2`, whose permission and extended
+    attribute calls were half the cost of staging every run (issue 25).
     """
-    cached = Path(importlib.util.cache_from_source(os.fspath(source)))
-    if cached.is_file():
-        copied = Path(importlib.util.cache_from_source(os.fspath(target)))
-        copied.parent.mkdir(exist_ok=True)
-        shutil.copyfile(cached, copied)
+    path = os.path.join(source, name)
+    copy = os.path.join(target, as_name)
+    with open(path, "rb") as module:
+        status = os.fstat(module.fileno())
+        text = module.read()
+    with open(copy, "xb") as out:
+        out.write(text)
+    os.utime(copy, ns=(status.st_atime_ns, status.st_mtime_ns))
+    try:
+        with open(importlib.util.cache_from_source(path), "rb") as cached:
+            code = cached.read()
+    except FileNotFoundError:
+        return
+    copied = importlib.util.cache_from_source(copy)
+    os.makedirs(os.path.dirname(copied), exist_ok=True)
+    with open(copied, "wb") as out:
+        out.write(code)
 
 
 def plugin_environment(inherited: Mapping[str, str], staged: StagedPlugin) -> dict[str, str]:
