@@ -777,6 +777,37 @@ def test_results_rewritten_at_exit_are_refused_by_pytests_own_count(
     assert not (gate.ledgers / "p.json").exists()
 
 
+# Failing checks whose names the product makes a MiB long: five push pytest's failing ids
+# past what the tripwire's record lists by name.
+LONG_NAMED_FAILURES = """
+
+for _number in range(5):
+    _check = lambda: False  # noqa: E731
+    _check.__name__ = f"check_{_number}_" + "x" * (1 << 20)
+    CHECKS.append(_check)
+"""
+
+
+def test_results_rewritten_past_the_ids_budget_are_refused_by_their_digests(gate: Gate) -> None:
+    """The fifth red team's rewrite: a test at the base parametrised over a registry the
+    product owns, the product's checks given names a MiB long, so that the failing ids no
+    longer fit the record and the count alone was checked; the property's failures then
+    rewritten as passes, the count kept. Each failing id is recorded by its digest instead."""
+    (gate.repo / "properties/test_checks.py").write_text(
+        "import pytest\n\nimport orders\n\n\n"
+        '@pytest.mark.parametrize("check", orders.CHECKS)\n'
+        "def test_check(check) -> None:\n    assert check()\n"
+    )
+    with (gate.repo / "orders.py").open("a") as product:
+        product.write("\n\ndef _holds():\n    return True\n\n\nCHECKS = [_holds]\n")
+    gate = gate.as_base("a test over the product's own checks")
+    both = f"{PYTEST} properties/test_checks.py"
+    scored = gate.attacked(f"{LONG_NAMED_FAILURES}\n_KEEP_COUNT = True\n{RESULTS_REWRITER}", both)
+    assert scored.code == 4, scored.err
+    assert "are not failing in the results" in scored.first_error_line
+    assert not (gate.ledgers / "p.json").exists()
+
+
 # During the first test that calls it, gives the property's other tests the code of one that
 # passes: no file of the tests changes, no loader is involved.
 CODE_SWAP = """

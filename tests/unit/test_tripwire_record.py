@@ -4,12 +4,14 @@ weakest mechanism."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
 from three_ledger.errors import InfraFailure
+from three_ledger.plugin.wire import failed_id_digest
 from three_ledger.results import TestResult
 from three_ledger.run.tripwire import checked_and_removed, environment, read_record
 from three_ledger.vocabulary import Outcome, Tripwire, weakest_tripwire
@@ -211,9 +213,31 @@ def test_results_whose_failures_pytest_did_not_report_refuse_the_run(tmp_path: P
     ]
     with pytest.raises(InfraFailure, match=r"pytest reported t\.py::test_y failing, the results"):
         checked_and_removed(honest(*swapped), record)
-    # Without the ids (too many to list), the count alone is checked.
-    counted = read_record(write(tmp_path / "r2", {**session, "failed_ids": None}))
+    # Too many ids to list: a digest of each, checked as the ids are.
+    digests = [failed_id_digest(test_id) for test_id in reported]
+    hashed = {**session, "failed_ids": None, "failed_digests": digests}
+    by_digest = read_record(write(tmp_path / "r2", hashed))
+    assert checked_and_removed(honest(*failing), by_digest)[0] == failing
+    with pytest.raises(InfraFailure, match=r"1 of the tests pytest reported failing \(too many"):
+        checked_and_removed(honest(*swapped), by_digest)
+    # A record of an older plugin, which said neither: the count alone is checked.
+    counted = read_record(write(tmp_path / "r3", {**session, "failed_ids": None}))
     assert checked_and_removed(honest(*swapped), counted)[0] == swapped
+
+
+@pytest.mark.parametrize("digests", ["ab" * 16, ["AB" * 16], ["ab" * 15], [1], ["g" * 32]])
+def test_failed_digests_that_are_not_a_list_of_digests_are_a_malformed_record(
+    tmp_path: Path, digests: object
+) -> None:
+    session = {"sentinels": MUST, "mechanism": "sentinels", "failed": 1, "failed_digests": digests}
+    with pytest.raises(InfraFailure, match="line 1 of its record is malformed"):
+        read_record(write(tmp_path / "r", session))
+
+
+def test_an_ids_digest_is_32_hex_digits_whatever_its_length() -> None:
+    assert failed_id_digest("t.py::test_x") == hashlib.sha256(b"t.py::test_x").hexdigest()[:32]
+    assert len(failed_id_digest("t.py::test_x[" + "x" * (1 << 20) + "]")) == 32
+    assert failed_id_digest("t.py::test_\udcff") != failed_id_digest("t.py::test_?")
 
 
 @pytest.mark.parametrize("ids", ["t.py::test_x", [1], {"t.py::test_x": None}])

@@ -26,6 +26,7 @@ from . import harness, machinery, sentinels, shard
 from .frozen import frozen
 from .makers import Trust, stack
 from .wire import (
+    FAILED_DIGESTS_KEY,
     FAILED_IDS_BUDGET,
     FAILED_IDS_KEY,
     FAILED_KEY,
@@ -39,6 +40,7 @@ from .wire import (
     SENTINELS_KEY,
     TRIPWIRE_ENV,
     TRIPWIRE_SEED_ENV,
+    failed_id_digest,
     tripwire_may_arm,
 )
 
@@ -462,9 +464,11 @@ class Tripwire:
                 FAILED_KEY: len(self.failed),
             }
             # Which ones, so that results rewritten to keep the count are refused too; beyond
-            # the budget (a run of some 50,000 failures) the count alone.
+            # the budget (some 50,000 failures, or fewer with long ids) a digest of each.
             if sum(map(len, self.failed)) <= FAILED_IDS_BUDGET:
                 line[FAILED_IDS_KEY] = list(self.failed)
+            else:
+                line[FAILED_DIGESTS_KEY] = list(map(failed_id_digest, self.failed))
             self.record.write(line)
 
     @pytest.hookimpl(trylast=True)

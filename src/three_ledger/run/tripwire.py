@@ -20,6 +20,7 @@ from pathlib import Path
 from three_ledger.errors import InfraFailure
 from three_ledger.frozen import frozen
 from three_ledger.plugin.wire import (
+    FAILED_DIGESTS_KEY,
     FAILED_IDS_KEY,
     FAILED_KEY,
     MACHINERY_KEY,
@@ -28,6 +29,7 @@ from three_ledger.plugin.wire import (
     SENTINELS_KEY,
     TRIPWIRE_ENV,
     TRIPWIRE_SEED_ENV,
+    failed_id_digest,
 )
 from three_ledger.results import TestResult
 from three_ledger.vocabulary import Outcome, Tripwire, weakest_tripwire
@@ -46,9 +48,11 @@ class TripwireRecord:
     mechanisms: tuple[Tripwire, ...]
     findings: tuple[str, ...]
     # Each session's count of the project's tests pytest reported failing (None: not said),
-    # and their node ids (None: not said, or too many to list).
+    # and their node ids (None: not said, or too many to list), or beyond the budget a
+    # digest of each (`failed_id_digest`; None: not said, or the ids were).
     failed: tuple[int | None, ...] = ()
     failed_ids: tuple[tuple[str, ...] | None, ...] = ()
+    failed_digests: tuple[frozenset[str] | None, ...] = ()
 
 
 def record_path(private: Path) -> Path:
@@ -80,6 +84,7 @@ def read_record(path: Path) -> TripwireRecord:
     findings: list[str] = []
     failed: list[int | None] = []
     failed_ids: list[tuple[str, ...] | None] = []
+    failed_digests: list[frozenset[str] | None] = []
     for number, raw in enumerate(data.splitlines(), start=1):
         line = _line(raw, number)
         if MACHINERY_KEY in line:
@@ -90,8 +95,14 @@ def read_record(path: Path) -> TripwireRecord:
             mechanisms.append(mechanism)
             failed.append(_failed(line, number))
             failed_ids.append(_failed_ids(line, number))
+            failed_digests.append(_failed_digests(line, number))
     return TripwireRecord(
-        tuple(sessions), tuple(mechanisms), tuple(findings), tuple(failed), tuple(failed_ids)
+        tuple(sessions),
+        tuple(mechanisms),
+        tuple(findings),
+        tuple(failed),
+        tuple(failed_ids),
+        tuple(failed_digests),
     )
 
 
@@ -111,6 +122,22 @@ def _failed_ids(line: Mapping[str, object], number: int) -> tuple[str, ...] | No
     if type(ids) is not list or not all(type(test_id) is str for test_id in ids):
         raise InfraFailure(f"tripwire: line {number} of its record is malformed")
     return tuple(ids)
+
+
+def _failed_digests(line: Mapping[str, object], number: int) -> frozenset[str] | None:
+    digests = line.get(FAILED_DIGESTS_KEY)
+    if digests is None:
+        return None
+    if type(digests) is not list or not all(map(_is_digest, digests)):
+        raise InfraFailure(f"tripwire: line {number} of its record is malformed")
+    return frozenset(digests)
+
+
+def _is_digest(value: object) -> bool:
+    return type(value) is str and len(value) == 32 and set(value) <= _HEX
+
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def _line(raw: bytes, number: int) -> dict[str, object]:
@@ -195,6 +222,17 @@ def _refuse_lost_failures(own: Sequence[TestResult], record: TripwireRecord) -> 
             raise InfraFailure(
                 f"pytest reported {lost} failing, the results do not hold it failing: {_CHANGED}"
             )
+    # Too many ids to list: a digest of each, which only a failing test of the results has.
+    if any(digests is not None for digests in record.failed_digests):
+        held = set(map(failed_id_digest, failing))
+        for digests in record.failed_digests:
+            lost_count = len((digests or frozenset()) - held)
+            if lost_count:
+                raise InfraFailure(
+                    f"{lost_count} of the tests pytest reported failing (too many to name, "
+                    f"each recorded by a digest of its id) are not failing in the results: "
+                    f"{_CHANGED}"
+                )
 
 
 _CHANGED = (
