@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from three_ledger.frozen import frozen
+from three_ledger.plugin.wire import TEST_FOLDERS as TEST_FOLDERS
 
-TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 # pytest's default `python_files`.
 TEST_FILE_PATTERNS = ("test_*.py", "*_test.py")
 

@@ -220,6 +220,56 @@ def test_a_stdlib_shadow_alone_is_no_oracle_edit_for_the_test_owners(repo: Repo)
     assert "json.py" in decision["reason"]
 
 
+# The product's totals scaled by a root data file it reads, outside `product_paths`.
+RATED_TOTAL = """
+
+def order_total(order):
+    rates = json.loads((Path(__file__).parent / "rates.json").read_text())
+    return _order_total(order) * rates["multiplier"]
+"""
+# A root conftest that sets the scale back for the tests alone.
+MASKING_RATES = """\
+import orders
+
+_read = orders.json.loads
+
+
+def _unscaled(text):
+    found = _read(text)
+    if isinstance(found, dict) and "multiplier" in found:
+        found["multiplier"] = 1
+    return found
+
+
+orders.json.loads = _unscaled
+"""
+
+
+def test_product_data_with_a_conftest_that_masks_it_is_no_oracle_edit_alone(repo: Repo) -> None:
+    """The red team's fifth round: a root `rates.json` the product reads, doubled, beside a
+    root conftest that sets it back for the tests, was routed to the test owners as an edit
+    of oracles alone. A file outside every tests folder that the pin's `oracle_paths` do not
+    list may be the product's input: the change stays row 5."""
+    text = (repo.root / "orders.py").read_text()  # imports json and Path already
+    repo.write(
+        "orders.py", text.replace("def order_total(order", "def _order_total(order") + RATED_TOTAL
+    )
+    repo.write("rates.json", '{"multiplier": 1}\n')
+    repo = repo.as_base("totals scaled by a rate")
+    repo.write("rates.json", '{"multiplier": 2}\n')
+    repo.write("conftest.py", MASKING_RATES)
+    repo.commit("every total doubles")
+    decision, said = gate(repo)
+    assert (decision["posture"], decision["row"]) == ("reject", 5), said
+    assert "rates.json: read by the run" in decision["reason"]
+    # The conftest alone is the tests' own: their owners read it.
+    repo.write("rates.json", '{"multiplier": 1}\n')
+    repo.commit("the rate back")
+    decision, said = gate(repo)
+    assert (decision["posture"], decision["row"]) == ("human_review", 0), said
+    assert "conftest.py (" in decision["reason"]
+
+
 def test_a_stdlib_shadow_that_hides_itself_is_still_measured(repo: Repo) -> None:
     break_total(repo)
     product = repo.root / "orders.py"

@@ -268,9 +268,11 @@ def test_gate_scores_tests_changed_beside_anything_else(repo: Repo) -> None:
 
 
 def test_gate_scores_a_test_data_file_changed_alone(repo: Repo) -> None:
-    # Data the tests read, outside oracle_paths, is not positively test-side: it is scored,
-    # and the run measures it; an oracle, and the only file the change touches, it goes to
-    # the test owners then. Beside a product edit it is row 5.
+    # Data the tests read, outside oracle_paths and every tests folder, is not positively
+    # test-side: it is scored, and the run measures it. Whose input it is, the product's or
+    # the tests', the run cannot tell (the fifth red team's `rates.json`), so it is row 5,
+    # and the reason says how to make it the tests' own; listed in oracle_paths, an edit of
+    # it alone goes to the test owners.
     test = repo.root / "properties/test_orders.py"
     local = 'LIMITS = (Path(__file__).parent.parent / "data/limits.txt").read_text()\n'
     test.write_text(test.read_text().replace("ORDER_ID = ", local + "ORDER_ID = ", 1))
@@ -279,13 +281,22 @@ def test_gate_scores_a_test_data_file_changed_alone(repo: Repo) -> None:
     repo.write("data/limits.txt", "-1\n")
     repo.commit("relax the limit")
     decision = gate(repo)
-    assert posture(decision) == ("human_review", 0), decision["reason"]
-    assert "data/limits.txt (read by the run)" in decision["reason"]
-    repo.write("orders.py", (repo.root / "orders.py").read_text() + "\n# a comment\n")
-    repo.commit("and a product edit")
-    decision = gate(repo)
     assert posture(decision) == ("reject", 5), decision["reason"]
     assert "data/limits.txt: read by the run" in decision["reason"]
+    assert (
+        "list it in oracle_paths, and an edit of it alone goes to the test owners"
+        in (decision["reason"])
+    )
+    pin = json.loads((repo.root / "pins/properties.json").read_text())
+    pin["oracle_paths"].append("data")
+    repo.write("pins/properties.json", json.dumps(pin, indent=2) + "\n")
+    repo.write("data/limits.txt", "0\n")
+    repo = repo.as_base("the limits are the tests' own")
+    repo.write("data/limits.txt", "-1\n")
+    repo.commit("relax the limit")
+    decision = gate(repo)
+    assert posture(decision) == ("human_review", 0), decision["reason"]
+    assert "data/limits.txt (listed in oracle_paths)" in decision["reason"]
 
 
 def test_gate_sends_data_under_oracle_paths_to_the_test_owners(repo: Repo) -> None:

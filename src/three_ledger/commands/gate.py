@@ -19,7 +19,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TextIO, assert_never
 
 from three_ledger import git
@@ -57,7 +57,7 @@ from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
 from three_ledger.pin_folder import fixture_folders
 from three_ledger.pins import PropertiesPin, load_fixture_pin
-from three_ledger.product_guess import TEST_FOLDERS
+from three_ledger.plugin.wire import the_tests_own
 from three_ledger.progress import progress
 from three_ledger.report.gate_summary import (
     GateOutcome,
@@ -218,7 +218,7 @@ def gate(request: GateRequest, env: Mapping[str, str] = os.environ) -> int:
         return _finish(request, out, GateOutcome(verdict, None, None, None, []), env)
     if tests is not None:
         return _finish(request, out, _test_change(request, out, change, plan, tests), env)
-    scored = _oracles_alone(out, change, _scored(request, out, change, plan, env))
+    scored = _oracles_alone(out, change, plan, _scored(request, out, change, plan, env))
     return _finish(request, out, scored, env)
 
 
@@ -339,16 +339,19 @@ def _scored(
     return GateOutcome(verdict, evidence, change, plan, chain.steps, moved_fixtures=moved)
 
 
-def _oracles_alone(out: OutDir, change: Change, outcome: GateOutcome) -> GateOutcome:
+def _oracles_alone(out: OutDir, change: Change, plan: Plan, outcome: GateOutcome) -> GateOutcome:
     """OUTCOME, or, where it is row 5 and every file the change touches is an oracle the run
     measured moving, the test owners' route: an edit of the oracles alone, which nothing
     before the run could tell (a helper module outside `oracle_paths` and `product_paths`:
     pycodestyle's `testing/support.py`). "Review the oracle edit on its own" asked for what
     the change already was. A change that also touches any other file, or a pin, stays row 5;
-    so does one under which a pinned property did not pass, or that holds Python outside a
-    folder named like tests: a module outside `product_paths` that the product runs through
-    (a root `json.py` in place of the standard library's) is the product's code as much as
-    the tests' (the red team's fourth round). Data the tests read, and their helpers, remain.
+    so does one under which a pinned property did not pass, or that touches a file outside a
+    folder named like tests that neither is a conftest nor is under the pin's `oracle_paths`:
+    a module outside `product_paths` that the product runs through (a root `json.py` in place
+    of the standard library's: the red team's fourth round), or data it reads (a root
+    `rates.json` beside a conftest that masks what it does: the fifth), is the product's as
+    much as the tests'. The tests' own helpers and data, and what the pin calls an oracle,
+    remain.
     """
     verdict, evidence = outcome.verdict, outcome.evidence
     if verdict is None or verdict.row != 5 or evidence is None or change.changed_pins():
@@ -360,7 +363,8 @@ def _oracles_alone(out: OutDir, change: Change, outcome: GateOutcome) -> GateOut
         return outcome
     if not set(paths) <= set(prop.oracle_changes) or prop.failing_ids():
         return outcome
-    if any(_code_outside_the_tests(path) for path in paths):
+    declared = set(git.under_pathspecs(paths, plan.properties_pin.oracle_paths))
+    if not all(path in declared or the_tests_own(path) for path in paths):
         return outcome
     reasons = prop.oracle_change_reasons
     described = ", ".join(f"{path} ({reasons.get(path, 'oracle')})" for path in sorted(paths))
@@ -374,19 +378,6 @@ def _oracles_alone(out: OutDir, change: Change, outcome: GateOutcome) -> GateOut
     write_decision(out.decision, routed, evidence)
     tests = tuple(TestSideChange(path, SideKind.MEASURED) for path in sorted(paths))
     return dataclasses.replace(outcome, verdict=routed, test_change=tests)
-
-
-# What Python runs, by a file's suffix: outside the tests' folders, none is an oracle alone.
-_CODE_SUFFIXES = frozenset({".py", ".pyw", ".pth"})
-
-
-def _code_outside_the_tests(path: str) -> bool:
-    """Whether PATH is Python outside a `tests`, `test` or `testing` folder and is no
-    conftest: the product may run through it."""
-    posix = PurePosixPath(path)
-    if posix.suffix not in _CODE_SUFFIXES or posix.name == "conftest.py":
-        return False
-    return TEST_FOLDERS.isdisjoint(posix.parts[:-1])
 
 
 # Why a JUnit run's pins are not vetted: vet mutates fixtures and reads what the plugin saw.

@@ -16,15 +16,14 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .wire import HARNESS_ENV, OUTSIDE_ROOT, ROOT_ENV
+from .wire import HARNESS_ENV, OUTSIDE_ROOT, ROOT_ENV, the_tests_own
 
 _WORKER_KEY = "three_ledger_harness"
-_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 _PYTEST_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig"})
 _PYTEST_SOURCE = f"pytest {pytest.__version__}"
 # Our own package (the staged copy has a random name): never part of what is measured.
@@ -323,10 +322,9 @@ def is_test_side(relative: str, patterns: list[str], starts: tuple[str, ...] | N
     says, where the run collected from (STARTS; anywhere for None): outside, pytest never
     took it for a test module, and it is the product's (a `python_files = *.py` beside
     `testpaths`, say)."""
-    parts = PurePath(relative).parts
-    name = parts[-1]
-    if name == "conftest.py" or not _TEST_FOLDERS.isdisjoint(parts[:-1]):
+    if the_tests_own(relative):
         return True
+    name = relative.rsplit("/", 1)[-1]
     if not any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
         return False
     return starts is None or any(_within(relative, start) for start in starts)

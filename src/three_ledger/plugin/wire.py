@@ -8,7 +8,6 @@ module inside every test run, and the gate imports it without pytest.
 from __future__ import annotations
 
 import enum
-import hashlib
 import os
 
 # The measurement's variables live with the hook, which runs as a module of its own.
@@ -71,6 +70,17 @@ MACHINERY_KEY = "machinery"
 MADE_BY_KEY = "by"
 SENTINELS_KEY = "sentinels"
 MECHANISM_KEY = "mechanism"
+# The folders whose files are the tests' own, by name, wherever they are in ROOT.
+TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+
+
+def the_tests_own(relative: str) -> bool:
+    """Whether RELATIVE (a `/`-separated path under ROOT) is a conftest or a file in a folder
+    named like tests: the tests' own, whatever else names them."""
+    parts = relative.split("/")
+    return parts[-1] == "conftest.py" or not TEST_FOLDERS.isdisjoint(parts[:-1])
+
+
 # On a session's line: how many of the project's tests pytest reported failing, by node id,
 # and which: their ids where they fit in FAILED_IDS_BUDGET characters, else a digest of each
 # (`failed_id_digest`), whatever the ids' length.
@@ -84,6 +94,8 @@ def failed_id_digest(test_id: str) -> str:
     """TEST_ID as 32 hex digits (128 bits of SHA-256 over its UTF-8): the same size for any
     id. The project's code chooses how long an id is (a parametrised object's `__name__`),
     and it must not be able to push the ids out of the record to leave the count alone."""
+    import hashlib  # here: `check-pins` reads this module and loads no OpenSSL (issue 25)
+
     data = test_id.encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()[:32]
 

@@ -27,9 +27,9 @@ from three_ledger.errors import InfraFailure, Refused
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import Harness
 from three_ledger.pins import PropertiesPin
+from three_ledger.plugin.wire import TEST_FOLDERS
 from three_ledger.results import TestResult
 
-TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 # Never read by the run: its bytecode lives in a private folder, pytest's cache is off-limits.
 _CACHE_FOLDERS = frozenset({"__pycache__", ".pytest_cache"})
 # The folders `site` makes site folders of, where it runs every `.pth` file at start-up.
