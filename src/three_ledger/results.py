@@ -324,13 +324,13 @@ class _SortedNames:
 def _collector_ids(selector: str) -> list[str]:
     """The ids of the collectors a selector without `*` lies under (`held`): the session,
     each of its folders, and its file."""
-    path, _, inside = selector.partition("::")
+    path, inside, _ = selector.partition("::")
     ids = ["."]
     at = path.find("/")
     while at != -1:
         ids.append(path[:at])
         at = path.find("/", at + 1)
-    if inside:
+    if inside:  # `held`: a selector under the file holds `::` after its path, even `x.py::`
         ids.append(path)
     return ids
 
