@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, BinaryIO
@@ -301,6 +301,16 @@ def _elapsed_ms(started: int) -> int:
     return (time.monotonic_ns() - started) // 1_000_000
 
 
+def _fenced_if_relayed(console: BinaryIO | None) -> AbstractContextManager[None]:
+    """Where the command's output goes to the gate's own stdout, under GitHub Actions, a fence
+    that keeps the runner from reading it as workflow commands (`console_guard.fenced`)."""
+    if console is not None or os.environ.get("GITHUB_ACTIONS") != "true":
+        return nullcontext()
+    from three_ledger.console_guard import fenced
+
+    return fenced(sys.stdout.buffer, os.environ)
+
+
 def _supervise(
     process: subprocess.Popen[bytes],
     log: BinaryIO,
@@ -311,7 +321,7 @@ def _supervise(
     grace_s: float,
 ) -> RunResult:
     assert process.stdout is not None  # stdout=PIPE
-    with process.stdout:
+    with process.stdout, _fenced_if_relayed(console):
         pump = _Pump(process.stdout, log, sys.stdout.buffer if console is None else console)
         timed_out = _wait_or_stop(process, started, interrupts, timeout_s, grace_s)
         duration_ms = _elapsed_ms(started)

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from helpers import EXAMPLE, CliResult, RunCli, git, write_json
+from helpers.github_runner import runner_commands
 
 pytestmark = pytest.mark.pytest_child
 
@@ -848,3 +849,67 @@ def test_a_test_whose_code_the_product_swaps_in_memory_is_found(gate: Gate) -> N
     found = r"test_total_\w+\.__code__ set, by orders \(orders\.py:\d+\)"
     assert re.search(found, scored.err), scored.err
     assert not (gate.ledgers / "p.json").exists()
+
+
+# --- workflow commands in what the gate prints ------------------------------------------------
+
+# Printed by the product as the tests import it: a mask that hides "reject" in the job's log,
+# a stop that drops every later command of the gate's, and the older form of a command.
+PRINTED_COMMANDS = """
+
+print("::add-mask::reject")
+print("::stop-commands::f00d")
+print("checked ##[error]forged")
+"""
+# A file the change adds whose name holds three commands, each on a line of its own.
+FORGED_NAME = "build/test_x\n::add-mask::reject\n::notice title=three-ledger review::ok\n.py"
+
+
+def test_the_test_commands_relayed_output_is_fenced_under_actions(
+    gate: Gate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fifth red team: under `-s`, what the product printed reached the job's log as
+    workflow commands through `properties`, which relays the command's output to stdout."""
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    break_the_product(gate)
+    with (gate.repo / "orders.py").open("a") as product:
+        product.write(PRINTED_COMMANDS)
+    assert gate.digest().code == 0
+    scored = gate.properties(command=f"{PYTEST} -s")
+    assert scored.code == 1, scored.err
+    assert "::add-mask::reject" in scored.out  # relayed, as the command printed it
+    assert [line.split("::")[1] for line in runner_commands(scored.out)] == ["stop-commands"]
+    assert runner_commands(scored.err) == []
+
+
+def test_file_names_the_gate_prints_are_no_workflow_commands(
+    gate: Gate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fifth red team: a new file named with lines that are workflow commands, printed as
+    `gate`'s note on uncollected test files (stderr) and in `merge`'s posture line (stdout)."""
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    break_the_product(gate)
+    (gate.repo / "build").mkdir()
+    (gate.repo / FORGED_NAME).write_text("")
+    (gate.repo / "properties" / FORGED_NAME.replace("build/", "")).write_text("")
+    git(gate.repo, "add", "-A")
+    git(gate.repo, "commit", "-qm", "refunds go negative, and two odd names")
+    out = gate.ledgers / "gate"
+    ran = gate.cli(
+        "gate", "--pins-dir", gate.repo / "pins", "--root", gate.repo, "--command", PYTEST,
+        "--base", gate.base, "--out-dir", out,
+    )  # fmt: skip
+    assert ran.code == 1, ran.err
+    assert "reject" in ran.out
+    assert "test_x\\n::add-mask::reject" in ran.err
+    # The gate's own annotations, and nothing else.
+    assert all(line.startswith("::error ") for line in runner_commands(ran.out)), ran.out
+    assert runner_commands(ran.err) == []
+    score_one_pin(gate)
+    merged = gate.cli(
+        "merge", "--fixture-ledger", gate.ledgers / "f.json",
+        "--property-ledger", gate.ledgers / "p.json", "--out", gate.ledgers / "decision.json",
+    )  # fmt: skip
+    assert merged.code == 1
+    assert runner_commands(merged.out) == [merged.out.splitlines()[-1]]  # merge's `::error::`
+    assert merged.out.splitlines()[-1].startswith("::error::")

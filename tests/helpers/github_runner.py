@@ -309,3 +309,32 @@ def runner_environment() -> dict[str, str]:
         for key, value in os.environ.items()
         if not key.startswith(("GITHUB_", "RUNNER_", "CI_", "THREE_LEDGER_", "GITLAB"))
     }
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def runner_commands(output: str) -> list[str]:
+    """The lines of OUTPUT that GitHub's runner would act on as workflow commands, as it reads
+    a step's output: split at CR, LF or CRLF; `::NAME ...::DATA` once leading blanks are
+    dropped, or the older `##[NAME ...]DATA` anywhere in a line; none while a
+    `::stop-commands::TOKEN` holds, until a `::TOKEN::` line (which is not listed either)."""
+    found = []
+    stopped_by: str | None = None
+    for line in _LINE_BREAK.split(output):
+        trimmed = line.lstrip()
+        name = data = None
+        if trimmed.startswith("::") and (end := trimmed.find("::", 2)) >= 0:
+            name, data = trimmed[2:end].split(" ", 1)[0], trimmed[end + 2 :]
+        elif (start := line.find("##[")) >= 0 and (end := line.find("]", start)) >= 0:
+            name, data = line[start + 3 : end].split(" ", 1)[0], line[end + 1 :]
+        if name is None:
+            continue
+        if stopped_by is not None:
+            if name == stopped_by:
+                stopped_by = None
+            continue
+        if name == "stop-commands":
+            stopped_by = data
+        found.append(line)
+    return found

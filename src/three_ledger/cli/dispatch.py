@@ -30,6 +30,11 @@ def main(argv: Sequence[str] | None = None, loaded: Callable[[], None] | None = 
     try:
         args = parser.parse_args(given)
         set_quiet(getattr(args, "quiet", False))
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            from three_ledger.console_guard import guarded
+
+            with guarded(os.environ):
+                return _dispatch(parser, args, loaded)
         return _dispatch(parser, args, loaded)
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else ExitCode.USAGE

@@ -59,6 +59,7 @@ from three_ledger.pin_folder import fixture_folders
 from three_ledger.pins import PropertiesPin, load_fixture_pin
 from three_ledger.plugin.wire import the_tests_own
 from three_ledger.progress import progress
+from three_ledger.report.findings import one_line
 from three_ledger.report.gate_summary import (
     GateOutcome,
     Step,
@@ -240,8 +241,10 @@ def _note_untracked(change: Change) -> None:
         else ""
     )
     print(
-        f"gate: note: {len(untracked)} file(s) git does not track are part of this change "
-        f"and decide its route: {named}{more}; commit them, or list them in .gitignore",
+        one_line(
+            f"gate: note: {len(untracked)} file(s) git does not track are part of this change "
+            f"and decide its route: {named}{more}; commit them, or list them in .gitignore"
+        ),
         file=sys.stderr,
     )
 
@@ -273,9 +276,11 @@ def _note_uncollected_tests(request: GateRequest, change: Change) -> None:
     new = [path for path in uncollected if path not in at_base]
     if new:
         print(
-            f"gate: note: {', '.join(new[:_UNTRACKED_NAMED])} new, named like a test, but "
-            "pytest's settings here never collect it: it ran nowhere in this gate "
-            "(`python_files`, `testpaths` and the command decide what pytest collects)",
+            one_line(
+                f"gate: note: {', '.join(new[:_UNTRACKED_NAMED])} new, named like a test, but "
+                "pytest's settings here never collect it: it ran nowhere in this gate "
+                "(`python_files`, `testpaths` and the command decide what pytest collects)"
+            ),
             file=sys.stderr,
         )
 

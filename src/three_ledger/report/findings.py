@@ -9,6 +9,7 @@ import re
 
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import PropertyLedger
+from three_ledger.console_guard import neutral
 
 
 @frozen
@@ -98,8 +99,9 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def one_line(value: str) -> str:
-    """VALUE with every control character shown as an escape: a console line stays one line."""
-    return _CONTROL.sub(lambda match: repr(match.group(0))[1:-1], value)
+    """VALUE with every control character shown as an escape: a console line stays one line,
+    and none reads as a GitHub workflow command (`console_guard.neutral`)."""
+    return neutral(_CONTROL.sub(lambda match: repr(match.group(0))[1:-1], value))
 
 
 def plain_lines(found: list[Finding]) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from three_ledger.frozen import frozen
 from three_ledger.merge_table import Evidence, Reading, Verdict
 from three_ledger.other_ledgers import DualPinLedger, FlakeLedger
-from three_ledger.report.findings import findings, plain_lines, tests_counted
+from three_ledger.report.findings import findings, one_line, plain_lines, tests_counted
 from three_ledger.report.junit_verdict import PropertyCase, property_cases
 from three_ledger.report.step_summary import SummaryInput, flake_owners, render
 from three_ledger.report.workflow_commands import escape_data
@@ -102,7 +102,8 @@ def verdict_text(evidence: Evidence, verdict: Verdict) -> str:
         f"{state.kind} ledger {state.path}: {_plain_state(state)}"
         for state in ledger_states(evidence)
     ]
-    return "\n".join([*lines, *failure_lines(evidence), headline(verdict)]) + "\n"
+    shown = [*lines, *failure_lines(evidence), headline(verdict)]
+    return "".join(one_line(line) + "\n" for line in shown)
 
 
 def _plain_state(state: LedgerState) -> str:

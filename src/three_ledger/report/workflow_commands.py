@@ -2,6 +2,7 @@
 
 Ids and file names come from the change under review: a `%`, CR or LF in a message, or a
 `:` or `,` in a property, would otherwise end the command early or forge another one.
+Everything else the gate prints is kept from reading as a command (`console_guard.py`).
 """
 
 from __future__ import annotations
