@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
+from three_ledger.console_guard import neutral
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import PropertyLedger
-from three_ledger.console_guard import neutral
 
 
 @frozen
