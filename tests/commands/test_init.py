@@ -121,6 +121,22 @@ def test_init_drafts_three_pins_and_the_workflow_and_says_what_comes_next(
     assert f"{WORKFLOW} in a change of its own, with ledgers/ (where vet and gate " in steps[7]
     assert "set TL_PACKAGE" in steps[-1]
     assert git(project, "status", "--porcelain").splitlines() == ["?? .github/", "?? pins.draft/"]
+    # idna's trial: no lockfile, and the drafted job's install step would fail on it.
+    assert (
+        "note: the drafted workflow installs the tests' dependencies from "
+        "requirements-test.txt, which is not there" in result.err
+    )
+
+
+def test_a_lockfile_the_project_has_is_named_in_the_workflow_without_a_note(
+    run_cli: RunCli, project: Path, collector: str
+) -> None:
+    (project / "requirements").mkdir()
+    (project / "requirements/dev.txt").write_text("pytest==9.0.0\n")
+    result = run_cli("init", "--root", project, "--command", collector)
+    assert result.code == 0, result.err
+    assert 'TL_REQUIREMENTS: "requirements/dev.txt"' in (project / WORKFLOW).read_text()
+    assert "is not there" not in result.err
 
 
 def test_the_workflow_names_the_pinned_source_given(

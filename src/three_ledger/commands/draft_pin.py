@@ -50,7 +50,8 @@ def draft_pin(
         raise
     sys.stdout.write(jsonio.dumps(document))
     count = len(document["files"])
-    print(f"three-ledger: drafted a fixture pin of {count} files", file=sys.stderr)
+    files = "1 file" if count == 1 else f"{count} files"
+    print(f"three-ledger: drafted a fixture pin of {files}", file=sys.stderr)
     for line in git_warnings(root, folders, untracked, tracked_only):
         print(f"three-ledger: {line}", file=sys.stderr)
     warning = test_code_warning(root, document["files"])

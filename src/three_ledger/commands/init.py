@@ -164,8 +164,23 @@ def init(request: InitRequest) -> int:
         packages = data_packages(files, folders)
         if packages:
             print(f"three-ledger: {_data_package_note(packages)}", file=sys.stderr)
+    missing = _missing_requirements(request, values)
+    if missing:
+        print(f"three-ledger: {missing}", file=sys.stderr)
     sys.stdout.write(report(request, targets, fixture_draft, properties.document, values))
     return ExitCode.OK
+
+
+def _missing_requirements(request: InitRequest, values: Values) -> str | None:
+    """A note where the lockfile the drafted workflow installs the tests' dependencies from
+    is not in ROOT: the job's install step would fail on it (idna's trial)."""
+    if (request.root / requirements_file(request)).is_file():
+        return None
+    return (
+        f"note: the drafted workflow installs the tests' dependencies from {values.requirements}, "
+        f"which is not there: write it (pytest and what the tests import, pinned), or name "
+        "the file the project has with --requirements FILE"
+    )
 
 
 def _named(folders: Sequence[str]) -> str:
@@ -273,11 +288,17 @@ def properties_draft(
     return draft
 
 
-def workflow_values(request: InitRequest, targets: Targets) -> Values:
-    requirements = request.requirements or next(
+def requirements_file(request: InitRequest) -> str:
+    """The tests' lockfile under ROOT the workflow installs from: the one given, else the
+    first of REQUIREMENTS_FILES there, else the first of them (which ROOT lacks)."""
+    return request.requirements or next(
         (name for name in REQUIREMENTS_FILES if (request.root / name).is_file()),
         REQUIREMENTS_FILES[0],
     )
+
+
+def workflow_values(request: InitRequest, targets: Targets) -> Values:
+    requirements = requirements_file(request)
     in_top = requirements if targets.root_in_top == "." else f"{targets.root_in_top}/{requirements}"
     return Values(
         package=request.package or installed_source() or PLACEHOLDER_PACKAGE,
