@@ -182,6 +182,24 @@ def test_a_helper_edited_alone_goes_to_the_test_owners_once_the_run_measures_it(
     assert "testing/checks.py" in decision["reason"]
 
 
+def test_an_oracle_edit_beside_another_file_names_that_file(repo: Repo) -> None:
+    """idna's trial: a data file added with its `.gitattributes` line, as the docs suggest,
+    was row 5 naming the oracle alone, and read as the oracle edit on its own. The reason
+    names the file that kept it from the test owners."""
+    repo = with_helper(repo, "testing")
+    repo.write("testing/checks.py", STRICT_HELPER + "# reworded\n")
+    repo.write(".gitattributes", "testing/data/** -text\n")
+    repo.commit("a helper's comment, and how git reads its data")
+    decision, said = gate(repo)
+    assert (decision["posture"], decision["row"]) == ("reject", 5), said
+    assert "oracles moved (testing/checks.py)" in decision["reason"]
+    assert decision["reason"].endswith(
+        "; the change also touches .gitattributes, which moved no oracle: without it, the "
+        "oracle edit would go to the test owners on its own"
+    )
+    assert "the change also touches .gitattributes" in said
+
+
 def test_a_helper_outside_the_tests_folders_edited_alone_stays_row_5(repo: Repo) -> None:
     """Python outside a folder named like tests may be what the product runs through: edited
     alone, it is no oracle edit for the test owners."""
