@@ -63,6 +63,9 @@ class PropertyMatch:
     expected_failures: int = 0
     # The first of them, by id.
     expected_failure_examples: tuple[str, ...] = ()
+    # Counted tests that an `expected_skips` entry names but that did not skip at collection:
+    # one that skips as it runs is left out of the run's count, which `plan` cannot see.
+    expected_skips_unseen: int = 0
     # What the pin asks of its tests (`min_tests`, `tests_sha256`); None where it asks neither.
     requirement: TestsRequirement | None = None
 
@@ -159,6 +162,19 @@ def _property_match(
         expected_failures=len(failing),
         expected_failure_examples=tuple(failing[:EXAMPLES_SHOWN]),
         requirement=requirement,
+        expected_skips_unseen=_named_by_a_skip(matched, expected_skips),
+    )
+
+
+def _named_by_a_skip(matched: Sequence[TestResult], expected_skips: Sequence[ExpectedSkip]) -> int:
+    """How many of MATCHED did not skip at collection though an expected skip names them."""
+    if not expected_skips:
+        return 0
+    return sum(
+        1
+        for test in matched
+        if test.outcome is not Outcome.SKIP
+        and any(test.matches(skip.test) for skip in expected_skips)
     )
 
 

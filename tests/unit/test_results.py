@@ -650,6 +650,22 @@ def test_another_set_of_tests_is_missing_and_the_reason_names_both_hashes() -> N
     )
 
 
+def test_a_hash_of_tests_less_run_time_skips_says_plan_counted_them() -> None:
+    """idna's trial: 485 vectors skip as they run; the hint sent the reader to `plan`'s ids,
+    which hold them, without a word."""
+    skipped = TestResult(CASES[2].id, (), SKIP, skip_reason="Unicode 16 only")
+    requirement = {"p": TestsRequirement(tests_sha256=ALL_FOUR)}
+    tests = [*CASES[:2], skipped, CASES[3]]
+    skips = [ExpectedSkip("t.py::test_total", "Unicode 16")]
+    score = score_properties({"p": "t.py::test_total"}, tests, skips, requirement)["p"]
+    assert score.status == "missing"
+    assert score.missing_reason is not None
+    assert score.missing_reason.endswith(
+        "(`three-ledger plan --json` lists the ids it counts at collection, the 1 skipped "
+        "here among them: counted_ids)"
+    )
+
+
 def test_nothing_counted_says_so_once_whatever_the_pin_asks() -> None:
     skipped = TestResult("t.py::test_total[0]", (), SKIP, skip_reason="Format checker x")
     skips = [ExpectedSkip("t.py::test_total", "Format checker")]
