@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 import string
 import unicodedata
 from collections.abc import Iterable, Sequence
+
+from three_ledger.plugin.globs import glob_matches as glob_matches
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # Segments of word characters that do not start with a dot: in NFC, such a path breaks no
@@ -141,30 +142,3 @@ def printable(text: str) -> str:
     """TEXT as one safe line: a name holding a newline or other control character is shown
     escaped, so that it can neither split a one-per-line list nor forge a line of its own."""
     return text if text.isprintable() else ascii(text)
-
-
-@functools.lru_cache(maxsize=256)
-def _glob_pattern(glob: str) -> re.Pattern[str]:
-    parts = []
-    for token in re.split(r"(\*\*/|\*\*|\*|\?)", glob.removesuffix("/")):
-        if token == "**/":
-            parts.append("(?:.*/)?")
-        elif token == "**":
-            parts.append(".*")
-        elif token == "*":
-            parts.append("[^/]*")
-        elif token == "?":
-            parts.append("[^/]")
-        else:
-            parts.append(re.escape(token))
-    # A glob names its file, or a folder and everything under it.
-    return re.compile("".join(parts) + "(?:/.*)?")
-
-
-def glob_matches(glob: str, path: str) -> bool:
-    """Whether a `product_paths` GLOB covers PATH (POSIX, relative to ROOT).
-
-    `*` and `?` stay within one segment; `**` spans any number of them; a glob that names a
-    folder covers everything under it.
-    """
-    return _glob_pattern(glob).fullmatch(path) is not None

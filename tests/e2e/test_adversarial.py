@@ -688,6 +688,53 @@ def test_a_product_beside_a_test_module_is_not_test_side(gate: Gate) -> None:
     )
 
 
+# A package of the product's that ships helpers for its users' tests, and sets one to its
+# strict version once it is first used.
+ORDERLIB = """\
+import sys
+
+
+def _strict(left, right):
+    return left == right
+
+
+def configure():
+    sys.modules["orderlib.testing"].same_total = _strict
+"""
+
+
+def test_a_product_packages_own_testing_folder_is_not_test_side(gate: Gate) -> None:
+    """The fifth red team: `orderlib/testing/`, helpers the product ships (numpy.testing's
+    pattern) and `product_paths` holds, was test-side by its folder's name, so the product's
+    own replacement of one, made once a test first used the package, was a finding. What
+    the pin calls product is the product's wherever it lies."""
+    (gate.repo / "orderlib/testing").mkdir(parents=True)
+    (gate.repo / "orderlib/__init__.py").write_text(ORDERLIB)
+    (gate.repo / "orderlib/testing/__init__.py").write_text(
+        "def same_total(left, right):\n    return left == right\n"
+    )
+    (gate.repo / "properties/test_lib.py").write_text(
+        "from orderlib import configure\nfrom orderlib.testing import same_total\n\n\n"
+        "def test_same_total() -> None:\n    configure()\n    assert same_total(1, 1)\n"
+    )
+    pin = json.loads((gate.repo / "pins/properties.json").read_text())
+    pin["product_paths"].append("orderlib/**")
+    write_json(gate.repo / "pins/properties.json", pin)
+    gate = gate.as_base("a package of the product's, with helpers for tests")
+    assert gate.digest().code == 0
+    scored = gate.properties(command=f"{PYTEST} properties/test_lib.py")
+    assert scored.code == 0, scored.err
+    # Without the pin's word, the folder's name makes it the tests': the same is a finding.
+    pin["product_paths"].remove("orderlib/**")
+    write_json(gate.repo / "pins/properties.json", pin)
+    gate = gate.as_base("the package is no longer declared product")
+    scored = gate.properties(command=f"{PYTEST} properties/test_lib.py")
+    assert scored.code == 4
+    assert "orderlib.testing.same_total, which a test-side module held, was replaced" in (
+        scored.err
+    )
+
+
 def test_a_helper_the_tests_replace_themselves_is_no_finding(gate: Gate) -> None:
     """The control: tests that swap the helper for a function of their own for the rest of
     the session, through `monkeypatch`, or with a mock they take back."""

@@ -166,10 +166,13 @@ def test_an_empty_shard_slice_keeps_only_the_sentinels(tmp_path: Path) -> None:
 
 
 def test_each_run_gets_a_fresh_seed_and_its_record() -> None:
-    first, second = environment(Path("r")), environment(Path("r"))
+    first, second = environment(Path("r"), None), environment(Path("r"), ("pkg/**",))
     assert first["THREE_LEDGER_TRIPWIRE"] == "r"
     assert first["THREE_LEDGER_TRIPWIRE_SEED"] != second["THREE_LEDGER_TRIPWIRE_SEED"]
     assert len(first["THREE_LEDGER_TRIPWIRE_SEED"]) == 32
+    # The pin's product_paths, for the tripwire's test-side rule, where the pin has them.
+    assert "THREE_LEDGER_PRODUCT_PATHS" not in first
+    assert json.loads(second["THREE_LEDGER_PRODUCT_PATHS"]) == ["pkg/**"]
 
 
 def test_the_weakest_tripwire() -> None:

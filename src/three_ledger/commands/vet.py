@@ -338,7 +338,10 @@ class Bench:
             plugin=self.plugin,
             results_path=results_path,
             plugins=self.checked.properties_pin.plugins,
-            extra_env={**tripwire.environment(record), **extra_env},
+            extra_env={
+                **tripwire.environment(record, self.checked.properties_pin.product_paths),
+                **extra_env,
+            },
             console=self._quiet,
             ignore=self.ignore,
             keep_env=self.kept_env(),

@@ -152,7 +152,7 @@ class Bench:
             results_path=results_path,
             plugins=setting.checked.properties_pin.plugins,
             extra_env={
-                **tripwire.environment(record),
+                **tripwire.environment(record, setting.checked.properties_pin.product_paths),
                 RUN_IDS_ENV: str(ids_path),
                 ROOT_ENV: str(self.tree.resolve()),
             },

@@ -17,13 +17,14 @@ import json
 import os
 import sys
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, field
 from typing import Any
 
 import pytest
 
 from . import harness, machinery, sentinels, shard
 from .frozen import frozen
+from .globs import glob_matches
 from .makers import Trust, stack
 from .wire import (
     FAILED_DIGESTS_KEY,
@@ -36,6 +37,7 @@ from .wire import (
     MADE_BY_KEY,
     MECHANISM_KEY,
     PIN_ID_ENV,
+    PRODUCT_PATHS_ENV,
     ROOT_ENV,
     SENTINELS_KEY,
     TRIPWIRE_ENV,
@@ -106,6 +108,8 @@ class Setup:
     record: str
     seed: str
     root: str
+    # The pin's `product_paths` (a list, as xdist hands it to a worker): never test-side.
+    product_paths: list[str] = field(default_factory=list)
 
 
 def plugin_registered(plugin: object, manager: Any) -> None:
@@ -229,7 +233,16 @@ def _setup(config: pytest.Config) -> Setup | None:
     if not record:
         return None
     root = os.environ.get(ROOT_ENV) or str(config.rootpath)
-    return Setup(record, seed, root)
+    return Setup(record, seed, root, _product_paths(os.environ.pop(PRODUCT_PATHS_ENV, None)))
+
+
+def _product_paths(given: str | None) -> list[str]:
+    """The globs the gate handed over; none where it handed none (the inferred model)."""
+    try:
+        globs = json.loads(given or "[]")
+    except ValueError:
+        return []
+    return [glob for glob in globs if isinstance(glob, str)] if isinstance(globs, list) else []
 
 
 class Record:
@@ -449,8 +462,11 @@ class Tripwire:
         trust = self.audit.trust
         if trust is None or not trust.is_project(path):
             return False
+        shown = trust.shown(path)
+        if any(glob_matches(glob, shown) for glob in self.setup.product_paths):
+            return False  # the pin says it is the product's (a package's `testing/` helpers)
         patterns = self.config.getini("python_files")
-        return harness.is_test_side(trust.shown(path), patterns, None)
+        return harness.is_test_side(shown, patterns, None)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:

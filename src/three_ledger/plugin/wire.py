@@ -23,6 +23,7 @@ PIN_ID_ENV = "THREE_LEDGER_PIN_ID"  # which fixture pin the run scores
 NETWORK_ENV = "THREE_LEDGER_NETWORK"  # NETWORK_BANNED: the in-process socket guard is on
 TRIPWIRE_ENV = "THREE_LEDGER_TRIPWIRE"  # where the tripwire records its sentinels and findings
 TRIPWIRE_SEED_ENV = "THREE_LEDGER_TRIPWIRE_SEED"  # hex: where the sentinels go, and their names
+PRODUCT_PATHS_ENV = "THREE_LEDGER_PRODUCT_PATHS"  # JSON: the pin's product_paths, for the tripwire
 HARNESS_ENV = "THREE_LEDGER_HARNESS"  # where the plugin records what steered the run
 ROOT_ENV = "THREE_LEDGER_ROOT"  # the project root the harness is measured against
 COLLECT_ENV = "THREE_LEDGER_COLLECT"  # plan: where the collected items go

@@ -197,7 +197,7 @@ def observe(
         if run.planned_ids is not None:
             extra_env[PLANNED_ENV] = str(run.planned_ids)
             extra_env[UNPLANNED_ENV] = str(unplanned_path)
-        extra_env.update(tripwire.environment(record))
+        extra_env.update(tripwire.environment(record, checked.properties_pin.product_paths))
         extra_env[HARNESS_ENV] = str(harness_path)
         extra_env[ROOT_ENV] = str(run.root.resolve())
         closed = checked.properties_pin.product_paths is not None

@@ -26,6 +26,7 @@ from three_ledger.plugin.wire import (
     MACHINERY_KEY,
     MADE_BY_KEY,
     MECHANISM_KEY,
+    PRODUCT_PATHS_ENV,
     SENTINELS_KEY,
     TRIPWIRE_ENV,
     TRIPWIRE_SEED_ENV,
@@ -65,9 +66,14 @@ def fresh_seed() -> str:
     return os.urandom(16).hex()
 
 
-def environment(record: Path) -> dict[str, str]:
-    """What the plugin needs: where to keep the record, and the run's seed."""
-    return {TRIPWIRE_ENV: str(record), TRIPWIRE_SEED_ENV: fresh_seed()}
+def environment(record: Path, product_paths: Sequence[str] | None) -> dict[str, str]:
+    """What the plugin needs: where to keep the record, the run's seed, and the pin's
+    `product_paths`: a module they hold is the product's, never test-side, wherever it lies
+    (a package's own `testing/` folder of helpers it ships)."""
+    env = {TRIPWIRE_ENV: str(record), TRIPWIRE_SEED_ENV: fresh_seed()}
+    if product_paths:
+        env[PRODUCT_PATHS_ENV] = json.dumps(list(product_paths))
+    return env
 
 
 def read_record(path: Path) -> TripwireRecord:
