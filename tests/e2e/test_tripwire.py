@@ -133,6 +133,8 @@ def test_sentinels_do_not_reach_the_ledger_or_the_cache(run_cli: RunCli, orders_
     sentinels = sentinels_in(log)
     assert sorted(sentinels.values()) == ["fail", "pass"]
     assert not any(name in text for name in sentinels)
+    # Said last, after pytest's "1 failed, N passed", which counts the must-fail one.
+    assert "the gate's tripwire added 2 items" in log.strip().splitlines()[-1]
     lastfailed = orders_repo / ".pytest_cache/v/cache/lastfailed"
     assert not lastfailed.exists() or not any(name in lastfailed.read_text() for name in sentinels)
 
