@@ -16,7 +16,7 @@ from three_ledger.frozen import frozen
 from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT
 from three_ledger.other_ledgers import DualPinLedger, FlakeEvidenceLedger, FlakeLedger
 from three_ledger.pins import FlakePin
-from three_ledger.plugin.wire import the_tests_own
+from three_ledger.plugin.wire import in_the_tests_own_folder
 from three_ledger.selection import selects
 from three_ledger.vocabulary import FlakeVerdict, OracleModel, Outcome, Posture
 
@@ -237,9 +237,9 @@ def _moved_oracles(prop: PropertyLedger) -> str:
             "; a file the run imports, executes or reads is an oracle unless the pin's "
             "product_paths holds it: if it is product, add it there in a pin change first"
         )
-        if not all(map(the_tests_own, measured)):
+        if not all(map(in_the_tests_own_folder, measured)):
             said += (
-                "; if it is the tests' (their data outside a tests folder), list it in "
+                "; if it is the tests' (their data outside a tests folder at the top), list it in "
                 "oracle_paths, and an edit of it alone goes to the test owners"
             )
     return said

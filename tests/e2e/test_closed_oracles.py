@@ -242,7 +242,7 @@ def test_a_stdlib_shadow_alone_is_no_oracle_edit_for_the_test_owners(repo: Repo)
 RATED_TOTAL = """
 
 def order_total(order):
-    rates = json.loads((Path(__file__).parent / "rates.json").read_text())
+    rates = json.loads((Path(__file__).parent / RATES).read_text())
     return _order_total(order) * rates["multiplier"]
 """
 # A root conftest that sets the scale back for the tests alone.
@@ -263,25 +263,28 @@ orders.json.loads = _unscaled
 """
 
 
-def test_product_data_with_a_conftest_that_masks_it_is_no_oracle_edit_alone(repo: Repo) -> None:
+@pytest.mark.parametrize("rates", ["rates.json", "orderlib/testing/rates.json"])
+def test_product_data_with_a_conftest_that_masks_it_is_no_oracle_edit_alone(
+    repo: Repo, rates: str
+) -> None:
     """The red team's fifth round: a root `rates.json` the product reads, doubled, beside a
     root conftest that sets it back for the tests, was routed to the test owners as an edit
-    of oracles alone. A file outside every tests folder that the pin's `oracle_paths` do not
-    list may be the product's input: the change stays row 5."""
+    of oracles alone; the sixth put it in a package's own `testing/` folder. A file outside
+    the tests folders at the top of ROOT that the pin's `oracle_paths` do not list may be
+    the product's input: the change stays row 5."""
     text = (repo.root / "orders.py").read_text()  # imports json and Path already
-    repo.write(
-        "orders.py", text.replace("def order_total(order", "def _order_total(order") + RATED_TOTAL
-    )
-    repo.write("rates.json", '{"multiplier": 1}\n')
+    total = RATED_TOTAL.replace("RATES", repr(rates))
+    repo.write("orders.py", text.replace("def order_total(order", "def _order_total(order") + total)
+    repo.write(rates, '{"multiplier": 1}\n')
     repo = repo.as_base("totals scaled by a rate")
-    repo.write("rates.json", '{"multiplier": 2}\n')
+    repo.write(rates, '{"multiplier": 2}\n')
     repo.write("conftest.py", MASKING_RATES)
     repo.commit("every total doubles")
     decision, said = gate(repo)
     assert (decision["posture"], decision["row"]) == ("reject", 5), said
-    assert "rates.json: read by the run" in decision["reason"]
+    assert f"{rates}: read by the run" in decision["reason"]
     # The conftest alone is the tests' own: their owners read it.
-    repo.write("rates.json", '{"multiplier": 1}\n')
+    repo.write(rates, '{"multiplier": 1}\n')
     repo.commit("the rate back")
     decision, said = gate(repo)
     assert (decision["posture"], decision["row"]) == ("human_review", 0), said

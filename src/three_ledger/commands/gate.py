@@ -57,7 +57,7 @@ from three_ledger.merge_table import Verdict
 from three_ledger.outputs import Output, refuse_unwritable, remove_stale
 from three_ledger.pin_folder import fixture_folders
 from three_ledger.pins import PropertiesPin, load_fixture_pin
-from three_ledger.plugin.wire import the_tests_own
+from three_ledger.plugin.wire import in_the_tests_own_folder
 from three_ledger.progress import progress
 from three_ledger.report.findings import one_line
 from three_ledger.report.gate_summary import (
@@ -351,12 +351,12 @@ def _oracles_alone(out: OutDir, change: Change, plan: Plan, outcome: GateOutcome
     pycodestyle's `testing/support.py`). "Review the oracle edit on its own" asked for what
     the change already was. A change that also touches any other file, or a pin, stays row 5;
     so does one under which a pinned property did not pass, or that touches a file outside a
-    folder named like tests that neither is a conftest nor is under the pin's `oracle_paths`:
-    a module outside `product_paths` that the product runs through (a root `json.py` in place
-    of the standard library's: the red team's fourth round), or data it reads (a root
-    `rates.json` beside a conftest that masks what it does: the fifth), is the product's as
-    much as the tests'. The tests' own helpers and data, and what the pin calls an oracle,
-    remain.
+    folder named like tests at the top of ROOT that neither is a conftest nor is under the
+    pin's `oracle_paths`: a module outside `product_paths` that the product runs through (a
+    root `json.py` in place of the standard library's: the red team's fourth round), or data
+    it reads (a root `rates.json` beside a conftest that masks what it does: the fifth; the
+    same in a package's own `orderlib/testing/`: the sixth), is the product's as much as the
+    tests'. The tests' own helpers and data, and what the pin calls an oracle, remain.
     """
     verdict, evidence = outcome.verdict, outcome.evidence
     if verdict is None or verdict.row != 5 or evidence is None or change.changed_pins():
@@ -370,7 +370,9 @@ def _oracles_alone(out: OutDir, change: Change, plan: Plan, outcome: GateOutcome
         return outcome
     declared = set(git.under_pathspecs(paths, plan.properties_pin.oracle_paths))
     oracles = [path for path in paths if path in prop.oracle_changes]
-    if not oracles or not all(path in declared or the_tests_own(path) for path in oracles):
+    if not oracles or not all(
+        path in declared or in_the_tests_own_folder(path) for path in oracles
+    ):
         return outcome
     others = sorted(set(paths) - set(oracles))
     if others:

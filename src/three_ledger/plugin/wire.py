@@ -82,6 +82,14 @@ def the_tests_own(relative: str) -> bool:
     return parts[-1] == "conftest.py" or not TEST_FOLDERS.isdisjoint(parts[:-1])
 
 
+def in_the_tests_own_folder(relative: str) -> bool:
+    """Whether RELATIVE is a conftest, or lies in a `tests`, `test` or `testing` folder at the
+    top of ROOT: the tests' own, for `gate`. One deeper lies in a package, whose code may
+    read it (a price table in `orderlib/testing/` that the product read: the sixth red team)."""
+    first, _, rest = relative.partition("/")
+    return relative.rsplit("/", 1)[-1] == "conftest.py" or (bool(rest) and first in TEST_FOLDERS)
+
+
 # On a session's line: how many of the project's tests pytest reported failing, by node id,
 # and which: their ids where they fit in FAILED_IDS_BUDGET characters, else a digest of each
 # (`failed_id_digest`), whatever the ids' length.
