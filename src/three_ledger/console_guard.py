@@ -1,20 +1,23 @@
 """What the gate prints, kept from reading as a GitHub workflow command.
 
 GitHub's runner takes a line of a step's output for a command when, its leading blanks
-dropped, it starts with `::`, or when it holds `##[` anywhere (the older form). File names,
-test ids and the test command's output come from the change under review: a file named
-`::add-mask::reject` listed on a line of its own would hide every later "reject" in the
-job's log, and a `::stop-commands::` one would drop the gate's own annotations (the fifth
-red team). So, under GitHub Actions: every line the gate writes to stderr (`guarded`), and
-each line of its reports on stdout (`neutral`, through `findings.one_line`), has such a
-start or such a mark shown as an escape; the test command's output, which the gate relays
-to stdout as it comes, is fenced by `::stop-commands::` with a token the command never sees
-(`fenced`). The gate's own commands (`workflow_commands.py`) are written apart from all
-three. Machine-read output on stdout (`plan --json`, `draft-pin`) is left as it is: a JSON
-line never starts with `::`.
+dropped, it starts with `::`, or when it holds `##[` anywhere (the older form); it ends a
+line at a CR as well as an LF. File names, test ids and the test command's output come from
+the change under review: a file named `::add-mask::reject` listed on a line of its own would
+hide every later "reject" in the job's log, and a `::stop-commands::` one would drop the
+gate's own annotations (the fifth red team). So:
 
-Standard library only, and imported only where GitHub Actions runs the gate, but for
-`neutral`, which has no import of its own.
+- every line of the gate's reports has such a start or such a mark shown as an escape
+  (`paths.neutral`, through `findings.one_line` and `paths.printable`), on any machine;
+- under GitHub Actions (`GITHUB_ACTIONS=true`), everything a command writes to stdout and
+  stderr, refusals and crash reports included, is made `neutral` line by line (`guarded`).
+  The escapes are JSON's own, so `plan --json` or `draft-pin` read back the same;
+- the test command's output, which `properties` relays to stdout as it comes, is fenced by
+  `::stop-commands::TOKEN` and `::TOKEN::`, TOKEN random and printed only once the command
+  runs (`fenced`): it is shown as the command wrote it, and the runner acts on none of it;
+- the gate's own commands (`workflow_commands.py`) go out through `command`, past the guard.
+
+Standard library only; imported where GitHub Actions runs the gate.
 """
 
 from __future__ import annotations
@@ -26,24 +29,13 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO, TextIO
 
-_OLD_COMMAND = "##["
-
-
-def neutral(line: str) -> str:
-    """LINE (one line, no line break) with what would make it a workflow command shown as an
-    escape: a leading `:` (after any blanks) as `\\x3a`, each `##[` as `##\\x5b`."""
-    if _OLD_COMMAND in line:
-        line = line.replace(_OLD_COMMAND, "##\\x5b")
-    stripped = line.lstrip()
-    if stripped.startswith("::"):
-        line = line[: len(line) - len(stripped)] + "\\x3a" + stripped[1:]
-    return line
+from three_ledger.paths import neutral
 
 
 class _Guarded:
     """A text stream that writes what it is given with each line made `neutral`. A line is
-    held until it ends (every line the gate writes to stderr does), so that a command split
-    across writes is seen whole; what is left at the end is written then."""
+    held until it ends or the stream is flushed, so that a command split across writes is
+    seen whole (every line the gate prints is written whole)."""
 
     def __init__(self, inner: TextIO) -> None:
         self.inner = inner
@@ -59,9 +51,6 @@ class _Guarded:
         return len(text)
 
     def flush(self) -> None:
-        self.inner.flush()
-
-    def close_line(self) -> None:
         with self.lock:
             if self.pending:
                 self.inner.write(neutral(self.pending))
@@ -74,18 +63,30 @@ class _Guarded:
 
 @contextlib.contextmanager
 def guarded(env: Mapping[str, str]) -> Iterator[None]:
-    """Under GitHub Actions (ENV's `GITHUB_ACTIONS`), stderr made `_Guarded` for the block."""
-    if env.get("GITHUB_ACTIONS") != "true" or isinstance(sys.stderr, _Guarded):
+    """Under GitHub Actions (ENV's `GITHUB_ACTIONS`), stdout and stderr made `_Guarded` for
+    the block."""
+    if env.get("GITHUB_ACTIONS") != "true" or isinstance(sys.stdout, _Guarded):
         yield
         return
-    inner = sys.stderr
-    guard = _Guarded(inner)
-    sys.stderr = guard
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Guarded(out), _Guarded(err)
     try:
         yield
     finally:
-        guard.close_line()
-        sys.stderr = inner
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def command(text: str) -> None:
+    """Write TEXT, the gate's own workflow commands (each line one, escaped as the runner
+    parses them: `workflow_commands.py`), to stdout past the guard."""
+    stream = sys.stdout
+    if isinstance(stream, _Guarded):
+        stream.flush()
+        stream = stream.inner
+    stream.write(text)
+    stream.flush()
 
 
 @contextlib.contextmanager

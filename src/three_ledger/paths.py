@@ -140,5 +140,25 @@ def is_under(path: str, folder: str) -> bool:
 
 def printable(text: str) -> str:
     """TEXT as one safe line: a name holding a newline or other control character is shown
-    escaped, so that it can neither split a one-per-line list nor forge a line of its own."""
-    return text if text.isprintable() else ascii(text)
+    escaped, so that it can neither split a one-per-line list nor forge a line of its own,
+    nor read as a GitHub workflow command (`neutral`)."""
+    return neutral(text if text.isprintable() else ascii(text))
+
+
+_OLD_COMMAND = "##["
+
+
+def neutral(line: str) -> str:
+    """LINE with what would make GitHub's runner read it as a workflow command shown as an
+    escape: a `:` that starts a line, or a part of one after a CR (leading blanks dropped),
+    as `\\u003a`, and each `##[` as `##\\u005b`. The escapes are JSON's own: inside a JSON
+    string they read back as the same characters, so a JSON document stays the same
+    document (`console_guard.py`)."""
+    if "\r" in line:  # the runner ends a line at a CR too
+        return "\r".join(map(neutral, line.split("\r")))
+    if _OLD_COMMAND in line:
+        line = line.replace(_OLD_COMMAND, "##\\u005b")
+    stripped = line.lstrip()
+    if stripped.startswith("::"):
+        line = line[: len(line) - len(stripped)] + "\\u003a" + stripped[1:]
+    return line

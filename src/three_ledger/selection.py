@@ -113,8 +113,9 @@ class TestsRequirement:
         if tests and pinned is not None and (found := ids_sha256(tests)) != pinned:
             # `plan` counts at collection: a skip decided as a test runs is among its ids.
             listed = (
-                f"`three-ledger plan --json` lists the ids it counts at collection, the "
-                f"{left_out} skipped here among them: counted_ids"
+                "`three-ledger plan --json` lists the ids it counts at collection: "
+                "counted_ids, where a test an expected skip accepts only once it runs is "
+                "still one"
                 if left_out
                 else "`three-ledger plan --json` lists the ids: counted_ids"
             )

@@ -960,3 +960,38 @@ def test_file_names_the_gate_prints_are_no_workflow_commands(
     assert merged.code == 1
     assert runner_commands(merged.out) == [merged.out.splitlines()[-1]]  # merge's `::error::`
     assert merged.out.splitlines()[-1].startswith("::error::")
+
+
+def test_refusals_and_plan_reports_are_no_workflow_commands_under_actions(
+    gate: Gate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sixth red team: a refusal printed after the guard was taken down named an unpinned
+    `fixtures/##[error]...` raw; `plan` printed test ids raw on stdout, where a JSON report
+    must stay the same document."""
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    (gate.repo / "fixtures/##[error]forged by the change.json").write_text("{}")
+    (gate.repo / "fixtures/a\r::add-mask::reject.json").write_text("{}")
+    refused = gate.digest()
+    assert refused.code == 2
+    assert "unpinned file" in refused.err
+    assert runner_commands(refused.err) == []
+    for name in ("##[error]forged by the change.json", "a\r::add-mask::reject.json"):
+        (gate.repo / "fixtures" / name).unlink()
+    gate.edit(
+        "properties/test_orders.py",
+        "def test_total_non_negative(",
+        '@pytest.mark.parametrize("note", ["##[error]forged", "\\r::add-mask::reject"])\n'
+        "def test_noted(note: str) -> None:\n    assert note\n\n\ndef test_total_non_negative(",
+    )
+    pins = gate.repo / "pins"
+    argv: list[str | Path] = [
+        "plan", "--pin", pins / "fixtures.json", "--properties", pins / "properties.json",
+        "--command", PYTEST, "--root", gate.repo,
+    ]  # fmt: skip
+    text = gate.cli(*argv)
+    assert "forged" in text.out
+    assert runner_commands(text.out + text.err) == []
+    shown = gate.cli(*argv, "--json")
+    assert runner_commands(shown.out) == []
+    ids = json.dumps(json.loads(shown.out))
+    assert "##[error]forged" in ids

@@ -24,17 +24,22 @@ _LABELS = {
 
 
 def main(argv: Sequence[str] | None = None, loaded: Callable[[], None] | None = None) -> int:
-    """Run the command ARGV names; LOADED is called once its module is imported."""
+    """Run the command ARGV names; LOADED is called once its module is imported. Under GitHub
+    Actions, nothing it prints reads as a workflow command but its own (`console_guard.py`)."""
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from three_ledger.console_guard import guarded
+
+        with guarded(os.environ):
+            return _main(argv, loaded)
+    return _main(argv, loaded)
+
+
+def _main(argv: Sequence[str] | None, loaded: Callable[[], None] | None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(given[0] if given else None)
     try:
         args = parser.parse_args(given)
         set_quiet(getattr(args, "quiet", False))
-        if os.environ.get("GITHUB_ACTIONS") == "true":
-            from three_ledger.console_guard import guarded
-
-            with guarded(os.environ):
-                return _dispatch(parser, args, loaded)
         return _dispatch(parser, args, loaded)
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else ExitCode.USAGE

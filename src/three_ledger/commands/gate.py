@@ -860,9 +860,8 @@ def _finish(request: GateRequest, out: OutDir, outcome: GateOutcome, env: Mappin
     write_reports(request.report_files, report, out.decision)
     print(console_report(outcome), end="")
     if env.get("GITHUB_ACTIONS") == "true":
-        print(
-            "".join(annotation.command() + "\n" for annotation in github_annotations(outcome)),
-            end="",
-        )
+        from three_ledger.console_guard import command
+
+        command("".join(annotation.command() + "\n" for annotation in github_annotations(outcome)))
     append_step_summary(env, summary)
     return ExitCode.REJECT if verdict.posture is Posture.REJECT else ExitCode.OK

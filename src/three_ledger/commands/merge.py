@@ -162,7 +162,9 @@ def judge(
     print(verdict_text(evidence, verdict), end="")
     append_step_summary(env, summary)
     if verdict.posture is Posture.REJECT and env.get("GITHUB_ACTIONS") == "true":
-        print(error_annotation(verdict))
+        from three_ledger.console_guard import command
+
+        command(error_annotation(verdict) + "\n")
     return Judgement(evidence, verdict)
 
 

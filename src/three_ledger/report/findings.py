@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
-from three_ledger.console_guard import neutral
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import PropertyLedger
+from three_ledger.paths import neutral
 
 
 @frozen
@@ -100,7 +100,7 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 def one_line(value: str) -> str:
     """VALUE with every control character shown as an escape: a console line stays one line,
-    and none reads as a GitHub workflow command (`console_guard.neutral`)."""
+    and none reads as a GitHub workflow command (`paths.neutral`)."""
     return neutral(_CONTROL.sub(lambda match: repr(match.group(0))[1:-1], value))
 
 
