@@ -735,6 +735,37 @@ def test_a_product_packages_own_testing_folder_is_not_test_side(gate: Gate) -> N
     )
 
 
+# A pinned sample that pytest imports (named like a test module): once the test module is
+# imported, it loosens the helper the test module bound.
+IMPORTED_SAMPLE = """\
+import sys
+
+_tests = sys.modules.get("test_orders") or sys.modules.get("properties.test_orders")
+if _tests is not None:
+    _tests.non_negative = lambda total: True
+"""
+
+
+def test_a_pinned_sample_pytest_imports_may_not_replace_a_helper(gate: Gate) -> None:
+    """Pygments' trial: `tests/examplefiles/python/py3_test.py`, a lexer sample that pytest
+    also imports, was changed with its pin to wrap the tests' `runtest`; the pin owners saw
+    "fixture files changed with their pin", and the next change broke a lexer unseen. A
+    module in a pinned fixture folder is the fixture ledger's bytes, never test-side."""
+    gate = with_checks(gate, "function")
+    (gate.repo / "fixtures/sample_test.py").write_text(IMPORTED_SAMPLE)
+    pin = json.loads((gate.repo / "pins/fixtures.json").read_text())
+    pin["files"].append("fixtures/sample_test.py")
+    del pin["digest"]
+    write_json(gate.repo / "pins/fixtures.json", pin)
+    gate = gate.as_base("a Python sample among the fixtures, pinned")
+    assert gate.digest().code == 0
+    break_the_product(gate)
+    scored = gate.properties(command=f"{PYTEST} fixtures/sample_test.py")
+    assert scored.code == 4, scored.err
+    assert "test_orders.non_negative, which a test-side module held, was replaced" in scored.err
+    assert "fixtures/sample_test.py" in scored.err
+
+
 def test_a_helper_the_tests_replace_themselves_is_no_finding(gate: Gate) -> None:
     """The control: tests that swap the helper for a function of their own for the rest of
     the session, through `monkeypatch`, or with a mock they take back."""

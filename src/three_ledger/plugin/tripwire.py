@@ -82,6 +82,16 @@ class FixtureEnvironment:
         names = (os.fsencode(name) for name in (FIXTURES_ENV, FIXTURES_DIRS_ENV, PIN_ID_ENV))
         self.expected = {key: data[key] for key in names if type(data.get(key)) is bytes}
 
+    def folders(self) -> tuple[str, ...]:
+        """The pinned fixture folders as the gate named them, each real and ending in a
+        separator, for a prefix test of real paths."""
+        named = self.expected.get(os.fsencode(FIXTURES_DIRS_ENV), b"")
+        return tuple(
+            os.path.join(os.path.realpath(folder), "")
+            for folder in os.fsdecode(named).split(os.pathsep)
+            if folder
+        )
+
     def changed(self) -> str | None:
         """The first variable no longer as the gate set it, with what became of it."""
         environ = os.environ
@@ -298,6 +308,7 @@ class Tripwire:
         self.musts: dict[str, str] = {}
         self.mechanism: str | None = None
         self.session: pytest.Session | None = None
+        self.fixture_folders = FIXTURE_ENVIRONMENT.folders()
         self.findings: list[str] = []
         # (node id, phase) of the last phase an exception came out of, as the outermost
         # wrapper saw it; None once the next phase starts.
@@ -458,9 +469,14 @@ class Tripwire:
         """Whether PATH is one of the project's test-side files, by the harness's rule: a
         conftest, a module in a folder named like tests, or one named as `python_files` says.
         Not a module beside a test module: tests kept beside the product (a root
-        `test_smoke.py`) would make the product test-side (the red team's fourth round)."""
+        `test_smoke.py`) would make the product test-side (the red team's fourth round).
+        Never one the pin's `product_paths` hold, nor one in a pinned fixture folder."""
         trust = self.audit.trust
         if trust is None or not trust.is_project(path):
+            return False
+        if os.path.realpath(path).startswith(self.fixture_folders):
+            # Pinned bytes, samples the tests read, even where pytest imports one (Pygments'
+            # `py3_test.py`): no helper of the tests' is theirs to replace.
             return False
         shown = trust.shown(path)
         if any(glob_matches(glob, shown) for glob in self.setup.product_paths):
