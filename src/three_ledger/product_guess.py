@@ -51,7 +51,11 @@ def propose(root: Path, test_modules: Iterable[str]) -> list[Proposal]:
 
 def test_like_under(root: Path, globs: Iterable[str]) -> list[str]:
     """The Python files test-like by name inside the folders of GLOBS (`pkg/**`; a test
-    folder once, as a folder), sorted: each belongs in `oracle_paths`."""
+    folder once, as a folder), sorted: each belongs in `oracle_paths`. A module named
+    `testing.py`, `tests.py` or `test.py` is not one: in a package it is the product's own
+    more often than not (`click.testing`, which its users' tests import; Pygments'
+    `pygments/lexers/testing.py`, a lexer, which in `oracle_paths` went to the test owners
+    unscored when broken)."""
     found: set[str] = set()
     for glob in globs:
         if not glob.endswith("/**") or any(char in glob[:-3] for char in "*?["):
@@ -67,7 +71,9 @@ def test_like_under(root: Path, globs: Iterable[str]) -> list[str]:
             found.update(
                 f"{here}/{name}"
                 for name in files
-                if name.endswith(".py") and _test_like(name, set())
+                if name.endswith(".py")
+                and _test_like(name, set())
+                and name.removesuffix(".py") not in TEST_FOLDERS
             )
     return sorted(found)
 

@@ -131,6 +131,10 @@ def test_a_test_helper_inside_the_product_is_named_for_oracle_paths(
         {**pin, "product_paths": ["suite/**"], "oracle_paths": ["tests", "suite/test_tools.py"]},
     )
     assert "oracle_paths: add" not in plan(run_cli, repo).out
+    # Pygments' `pygments/lexers/testing.py` is a lexer: a module named `testing` is the
+    # product's as often as not, and in oracle_paths a broken one went unscored.
+    (repo / "suite/testing.py").write_text("def lex(text):\n    return text.split()\n")
+    assert plan_json(run_cli, repo)["proposed_oracle_paths"] == []
 
 
 def test_a_helper_the_tests_import_from_a_test_folder_is_named_for_oracle_paths(

@@ -65,9 +65,10 @@ def test_test_like_files_inside_the_products_folders_are_named_for_oracle_paths(
     touch(tmp_path, "markdown/ext/checks_test.py", "markdown/tests/helpers.py")
     touch(tmp_path, "markdown/__pycache__/test_x.py", "other/test_y.py", "orders.py")
     globs = ["markdown/**", "orders.py", "other/*/**"]
+    # `markdown/testing.py` is left out: a module named `testing` is the product's as often
+    # as not (Pygments' `pygments/lexers/testing.py` is a lexer).
     assert product_guess.test_like_under(tmp_path, globs) == [
         "markdown/ext/checks_test.py",
         "markdown/test_tools.py",
-        "markdown/testing.py",
         "markdown/tests",
     ]
