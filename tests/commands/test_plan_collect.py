@@ -12,6 +12,7 @@ import pytest
 
 from helpers import RunCli, path_without_unshare, unshare_refusing, write_json
 from helpers.suites import (
+    PYTEST,
     SUITE,
     TEST_FILE,
     by_id,
@@ -186,3 +187,14 @@ def test_without_unshare_plan_collects_under_the_socket_guard(
 ) -> None:
     path_without_unshare(bin_folder, monkeypatch)
     assert plan_json(run_cli, parse_suite)["outside"] == 9
+
+
+def test_a_command_that_rewrites_its_oracles_is_refused_as_properties_refuses_it(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """Pygments' trial: `plan` collected with `--update-goldens`, which `properties` then
+    refused; adopting.md says plan checks what properties checks."""
+    repo = make_suite(tmp_path, properties_pin([prop("suite.parse", f"{TEST_FILE}::test_parse")]))
+    result = plan(run_cli, repo, command=f"{PYTEST} --update-goldens")
+    assert result.code == 2
+    assert "--command carries '--update-goldens', which rewrites the oracles" in result.err

@@ -59,6 +59,9 @@ class PlanRequest:
             flake_pin_path=self.flake_pin_path,
             own_code=False,
             runs_suite=self.report is None,
+            # A flag that rewrites the oracles is refused as `properties` refuses it
+            # (Pygments' `--update-goldens` collected here, then was refused there).
+            command=self.command,
             keep_env=self.keep_env,
         )
 
