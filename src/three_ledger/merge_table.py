@@ -317,7 +317,10 @@ def _miss(prop: PropertyLedger, prop_id: str) -> str:
         return said
     shown = tests[:FIRST_FAILING_TESTS]
     more = prop.failing_count(prop_id) - len(shown)
-    return f"{said} (failing: {', '.join(shown)}{f' and {more} more' if more > 0 else ''})"
+    # A property that is `skip` names its skipped tests as such (Pygments' trial read
+    # "failing" for a product that skipped them).
+    how = "skipped" if prop.status_by_id[prop_id] == "skip" else "failing"
+    return f"{said} ({how}: {', '.join(shown)}{f' and {more} more' if more > 0 else ''})"
 
 
 def _tree_moved(fixture: FixtureLedger, live: LiveTree | None) -> str | None:

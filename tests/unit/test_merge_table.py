@@ -141,6 +141,17 @@ def test_a_property_miss_names_the_tests_behind_it() -> None:
         "properties/test_orders.py::test_b[case1], properties/test_orders.py::test_b[case2] "
         "and 2 more)"
     )
+    # Pygments' trial: a property that is skip named its tests as failing.
+    skipped = (FailingTest("tests/examplefiles/hylang/language.hy::", Outcome.SKIP),)
+    prop = prop_reading(
+        status_by_id={"lexers.examplefiles": "skip"},
+        failing_tests={"lexers.examplefiles": skipped},
+        failing_counts={"lexers.examplefiles": 1},
+    )
+    assert decide(evidence(prop=prop)).reason == (
+        "property miss stands: lexers.examplefiles is skip "
+        "(skipped: tests/examplefiles/hylang/language.hy::)"
+    )
 
 
 def test_a_measured_oracle_says_how_it_was_found_and_how_to_declare_it_product() -> None:
