@@ -407,7 +407,12 @@ def validate(document: Any, schema_name: str, source: Path, what: str) -> None:
     if errors:
         from jsonschema.exceptions import best_match
 
-        error = best_match(errors)
+        try:
+            error = best_match(errors)
+        except TypeError:
+            # Its ranking compares paths, and an object key that is not a string (a record
+            # built wrong; JSON itself has none) cannot be compared with an index.
+            error = errors[0]
         raise Refused(f"{source}: {json_path(error.absolute_path)}: {_short(error.message)}")
 
 
@@ -417,6 +422,8 @@ def json_path(parts: Iterator[str | int] | Any) -> str:
     for part in parts:
         if isinstance(part, int):
             rendered += f"[{part}]"
+        elif not isinstance(part, str):
+            rendered += f"[{part!r}]"  # a key no JSON document holds
         elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
             rendered += f".{part}"
         else:

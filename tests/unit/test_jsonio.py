@@ -913,3 +913,12 @@ def test_hex_digests_read_as_the_hex_of_each_digest(
 def test_hex_digests_refuse_a_partial_digest() -> None:
     with pytest.raises(ValueError, match="33 bytes is not a whole number of digests"):
         jsonio.HexDigests(bytes(33))
+
+
+@pytest.mark.parametrize("differences", [{None: {}, 1: None, "": {}}, {0: None}])
+def test_a_record_with_keys_json_cannot_hold_is_refused_not_a_crash(differences: Any) -> None:
+    """Hypothesis's thorough profile: jsonschema's ranking of errors compared an int with a
+    str in their paths, and `validate` raised a TypeError for a record built wrong."""
+    document = {**SEEDS["dual-pin-ledger"][0], "drift": True, "differences": differences}
+    with pytest.raises(Refused, match=r"^doc\.json: \$"):
+        jsonio.validate(document, "dual-pin-ledger", Path("doc.json"), "doc")
