@@ -239,6 +239,13 @@ class _Candidates:
 
         wanted = selector.replace("*", "")
         if any(name.startswith(wanted) for name in self.names):
+            # A folder's name: everything under it, said so (Pygments' trial was offered
+            # `tests/examplefiles*`, which `tests/examplefiles_old/` would match too).
+            folder = wanted.rstrip("/") + "/"
+            if not wanted.endswith("/") and all(
+                name.startswith(folder) for name in self.names if name.startswith(wanted)
+            ):
+                return (f"{folder}*",)
             return (f"{wanted}*",)
         names = self._near(wanted)
         # A beginning cut inside `::`, or that is a whole name, adds nothing to the names.

@@ -230,6 +230,18 @@ def test_a_selector_that_begins_ids_is_offered_with_a_star(tmp_path: Path) -> No
     assert selector.did_you_mean == ("t.py::TestDraft::test_minimum*",)
 
 
+def test_a_folder_is_offered_as_everything_under_it(tmp_path: Path) -> None:
+    """Pygments' trial: `tests/examplefiles` was offered `tests/examplefiles*`, which a
+    sibling folder `tests/examplefiles_old/` would match too."""
+    pin = properties_pin(tmp_path, properties=[prop("lexers", "tests/examplefiles")])
+    tests = [result("tests/examplefiles/python/a.py::"), result("tests/examplefiles/c/b.c::")]
+    [selector] = match_pin(pin, [], tests).properties[0].selectors
+    assert selector.did_you_mean == ("tests/examplefiles/*",)
+    sibling = [*tests, result("tests/examplefiles_old/c.c::")]
+    [selector] = match_pin(pin, [], sibling).properties[0].selectors
+    assert selector.did_you_mean == ("tests/examplefiles*",)
+
+
 def test_a_typo_in_a_name_start_is_offered_as_a_wildcard(tmp_path: Path) -> None:
     long_name = "t.py::TestDraft::test_minimum_validation_of_a_number_below_the_minimum_is_invalid"
     pin = properties_pin(tmp_path, properties=[prop("p.min", "t.py::TestDraft::test_minimun_*")])
