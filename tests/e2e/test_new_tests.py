@@ -276,11 +276,16 @@ def test_gate_scores_a_test_data_file_changed_alone(repo: Repo) -> None:
     test = repo.root / "properties/test_orders.py"
     local = 'LIMITS = (Path(__file__).parent.parent / "data/limits.txt").read_text()\n'
     test.write_text(test.read_text().replace("ORDER_ID = ", local + "ORDER_ID = ", 1))
-    repo.write("data/limits.txt", "0\n")
-    repo = repo.as_base("tests read a limits file")
-    repo.write("data/limits.txt", "-1\n")
-    repo.commit("relax the limit")
-    decision = gate(repo)
+
+    def relaxed(base: str) -> dict[str, Any]:
+        """The limit relaxed alone on a base that holds 0, as BASE says: the decision."""
+        repo.write("data/limits.txt", "0\n")
+        relaxing = repo.as_base(base)
+        relaxing.write("data/limits.txt", "-1\n")
+        relaxing.commit("relax the limit")
+        return gate(relaxing)
+
+    decision = relaxed("tests read a limits file")
     assert posture(decision) == ("reject", 5), decision["reason"]
     assert "data/limits.txt: read by the run" in decision["reason"]
     assert (
@@ -290,11 +295,7 @@ def test_gate_scores_a_test_data_file_changed_alone(repo: Repo) -> None:
     pin = json.loads((repo.root / "pins/properties.json").read_text())
     pin["oracle_paths"].append("data")
     repo.write("pins/properties.json", json.dumps(pin, indent=2) + "\n")
-    repo.write("data/limits.txt", "0\n")
-    repo = repo.as_base("the limits are the tests' own")
-    repo.write("data/limits.txt", "-1\n")
-    repo.commit("relax the limit")
-    decision = gate(repo)
+    decision = relaxed("the limits are the tests' own")
     assert posture(decision) == ("human_review", 0), decision["reason"]
     assert "data/limits.txt (listed in oracle_paths)" in decision["reason"]
 

@@ -228,25 +228,28 @@ def test_results_whose_failures_pytest_did_not_report_refuse_the_run(tmp_path: P
     assert checked_and_removed(honest(*swapped), counted)[0] == swapped
 
 
-@pytest.mark.parametrize("digests", ["ab" * 16, ["AB" * 16], ["ab" * 15], [1], ["g" * 32]])
-def test_failed_digests_that_are_not_a_list_of_digests_are_a_malformed_record(
-    tmp_path: Path, digests: object
-) -> None:
-    session = {"sentinels": MUST, "mechanism": "sentinels", "failed": 1, "failed_digests": digests}
-    with pytest.raises(InfraFailure, match="line 1 of its record is malformed"):
-        read_record(write(tmp_path / "r", session))
-
-
 def test_an_ids_digest_is_32_hex_digits_whatever_its_length() -> None:
     assert failed_id_digest("t.py::test_x") == hashlib.sha256(b"t.py::test_x").hexdigest()[:32]
     assert len(failed_id_digest("t.py::test_x[" + "x" * (1 << 20) + "]")) == 32
     assert failed_id_digest("t.py::test_\udcff") != failed_id_digest("t.py::test_?")
 
 
-@pytest.mark.parametrize("ids", ["t.py::test_x", [1], {"t.py::test_x": None}])
-def test_failed_ids_that_are_not_a_list_of_ids_are_a_malformed_record(
-    tmp_path: Path, ids: object
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("failed_ids", "t.py::test_x"),
+        ("failed_ids", [1]),
+        ("failed_ids", {"t.py::test_x": None}),
+        ("failed_digests", "ab" * 16),
+        ("failed_digests", ["AB" * 16]),
+        ("failed_digests", ["ab" * 15]),
+        ("failed_digests", [1]),
+        ("failed_digests", ["g" * 32]),
+    ],
+)
+def test_failed_ids_or_digests_that_are_not_a_list_of_them_are_a_malformed_record(
+    tmp_path: Path, key: str, value: object
 ) -> None:
-    session = {"sentinels": MUST, "mechanism": "sentinels", "failed": 1, "failed_ids": ids}
+    session = {"sentinels": MUST, "mechanism": "sentinels", "failed": 1, key: value}
     with pytest.raises(InfraFailure, match="line 1 of its record is malformed"):
         read_record(write(tmp_path / "r", session))
