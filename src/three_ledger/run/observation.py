@@ -224,23 +224,14 @@ def observe(
             keep_env=run.kept_names(checked),
         )
         with progress("properties").running(f"the command: {' '.join(run.command)}"):
-            ran = run_child(child)
-        if confirm:
-            _refuse_unconfirmed(ran, run.log_path)
-        failure = ran.failure()
-        if failure is not None:
-            raise InfraFailure(
-                f"{failure}; no property ledger written (log: {run.log_path})",
-                read_only_hints(run.log_path, run.root) if confinement.mounts else (),
-            )
-        assert ran.exit_code is not None  # no failure means the command exited
-        if ran.exit_code not in (0, 1):
+            ran, exit_code = _ran(child, run, confinement, confirm=confirm)
+        if exit_code not in (0, 1):
             meaning = killed_in_sandbox(ran, confinement, run.log_path) or exit_meaning(
-                ran.exit_code, enforcement, confinement, run.log_path
+                exit_code, enforcement, confinement, run.log_path
             )
             hints = read_only_hints(run.log_path, run.root) if confinement.mounts else []
             # An exit no pytest gives (0 to 5), with nothing from the plugin: another runner?
-            if ran.exit_code > _PYTEST_EXITS and not results_path.exists():
+            if exit_code > _PYTEST_EXITS and not results_path.exists():
                 hints.append(plugin_lost(run.log_path))
             raise InfraFailure(f"{meaning} (log: {run.log_path})", hints)
         recorded, lines = read_plugin_records(results_path, run.log_path, run.root)
@@ -288,7 +279,7 @@ def observe(
     model = OracleModel.CLOSED if closed else OracleModel.INFERRED
     return Observed(
         index.results,
-        ran.exit_code,
+        exit_code,
         ran.duration_ms,
         None,
         guarded,
@@ -416,6 +407,24 @@ def left_out(
     return kept
 
 
+def _ran(
+    child: Child, run: ScoredRun, confinement: Confinement, *, confirm: bool
+) -> tuple[RunResult, int]:
+    """CHILD run to its exit, and its exit code; a command that did not start, or (with
+    CONFIRM) ran outside a sandbox it was asked for, is refused: no property ledger."""
+    ran = run_child(child)
+    if confirm:
+        _refuse_unconfirmed(ran, run.log_path)
+    failure = ran.failure()
+    if failure is not None:
+        raise InfraFailure(
+            f"{failure}; no property ledger written (log: {run.log_path})",
+            read_only_hints(run.log_path, run.root) if confinement.mounts else (),
+        )
+    assert ran.exit_code is not None  # no failure means the command exited
+    return ran, ran.exit_code
+
+
 def _refuse_unconfirmed(ran: RunResult, log_path: Path) -> None:
     """SandboxUnconfirmed for a run that ended on its own before its trampoline started the
     command inside every layer (`unshare` refused a namespace, a layer failed inside)."""
@@ -472,22 +481,13 @@ def _observe_report(
             keep_env=run.kept_names(checked),
         )
         start = junit_evidence.started(report)
-        ran = run_child(child)
-        if confirm:
-            _refuse_unconfirmed(ran, run.log_path)
-        failure = ran.failure()
-        if failure is not None:
-            raise InfraFailure(
-                f"{failure}; no property ledger written (log: {run.log_path})",
-                read_only_hints(run.log_path, run.root) if confinement.mounts else (),
-            )
-        assert ran.exit_code is not None  # no failure means the command exited
+        ran, exit_code = _ran(child, run, confinement, confirm=confirm)
         killed = killed_in_sandbox(ran, confinement, run.log_path)
         if killed is not None:
             raise InfraFailure(f"{killed}; no property ledger written (log: {run.log_path})")
         junit_evidence.refuse_pytest(seen, run.log_path)
     try:
-        results, entry = junit_evidence.read_after_run(report, start, ran.exit_code, run.log_path)
+        results, entry = junit_evidence.read_after_run(report, start, exit_code, run.log_path)
     except InfraFailure as no_report:
         if confinement.mounts is not None:
             no_report.details += _read_only_details(run, report_path)
@@ -497,7 +497,7 @@ def _observe_report(
         model = OracleModel.CLOSED
     return Observed(
         results,
-        ran.exit_code,
+        exit_code,
         ran.duration_ms,
         entry,
         Tripwire.NONE,
