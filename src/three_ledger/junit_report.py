@@ -89,6 +89,7 @@ def parse_report(label: str, data: bytes, root: Path | None = None) -> Reading:
     cases = list(_cases(document, root))
     if not cases:
         raise InfraFailure(f"{label}: no testcase, so no results could be read")
+    _refuse_unwritten_failures(label, document)
     written = len(cases)
     cases.extend(hook_consequences(cases))
     named, warnings = name_unnamed(label, cases)
@@ -120,7 +121,8 @@ class _RefusingTreeBuilder(ET.TreeBuilder):
 
 
 def _parse_xml(label: str, data: bytes) -> ET.Element:
-    parser = ET.XMLParser(target=_RefusingTreeBuilder())
+    # Comments kept: node's tally is written as comments (`_refuse_unwritten_failures`).
+    parser = ET.XMLParser(target=_RefusingTreeBuilder(insert_comments=True))
     try:
         parser.feed(data)
         document: ET.Element = parser.close()
@@ -131,6 +133,80 @@ def _parse_xml(label: str, data: bytes) -> ET.Element:
     except LookupError as error:  # the XML declaration names an encoding Python does not know
         raise InfraFailure(f"{label}: malformed XML ({error})") from None
     return document
+
+
+# node's junit reporter ends the report with its tally, one comment a count: `<!-- fail 2 -->`.
+_NODE_TALLY = re.compile(r"\s*(tests|suites|pass|fail|cancelled|skipped|todo) (\d+)\s*\Z")
+# The failures node counts as cancelled, not failed: a subtest its parent ended, a timeout.
+_NODE_CANCELLED = frozenset({"cancelledByParent", "testTimeoutFailure"})
+
+
+def _refuse_unwritten_failures(label: str, document: ET.Element) -> None:
+    """Refuse a report of node's test runner whose own tally counts failures it did not write.
+
+    node writes a test with subtests as a <testsuite> of its subtests, with no outcome of its
+    own: when its own body fails after its subtests passed, the report holds no trace of
+    that failure. The tally at its end still counts it (`fail`, and the test in `tests`).
+    Each failed test is a failing testcase, or one of the tests with subtests (`tests` less
+    the testcases) that holds a failing testcase; a tally that counts more failures than
+    that, lost some. Reports without node's tally are not judged here.
+    """
+    tally: dict[str, int] = {}
+    for child in document:
+        # A comment's tag is the factory ET.Comment itself (typeshed types every tag a str).
+        tag: object = child.tag
+        if tag is ET.Comment and (found := _NODE_TALLY.match(child.text or "")):
+            tally[found[1]] = int(found[2])  # the last wins: the tally ends the report
+    if not {"tests", "pass", "fail", "cancelled"} <= tally.keys():
+        return
+    testcases = list(document.iter("testcase"))
+    failed = sum(1 for case in testcases if _failed_for_node(case))
+    parents = tally["tests"] - len(testcases)
+    holding = _suites_holding_a_failure(document)
+    unwritten = tally["fail"] - failed - min(max(parents, 0), holding)
+    if unwritten > 0:
+        raise InfraFailure(
+            f"{label}: node's tally counts {tally['fail']} failed test(s) and the report shows "
+            f"at most {tally['fail'] - unwritten}: a test with subtests failed in its own body, "
+            "which node's junit reporter does not write (put that test's assertions in a "
+            "subtest of their own; docs/runners.md)"
+        )
+
+
+def _suites_holding_a_failure(document: ET.Element) -> int:
+    """How many <testsuite> elements hold a failing testcase at any depth: one walk,
+    iterative, as `_testcases` (a report may nest deeper than Python's stack)."""
+    holding = 0
+    # (children left, whether a failing testcase was seen below, whether it is a testsuite)
+    stack: list[tuple[Iterator[ET.Element], list[bool], bool]] = [(iter(document), [False], False)]
+    while stack:
+        children, seen, is_suite = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            if seen[0]:
+                holding += is_suite
+                if stack:
+                    stack[-1][1][0] = True
+            continue
+        if child.tag == "testcase":
+            if any(grand.tag in ("failure", "error") for grand in child):
+                seen[0] = True
+        else:
+            stack.append((iter(child), [False], child.tag == "testsuite"))
+    return holding
+
+
+def _failed_for_node(case: ET.Element) -> bool:
+    """Whether node counts testcase CASE in its `fail`: a failure that is no todo's and no
+    cancellation."""
+    children = list(case)
+    if any(child.tag == "skipped" for child in children):
+        return False
+    return any(
+        child.tag in ("failure", "error") and child.get("type") not in _NODE_CANCELLED
+        for child in children
+    )
 
 
 def _cases(document: ET.Element, root: Path | None) -> Iterator[Case]:

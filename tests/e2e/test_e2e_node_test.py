@@ -177,3 +177,52 @@ def test_with_product_paths_the_copy_is_a_change_outside_the_product(
         "ci/old-pass.xml": CHANGED_OUTSIDE_PRODUCT,
         "package.json": CHANGED_OUTSIDE_PRODUCT,
     }
+
+
+# The fixtures checked in the body of a test with a subtest, and a test no property names.
+PARENT_TESTS = b"""\
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const { total } = require('../lib/total');
+const orders = JSON.parse(fs.readFileSync('fixtures/orders.json', 'utf8'));
+
+test('total', async (t) => {
+  await t.test('empty order is zero', () => {
+    assert.strictEqual(total({ lines: [] }), 0);
+  });
+  for (const order of orders) assert.strictEqual(total(order), order.total);
+});
+test('is never negative', () => {
+  for (const order of orders) assert.ok(total(order) >= 0);
+});
+test('one line', () => {
+  assert.strictEqual(total({ lines: [{ quantity: 1, price: 1 }] }), 1);
+});
+"""
+# One more for any order that has lines: the empty order still totals 0.
+OFF_BY_ONE = (b"line.price, 0);", b"line.price, order.lines.length ? 1 : 0);")
+
+
+def test_a_parent_tests_own_failure_node_does_not_write_refuses_the_report(
+    run_cli: RunCli, node_repo: Path
+) -> None:
+    # The property names the subtest; the broken library fails the parent's body, which
+    # node's report leaves out, and the test no property names, which switches off row 8 (an
+    # exit 1 with no failing test). Read as written, every property passed.
+    properties = dict(PROPERTIES)
+    properties["properties"] = [
+        {**PROPERTIES["properties"][0], "test": "test::empty order is zero"},
+        PROPERTIES["properties"][1],
+    ]
+    make_tree(node_repo, {"test/total.test.js": PARENT_TESTS})
+    write_json(node_repo / "pins/properties.json", properties)
+    git(node_repo, "commit", "-q", "-am", "a test with a subtest")
+    honest = gate(run_cli, node_repo)
+    assert (honest.properties_exit, honest.row, honest.posture) == (0, 8, "human_review")
+    library = node_repo / "lib/total.js"
+    library.write_bytes(library.read_bytes().replace(*OFF_BY_ONE))
+    result = gate(run_cli, node_repo)
+    assert (result.properties_exit, result.posture) == (4, "reject")
+    assert "node's tally counts 2 failed test(s) and the report shows at most 1" in result.stderr
+    assert result.ledger is None

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO
+from three_ledger.errors import InfraFailure
 from three_ledger.junit_report import Reading, parse_report
 from three_ledger.results import property_statuses
 from three_ledger.vocabulary import Outcome
@@ -42,6 +43,8 @@ def test_every_recorded_report_is_read() -> None:
         "mocha-junit-reporter-jenkins.xml",
         "mocha-xunit.xml",
         "node-test-junit.xml",
+        "node-test-own-failure-junit.xml",
+        "node-test-subtests-junit.xml",
         "vitest-junit.xml",
     ]
 
@@ -242,6 +245,92 @@ def test_node_test_runner_junit() -> None:
     }
     assert statuses("node-test-junit.xml", "node", list(expected)) == expected
     assert reading("node-test-junit.xml", "node").timestamps == ()
+
+
+def test_node_tests_with_subtests_count_every_failure_the_tally_counts() -> None:
+    expected = {
+        # A parent's own outcome is not written: its subtests are, in a <testsuite>.
+        "test::sub passes": "pass",
+        "test::sub fails": "fail",
+        # A subtest its parent left running, a timeout, a test its describe's `before` stopped:
+        # node counts them as cancelled and writes them as failures, as the gate reads them.
+        "test::late": "fail",
+        "test::times out": "fail",
+        "test::needs the database": "fail",
+        # Written with both <skipped type="todo"> and <failure>: the worst of them.
+        "test::todo that fails": "fail",
+        "test::adds": "pass",
+        "test::parent": "missing",
+    }
+    assert statuses("node-test-subtests-junit.xml", "node", list(expected)) == expected
+
+
+def test_node_a_test_that_fails_in_its_own_body_after_its_subtests_is_refused() -> None:
+    # node counts `total` as failed (`<!-- fail 2 -->`) and writes only its passing subtest:
+    # read as written, a property on that subtest would pass.
+    with pytest.raises(InfraFailure) as refused:
+        reading("node-test-own-failure-junit.xml", "node")
+    assert str(refused.value).startswith(
+        "JUnit XML node-test-own-failure-junit.xml: node's tally counts 2 failed test(s) and "
+        "the report shows at most 1: a test with subtests failed in its own body"
+    )
+
+
+def tallied(body: str, tally: dict[str, int]) -> str:
+    comments = "".join(f"<!-- {key} {count} -->" for key, count in tally.items())
+    return f"<testsuites>{body}{comments}</testsuites>"
+
+
+PASS_THEN_FAIL = (
+    '<testcase classname="test" name="a"/><testcase classname="test" name="b"><failure/></testcase>'
+)
+NODE_TALLY = {"tests": 2, "suites": 0, "pass": 1, "fail": 1, "cancelled": 0, "skipped": 0}
+
+
+@pytest.mark.parametrize(
+    ("body", "tally", "refused"),
+    [
+        # Every counted failure is a failing testcase.
+        (
+            PASS_THEN_FAIL,
+            NODE_TALLY,
+            False,
+        ),
+        # One failure more than the report holds, and no test with subtests to hold it.
+        (
+            '<testcase classname="test" name="a"/><testcase classname="test" name="b"/>',
+            NODE_TALLY,
+            True,
+        ),
+        # A tally without node's counts is no tally: nothing is judged.
+        ('<testcase classname="test" name="a"/>', {"tests": 1, "fail": 1}, False),
+        # The tally that ends the report wins over a comment before it.
+        (
+            '<testcase classname="test" name="a"/><!-- fail 0 -->',
+            {**NODE_TALLY, "tests": 1, "pass": 0},
+            True,
+        ),
+    ],
+)
+def test_node_tally_rules(body: str, tally: dict[str, int], refused: bool) -> None:
+    document = tallied(body, tally).encode()
+    if refused:
+        with pytest.raises(InfraFailure, match="node's tally counts"):
+            parse_report("r", document)
+    else:
+        assert parse_report("r", document).results
+
+
+def test_node_tally_on_deeply_nested_subtests_is_read_without_recursion() -> None:
+    depth = 5000  # deeper than Python's recursion limit: each level a test with a subtest
+    body = (
+        '<testsuite name="t">' * depth
+        + '<testcase classname="test" name="leaf"><failure/></testcase>'
+        + "</testsuite>" * depth
+    )
+    tally = {**NODE_TALLY, "tests": depth + 1, "pass": 0, "fail": depth + 1}
+    read = parse_report("r", tallied(body, tally).encode())
+    assert [(r.id, r.outcome) for r in read.results] == [("test::leaf", Outcome.FAIL)]
 
 
 # --- go ------------------------------------------------------------------------------------------

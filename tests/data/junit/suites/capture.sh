@@ -43,6 +43,12 @@ mkdir -p "$work/node/test" && cp "$here/node/"*.test.js "$work/node/test/" && cd
 node --test --test-reporter=junit --test-reporter-destination="$out/node-test-junit.xml" \
   test/suite.test.js >/dev/null 2>&1
 echo "node --test junit: exit $?"
+node --test --test-reporter=junit --test-reporter-destination="$out/node-test-subtests-junit.xml" \
+  test/subtests.test.js >/dev/null 2>&1
+echo "node --test junit, subtests: exit $?"
+node --test --test-reporter=junit --test-reporter-destination="$out/node-test-own-failure-junit.xml" \
+  test/own-failure.test.js >/dev/null 2>&1
+echo "node --test junit, own failure: exit $?"
 
 if command -v gotestsum >/dev/null; then
   mkdir -p "$work/go" && cp -r "$here/go/." "$work/go/" && cd "$work/go"
