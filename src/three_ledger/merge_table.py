@@ -14,11 +14,16 @@ from typing import Generic
 
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import FixtureLedger, PropertyLedger, RecordT
-from three_ledger.other_ledgers import DualPinLedger, FlakeEvidenceLedger, FlakeLedger
+from three_ledger.other_ledgers import (
+    CandidateEvidence,
+    DualPinLedger,
+    FlakeEvidenceLedger,
+    FlakeLedger,
+)
 from three_ledger.pins import FlakePin
 from three_ledger.plugin.wire import in_the_tests_own_folder
 from three_ledger.selection import selects
-from three_ledger.vocabulary import FlakeVerdict, OracleModel, Outcome, Posture
+from three_ledger.vocabulary import FlakeVerdict, OracleModel, Outcome, Posture, RerunMode
 
 # Row 8 for a change that adds test modules beside what is scored: nothing ran them.
 UNSCORED_NEW_TESTS = "new tests land unscored: the test owners review them"
@@ -164,10 +169,13 @@ def decide(evidence: Evidence) -> Verdict:
         return Verdict(Posture.HUMAN_REVIEW, 8, reason)
 
     if contradicted := _contradicted_flake_notes(evidence):
+        found = "; ".join(
+            f"{entry} {_HOW_IT_FAILED[verdict]} (flake-evidence: {verdict.value})"
+            for entry, verdict in contradicted.items()
+        )
         reason = (
-            f"a flake note the reruns contradict: {', '.join(contradicted)} failed every rerun, "
-            "in order and alone (flake-evidence: consistent_failure), which no flakiness "
-            f"explains{_flake_note(evidence)}"
+            f"a flake note the reruns contradict: {found}, which no flakiness explains"
+            f"{_flake_note(evidence)}"
         )
         return Verdict(Posture.HUMAN_REVIEW, 8, reason)
 
@@ -195,25 +203,46 @@ def _evidence_of_another_run(evidence: Evidence) -> str | None:
     return None
 
 
-def _contradicted_flake_notes(evidence: Evidence) -> list[str]:
-    """The flake notes (by entry id) whose test the reruns found failing every time: the
-    entry's test, rerun as a flake entry's candidate, `consistent_failure`."""
+# The verdicts whose reruns failed every time in the run's order: a failure the order
+# reproduces each time is no flake, whether or not the test fails alone too.
+_HOW_IT_FAILED = {
+    FlakeVerdict.CONSISTENT_FAILURE: "failed every rerun, in order and alone",
+    FlakeVerdict.ORDER_DEPENDENT_VICTIM: "failed every rerun in the run's order, and passed alone",
+    FlakeVerdict.ORDER_DEPENDENT_BRITTLE: (
+        "failed every rerun in the run's order and alone, and passed after the same tests reversed"
+    ),
+}
+
+
+def _contradicted_flake_notes(evidence: Evidence) -> dict[str, FlakeVerdict]:
+    """The flake notes (by entry id) whose test the reruns found failing every time in the
+    run's order, with that test's verdict: `consistent_failure`, or an order-dependent
+    verdict whose original-order reruns all failed (the red team's leak, which failed every
+    time after the tests before it and passed alone, was `review` with its flake note)."""
     reading = evidence.flake_evidence
     view = evidence.flake_pin
     if reading is None or reading.record is None or view is None or view.pin is None:
-        return []
-    failing = [
-        candidate.id
+        return {}
+    failing = {
+        candidate.id: candidate.verdict
         for candidate in reading.record.candidates
-        if candidate.verdict is FlakeVerdict.CONSISTENT_FAILURE
-    ]
+        if candidate.verdict in _HOW_IT_FAILED and _failed_every_time_in_order(candidate)
+    }
     selectors = view.pin.selectors()
     noted = [r.record.test_id for r in evidence.flakes if r.record is not None]
-    return [
-        entry
-        for entry in noted
-        if entry in selectors and any(selects(selectors[entry], test) for test in failing)
-    ]
+    contradicted: dict[str, FlakeVerdict] = {}
+    for entry in noted:
+        if entry not in selectors:
+            continue
+        for test, verdict in failing.items():
+            if selects(selectors[entry], test):
+                contradicted.setdefault(entry, verdict)
+    return contradicted
+
+
+def _failed_every_time_in_order(candidate: CandidateEvidence) -> bool:
+    tally = candidate.modes.get(RerunMode.ORIGINAL)
+    return tally is not None and 0 < tally.failed == tally.runs - tally.broken
 
 
 _FAILED = frozenset({Outcome.FAIL, Outcome.ERROR})

@@ -137,14 +137,21 @@ def flake_reading(**change: Any) -> tuple[Reading[FlakeLedger], ...]:
 
 
 def flake_evidence(
-    verdict: FlakeVerdict, test: str = "orders.slow", **change: Any
+    verdict: FlakeVerdict,
+    test: str = "orders.slow",
+    failed: dict[RerunMode, int] | None = None,
+    **change: Any,
 ) -> Reading[FlakeEvidenceLedger]:
     """`flake-evidence`'s ledger over this evidence's property ledger: one candidate, a flake
-    entry's test, with VERDICT."""
-    tally = ModeTally(3, 3 if verdict is FlakeVerdict.CONSISTENT_FAILURE else 1, 0, None)
+    entry's test, with VERDICT; FAILED, of three reruns in each mode it names (by default
+    every one for a consistent failure, one for any other verdict, in order and alone)."""
+    if failed is None:
+        count = 3 if verdict is FlakeVerdict.CONSISTENT_FAILURE else 1
+        failed = {RerunMode.ORIGINAL: count, RerunMode.ISOLATED: count}
+    modes = {mode: ModeTally(3, count, 0, None) for mode, count in failed.items()}
     candidate = CandidateEvidence(
-        id=test, reason="flake_entry", property_ids=(), worker="main", prefix=0,
-        modes={RerunMode.ORIGINAL: tally, RerunMode.ISOLATED: tally}, verdict=verdict,
+        id=test, reason="flake_entry", property_ids=(), worker="main", prefix=2,
+        modes=modes, verdict=verdict,
         polluter=None, inputs_changed=(), unfinished=None, proposal=None,
     )  # fmt: skip
     fields: dict[str, Any] = {

@@ -32,7 +32,7 @@ from three_ledger.merge_table import (
     decide,
 )
 from three_ledger.other_ledgers import DualPinLedger, FlakeEvidenceLedger, StatusDifference
-from three_ledger.vocabulary import FlakeVerdict, OracleModel, Outcome, Posture
+from three_ledger.vocabulary import FlakeVerdict, OracleModel, Outcome, Posture, RerunMode
 
 
 def test_all_evidence_in_order_is_review() -> None:
@@ -227,6 +227,46 @@ def test_a_flake_note_whose_test_failed_every_rerun_is_human_review() -> None:
     ):
         verdict = decide(evidence(flake_evidence=reading))
         assert (verdict.posture, verdict.row) == (Posture.REVIEW, 9), verdict.reason
+
+
+ORIGINAL, ISOLATED, REVERSE = RerunMode.ORIGINAL, RerunMode.ISOLATED, RerunMode.REVERSE
+
+
+def test_a_flake_note_whose_test_failed_every_rerun_in_order_is_human_review() -> None:
+    """The seventh red team's leak: a product that slowed down with every earlier batch failed
+    the listed timing test every time after the tests before it, and passed it alone."""
+    victim = flake_evidence(
+        FlakeVerdict.ORDER_DEPENDENT_VICTIM, failed={ORIGINAL: 3, ISOLATED: 0, REVERSE: 3}
+    )
+    verdict = decide(evidence(flake_evidence=victim))
+    assert (verdict.posture, verdict.row) == (Posture.HUMAN_REVIEW, 8)
+    assert verdict.reason.startswith(
+        "a flake note the reruns contradict: orders.slow failed every rerun in the run's "
+        "order, and passed alone (flake-evidence: order_dependent_victim), which no "
+        "flakiness explains"
+    )
+    brittle = flake_evidence(
+        FlakeVerdict.ORDER_DEPENDENT_BRITTLE, failed={ORIGINAL: 3, ISOLATED: 3, REVERSE: 0}
+    )
+    verdict = decide(evidence(flake_evidence=brittle))
+    assert (verdict.posture, verdict.row) == (Posture.HUMAN_REVIEW, 8)
+    assert "(flake-evidence: order_dependent_brittle)" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("verdict", "failed"),
+    [
+        # Passed every time in order and alone, failed after the tests reversed.
+        (FlakeVerdict.ORDER_DEPENDENT_VICTIM, {ORIGINAL: 0, ISOLATED: 0, REVERSE: 3}),
+        # Passed every time in order, failed alone.
+        (FlakeVerdict.ORDER_DEPENDENT_BRITTLE, {ORIGINAL: 0, ISOLATED: 3}),
+    ],
+)
+def test_an_order_dependent_test_that_passed_in_the_runs_order_keeps_its_flake_note(
+    verdict: FlakeVerdict, failed: dict[RerunMode, int]
+) -> None:
+    decided = decide(evidence(flake_evidence=flake_evidence(verdict, failed=failed)))
+    assert (decided.posture, decided.row) == (Posture.REVIEW, 9), decided.reason
 
 
 def test_flake_evidence_of_another_run_or_unreadable_is_row_2() -> None:
