@@ -36,6 +36,8 @@ def test_every_stamp_a_recorded_runner_wrote_is_read_as_the_minutes_they_ran() -
     stamps = [
         stamp
         for path in sorted(DATA.glob("*.xml"))
+        # Refused as a whole: node's tally counts a failure it did not write (no stamps).
+        if path.name != "node-test-own-failure-junit.xml"
         for stamp in parse_report(path.name, path.read_bytes()).timestamps
     ]
     assert len(stamps) == 36  # mocha-junit-reporter, jest-junit, vitest, xunit, gotestsum
