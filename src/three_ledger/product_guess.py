@@ -1,8 +1,10 @@
 """What `plan` proposes as a properties pin's `product_paths`, and what each guess rests on.
 
-Three sources, each named beside its glob: the packages the project's `pyproject.toml`
-builds (setuptools, hatch, poetry), a `src/` layout, and the top-level modules of ROOT that
-the collected test modules import. Nothing test-like is ever proposed: a file pytest would
+Four sources, each named beside its glob: the packages the project's `pyproject.toml`
+builds (setuptools, hatch, poetry), a `src/` layout, a folder that setuptools' `package_dir`
+maps the top-level packages to (`setup.py`, `setup.cfg` or `pyproject.toml`: PyYAML's
+`lib/`), and the top-level modules of ROOT, `src/` or that folder that the collected test
+modules import. Nothing test-like is ever proposed: a file pytest would
 collect (`test_*.py`, `*_test.py`), a `conftest.py`, anything in a folder named `tests`,
 `test` or `testing`, or a collected test module. What is test-like inside a proposed folder
 (a package that ships `pkg/test_tools.py` or `pkg/testing.py`, which the tests assert
@@ -38,9 +40,11 @@ def propose(root: Path, test_modules: Iterable[str]) -> list[Proposal]:
     """Globs of the code under test in ROOT, each once, first reason kept, sorted by glob."""
     collected = set(test_modules)
     found: dict[str, str] = {}
-    for proposal in (*_from_pyproject(root), *_from_src_layout(root)):
+    mapped = package_dir(root)
+    for proposal in (*_from_pyproject(root), *_from_src_layout(root), *_mapped(root, mapped)):
         found.setdefault(proposal.glob, proposal.because)
-    for proposal in _imported_by_tests(root, sorted(collected)):
+    folders = ["", "src/", *(f"{folder}/" for folder, _ in mapped)]
+    for proposal in _imported_by_tests(root, sorted(collected), folders):
         found.setdefault(proposal.glob, proposal.because)
     return [
         Proposal(glob, because)
@@ -130,15 +134,74 @@ def _from_src_layout(root: Path) -> Iterator[Proposal]:
         yield Proposal(f"{init.parent.relative_to(root).as_posix()}/**", "src layout")
 
 
-def _imported_by_tests(root: Path, test_modules: list[str]) -> Iterator[Proposal]:
+def package_dir(root: Path) -> list[tuple[str, str]]:
+    """The folders setuptools' `package_dir` maps the top-level packages to (`{"": "lib"}`),
+    each with the file that says so; a folder that is not there is left out."""
+    found: list[tuple[str, str]] = []
+    try:
+        tree = ast.parse((root / "setup.py").read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if not (isinstance(node, ast.keyword) and node.arg == "package_dir"):
+            continue
+        if isinstance(node.value, ast.Dict):
+            for key, value in zip(node.value.keys, node.value.values, strict=True):
+                if _constant(key) == "" and isinstance(folder := _constant(value), str):
+                    found.append((folder, "setup.py's package_dir"))
+    found += [(folder, "setup.cfg's package_dir") for folder in _package_dir_in_setup_cfg(root)]
+    try:
+        document = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        document = {}
+    mapping = _get(document, "tool", "setuptools", "package-dir")
+    if isinstance(mapping, dict) and isinstance(folder := mapping.get(""), str):
+        found.append((folder, "pyproject.toml's package-dir"))
+    kept: dict[str, str] = {}
+    for folder, because in found:
+        folder = folder.strip().strip("/")
+        usable = folder and folder != "src" and ".." not in folder.split("/")
+        if usable and (root / folder).is_dir():
+            kept.setdefault(folder, because)
+    return list(kept.items())
+
+
+def _constant(node: ast.expr | None) -> object:
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def _package_dir_in_setup_cfg(root: Path) -> list[str]:
+    """`[options] package_dir = =lib` (one mapping a line; `=lib` maps the top level)."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string((root / "setup.cfg").read_text(encoding="utf-8"))
+        value = parser.get("options", "package_dir", fallback="")
+    except (OSError, UnicodeDecodeError, configparser.Error):
+        return []
+    lines = (line.strip() for line in value.splitlines())
+    return [line.split("=", 1)[1] for line in lines if line.startswith("=")]
+
+
+def _mapped(root: Path, mapped: list[tuple[str, str]]) -> Iterator[Proposal]:
+    for folder, because in mapped:
+        for init in sorted((root / folder).glob("*/__init__.py")):
+            yield Proposal(f"{init.parent.relative_to(root).as_posix()}/**", because)
+
+
+def _imported_by_tests(
+    root: Path, test_modules: list[str], folders: list[str]
+) -> Iterator[Proposal]:
+    """What the test modules import from the top of each of FOLDERS ("" for ROOT, "src/")."""
     for module in test_modules:
         for name in _top_level_imports(root / module):
-            for candidate in (f"{name}.py", f"src/{name}.py"):
+            for candidate in (f"{folder}{name}.py" for folder in folders):
                 if (root / candidate).is_file():
                     yield Proposal(candidate, f"imported by {module}")
-            for folder in (name, f"src/{name}"):
-                if (root / folder / "__init__.py").is_file():
-                    yield Proposal(f"{folder}/**", f"imported by {module}")
+            for package in (f"{folder}{name}" for folder in folders):
+                if (root / package / "__init__.py").is_file():
+                    yield Proposal(f"{package}/**", f"imported by {module}")
 
 
 def _top_level_imports(path: Path) -> list[str]:

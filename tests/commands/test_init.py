@@ -8,6 +8,7 @@ runs in tests/e2e/test_init_end_to_end.py.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -137,6 +138,31 @@ def test_a_lockfile_the_project_has_is_named_in_the_workflow_without_a_note(
     assert result.code == 0, result.err
     assert 'TL_REQUIREMENTS: "requirements/dev.txt"' in (project / WORKFLOW).read_text()
     assert "is not there" not in result.err
+
+
+def test_packages_in_a_package_dir_off_pytests_path_are_noted(
+    run_cli: RunCli, project: Path, collector: str
+) -> None:
+    """PyYAML's trial: its packages are in `lib/` (`package_dir={'': 'lib'}`), and the drafted
+    workflow, which installs no project, ran its tests against an installed copy."""
+    make_tree(
+        project, {"lib/mdlib/__init__.py": b"", "setup.py": b"setup(package_dir={'': 'lib'})\n"}
+    )
+    result = run_cli("init", "--root", project, "--command", collector)
+    assert result.code == 0, result.err
+    assert (
+        "note: the packages are in lib/ (setup.py's package_dir), which pytest's settings do "
+        "not put on the path (`pythonpath`)" in result.err
+    )
+    properties = json.loads((project / "pins.draft/properties.json").read_text())
+    assert "lib/mdlib/**" in properties["product_paths"]
+    # On the path, by pytest's settings or by the command: no note.
+    for folder in ("pins.draft", ".github"):
+        shutil.rmtree(project / folder)
+    (project / "pytest.ini").write_text("[pytest]\npythonpath = lib\n")
+    result = run_cli("init", "--root", project, "--command", collector)
+    assert result.code == 0, result.err
+    assert "note: the packages are in" not in result.err
 
 
 def test_the_workflow_names_the_pinned_source_given(

@@ -52,6 +52,52 @@ def test_setuptools_find_and_a_package_folder_imported_by_the_tests(tmp_path: Pa
     ]
 
 
+SETUP_PY = """\
+from setuptools import setup
+
+setup(
+    name="yamlish",
+    package_dir={"": "lib"},
+    packages=["yamlish"],
+)
+"""
+
+
+def test_a_package_dir_in_setup_py_is_where_the_packages_are(tmp_path: Path) -> None:
+    """PyYAML's trial: its packages live in `lib/` (`package_dir={'': 'lib'}`), and `plan`
+    proposed nothing, so the pin drafted from it ran the tests against an installed copy."""
+    touch(tmp_path, "lib/yamlish/__init__.py", "lib/_ext/__init__.py", "lib/single.py")
+    touch(tmp_path, "yamlish/_cython.pyx")  # a root folder of that name, not a package
+    (tmp_path / "setup.py").write_text(SETUP_PY)
+    test = "tests/test_load.py"
+    touch(tmp_path, test)
+    (tmp_path / test).write_text("import yamlish\nimport single\n")
+    assert propose(tmp_path, [test]) == [
+        Proposal("lib/_ext/**", "setup.py's package_dir"),
+        Proposal("lib/single.py", f"imported by {test}"),
+        Proposal("lib/yamlish/**", "setup.py's package_dir"),
+    ]
+
+
+def test_a_package_dir_in_setup_cfg_or_pyproject(tmp_path: Path) -> None:
+    touch(tmp_path, "code/one/__init__.py", "python/two/__init__.py")
+    (tmp_path / "setup.cfg").write_text("[options]\npackage_dir =\n    =code\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.setuptools.package-dir]\n"" = "python"\n')
+    assert propose(tmp_path, []) == [
+        Proposal("code/one/**", "setup.cfg's package_dir"),
+        Proposal("python/two/**", "pyproject.toml's package-dir"),
+    ]
+
+
+def test_a_package_dir_that_is_not_there_or_leaves_root_proposes_nothing(tmp_path: Path) -> None:
+    touch(tmp_path, "up/pkg/__init__.py")
+    (tmp_path / "setup.py").write_text(
+        'setup(package_dir={"": "missing"})\nsetup(package_dir={"": "../up"})\n'
+        'setup(package_dir={"pkg": "up/pkg"})\nsetup(package_dir=dirs)\n'
+    )
+    assert propose(tmp_path, []) == []
+
+
 def test_an_unreadable_pyproject_or_test_module_proposes_nothing(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("not = [toml")
     (tmp_path / "test_x.py").write_text("def broken(:\n")

@@ -48,7 +48,8 @@ from three_ledger.exit_codes import ExitCode
 from three_ledger.frozen import frozen
 from three_ledger.hints import shown_path
 from three_ledger.pins import FixturePin
-from three_ledger.product_guess import propose
+from three_ledger.product_guess import package_dir, propose
+from three_ledger.pytest_config import entries, pytest_settings
 from three_ledger.results import TestResult
 from three_ledger.run import network_namespace
 from three_ledger.run.collection import PlanRequest, run_collection
@@ -164,9 +165,9 @@ def init(request: InitRequest) -> int:
         packages = data_packages(files, folders)
         if packages:
             print(f"three-ledger: {_data_package_note(packages)}", file=sys.stderr)
-    missing = _missing_requirements(request, values)
-    if missing:
-        print(f"three-ledger: {missing}", file=sys.stderr)
+    for said in (_missing_requirements(request, values), _off_the_path(request)):
+        if said is not None:
+            print(f"three-ledger: {said}", file=sys.stderr)
     sys.stdout.write(report(request, targets, fixture_draft, properties.document, values))
     return ExitCode.OK
 
@@ -181,6 +182,31 @@ def _missing_requirements(request: InitRequest, values: Values) -> str | None:
         f"which is not there: write it (pytest and what the tests import, pinned), or name "
         "the file the project has with --requirements FILE"
     )
+
+
+def _off_the_path(request: InitRequest) -> str | None:
+    """A note where setuptools maps the packages to a folder (`package_dir`) that neither
+    pytest's `pythonpath` nor the command puts on the path: the drafted workflow installs no
+    project, so the tests would import an installed copy or nothing (PyYAML's `lib/`)."""
+    root = request.root
+
+    def read(name: str) -> bytes | None:
+        with contextlib.suppress(OSError):
+            return (root / name).read_bytes()
+        return None
+
+    on_path = {entry.strip("/") for entry in entries(pytest_settings(read).get("pythonpath"))}
+    for folder, because in package_dir(root):
+        named = any(f"pythonpath={folder}" in argument for argument in request.command)
+        if folder not in on_path and not named:
+            return (
+                f"note: the packages are in {folder}/ ({because}), which pytest's settings do "
+                "not put on the path (`pythonpath`): the drafted workflow installs no project, "
+                f"so its tests would import an installed copy or nothing; add `pythonpath = "
+                f"{folder}` to pytest's settings in a change of its own, or `-o "
+                f"pythonpath={folder}` to --command"
+            )
+    return None
 
 
 def _named(folders: Sequence[str]) -> str:

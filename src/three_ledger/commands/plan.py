@@ -106,7 +106,10 @@ def _product_lines(products: Sequence[Proposal], declared: Sequence[str] | None)
     if declared is not None:
         return f"product_paths: the pin declares {json.dumps(list(declared))}\n"
     if not products:
-        return "product_paths: nothing to propose (no package, src layout or imported module)\n"
+        return (
+            "product_paths: nothing to propose "
+            "(no package, src layout, package_dir or imported module)\n"
+        )
     globs = json.dumps([product.glob for product in products])
     lines = [f"product_paths proposed for the pin: {globs}"]
     lines += [f"  {product.glob}: {product.because}" for product in products]
