@@ -489,6 +489,8 @@ def test_a_broken_pin_change_is_rejected(tmp_path: Path, run_cli: RunCli) -> Non
     code, out, _ = run_gate(run_cli, project)
     assert code == 1
     assert "check-pins: exit 2: check-pins: " in out
+    # The problem itself, under the step's line, not in the summary alone.
+    assert any(line.startswith("  ") and "fixtures_b.json" in line for line in out.splitlines())
     assert decision_of(project.folder / "gate") == Expected(Posture.REJECT, 0)
 
 

@@ -94,3 +94,17 @@ def test_the_vet_step_line_counts_the_pinned_files_no_property_reads() -> None:
     many = tuple(f"{letter}.txt" for letter in "abcde")
     line = gate_summary._describe_vet(vetted({"a": VetVerdict.STRONG}, many))
     assert line.endswith("; 5 pinned file(s) no property reads (a.txt, b.txt, c.txt and 2 more)")
+
+
+def test_a_refusals_details_reach_the_console_up_to_a_bound() -> None:
+    """PyYAML's trial: `check-pins: exit 2: check-pins: 1 problem(s) in pins` said which
+    problem only in the summary."""
+    problems = tuple(f"pins/p{n}.json: $.pin_id: problem {n}" for n in range(12))
+    step = Step(
+        StepKind.CHECK_PINS, "check-pins", 2, None, None, "check-pins: 12 problem(s) in pins",
+        None, details=problems, hints=("a hint",),
+    )  # fmt: skip
+    lines = gate_summary.step_line(step).splitlines()
+    assert lines[0] == "check-pins: exit 2: check-pins: 12 problem(s) in pins"
+    assert lines[1:11] == [f"  {problem}" for problem in problems[:10]]
+    assert lines[11:] == ["  ... and 2 more (the summary lists them all)", "  a hint"]

@@ -224,11 +224,22 @@ def _describe_flake_evidence(found: FlakeEvidenceLedger) -> str:
     )
 
 
+# How many of a refusal's details (check-pins' problems, say) the console shows; the
+# summary holds them all.
+CONSOLE_DETAILS = 10
+
+
 def step_line(step: Step) -> str:
-    """The step's console line, then one indented line per hint of a refusal."""
+    """The step's console line, then one indented line per detail of a refusal (the first
+    CONSOLE_DETAILS: `check-pins: 1 problem(s) in pins` said nothing of which, PyYAML's
+    trial) and per hint."""
     if step.exit_code is None:
         return one_line(f"{step.name}: not run: {step.note}")
-    lines = [f"{step.name}: exit {step.exit_code}: {step.note}", *(f"  {h}" for h in step.hints)]
+    shown = [f"  {detail}" for detail in step.details[:CONSOLE_DETAILS]]
+    if (more := len(step.details) - CONSOLE_DETAILS) > 0:
+        shown.append(f"  ... and {more} more (the summary lists them all)")
+    lines = [f"{step.name}: exit {step.exit_code}: {step.note}", *shown]
+    lines += [f"  {hint}" for hint in step.hints]
     return "\n".join(map(one_line, lines))
 
 
