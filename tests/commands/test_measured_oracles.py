@@ -121,6 +121,29 @@ def test_an_oracle_path_naming_nothing_is_unmatched(orders_repo: Path) -> None:
     ]
 
 
+@pytest.mark.pytest_child
+def test_a_guard_on_a_file_that_steers_pytest_is_no_typo(
+    run_cli: RunCli, orders_repo: Path
+) -> None:
+    """PyYAML's trial: the `conftest.py` and `pytest.ini` writing-pins.md advises listing were
+    warned about in every run where the project has none. They are still recorded."""
+    pin = orders_repo / "pins/properties.json"
+    document = json.loads(pin.read_text())
+    document["oracle_paths"] = ["properties", "conftest.py", "tox.ini", "tset"]
+    pin.write_text(json.dumps(document))
+    git(orders_repo, "commit", "-qam", "guards")
+    result = score(run_cli, orders_repo, "--base", "HEAD")
+    assert result.code == 0, result.err
+    assert ledger(orders_repo)["oracle_paths_unmatched"] == ["conftest.py", "tox.ini", "tset"]
+    warned = [line for line in result.err.splitlines() if "matches nothing" in line]
+    assert warned == [
+        (
+            "three-ledger: warning: oracle_paths entry 'tset' matches nothing at the base or in "
+            "the tree: if it is a typo, that protection is gone"
+        )
+    ]
+
+
 # Weakened in the patch; at the end of the run it writes back the base's bytes, so that a
 # comparison made only after the run would find nothing changed.
 SELF_RESTORING = """\

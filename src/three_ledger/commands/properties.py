@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from three_ledger.exit_codes import ExitCode
 from three_ledger.frozen import frozen
 from three_ledger.ledgers import PropertyLedger
 from three_ledger.matching import match_pin, skip_suggestion_lines, warning_lines
 from three_ledger.outputs import Output, nothing_left_on_failure, refuse_unwritable
+from three_ledger.pytest_config import PYTEST_CONFIGS
 from three_ledger.report.findings import findings, plain_lines, status_lines
 from three_ledger.run import sandbox
 from three_ledger.run.mount_plan import read_only_hints
@@ -99,10 +100,18 @@ def sandbox_warnings(ledger: PropertyLedger, log_path: Path, root: Path) -> list
     return warnings
 
 
+# The files that steer pytest, which `oracle_paths` names to guard against their appearing
+# (writing-pins.md): one that matches nothing is the guard, not a typo, and is not warned
+# about (PyYAML's trial: every run warned of the pin's `conftest.py` and `pytest.ini`).
+_GUARDS = frozenset({"conftest.py", *(name for name, _ in PYTEST_CONFIGS), "setup.cfg", "tox.ini"})
+
+
 def report(ledger: PropertyLedger, out: Path, log_path: Path, warnings: Sequence[str]) -> int:
     for line in status_lines(ledger):
         print(line, file=sys.stderr)
     for entry in ledger.oracle_paths_unmatched:
+        if PurePosixPath(entry).name in _GUARDS:
+            continue  # a file that must never appear, as writing-pins.md advises: no typo
         print(
             f"three-ledger: warning: oracle_paths entry {entry!r} matches nothing at the base or "
             "in the tree: if it is a typo, that protection is gone",
