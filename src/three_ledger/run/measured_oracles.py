@@ -157,7 +157,8 @@ def _refuse_product_oracles(
             kind = "a conftest" if why == "conftest" else "a collected test module"
             raise Refused(
                 f"{pin.source}: $.product_paths covers {path}, {kind}: tests and conftests are "
-                "oracles, never product; narrow the globs"
+                "oracles, never product; move it out of the folders product_paths names, or "
+                "narrow the globs"
             )
 
 
