@@ -261,6 +261,10 @@ def test_node_tests_with_subtests_count_every_failure_the_tally_counts() -> None
         "test::todo that fails": "fail",
         "test::adds": "pass",
         "test::parent": "missing",
+        # Describes with no test in them are written as testcases (and tallied as suites): a
+        # count of tests with subtests taken from the tally refused this honest report.
+        "test::Empty": "pass",
+        "test::Skipped": "skip",
     }
     assert statuses("node-test-subtests-junit.xml", "node", list(expected)) == expected
 

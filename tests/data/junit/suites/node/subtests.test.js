@@ -1,6 +1,7 @@
 // node's own test runner, tests with subtests: a parent that fails through a subtest, a
-// cancelled subtest, a timeout, a todo that fails, a describe whose `before` fails. Every
-// failure is in the report, on a testcase or counted for its parent.
+// cancelled subtest, a timeout, a todo that fails, a describe whose `before` fails, an empty
+// and a skipped describe. Every failure is in the report, on a testcase or counted for its
+// parent.
 const { describe, test, before } = require('node:test');
 const assert = require('node:assert');
 
@@ -35,4 +36,11 @@ describe('Outer', () => {
   test('todo that fails', { todo: true }, () => {
     assert.ok(false);
   });
+});
+
+// A describe with no test, and a skipped one: node writes each as a <testcase> and tallies
+// it as a suite, not a test.
+describe('Empty', () => {});
+describe.skip('Skipped', () => {
+  test('never runs', () => {});
 });
